@@ -1,0 +1,165 @@
+package providers
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Class sorts a failed attempt by what the runner should do about it.
+type Class uint8
+
+const (
+	// ClassUnknown is an error nobody classified; treated as transient.
+	ClassUnknown Class = iota
+	// ClassRateLimited is a 429 rate-limit answer: wait (retry-after) and retry.
+	ClassRateLimited
+	// ClassOverloaded is 529 / 503 / overloaded_error: the provider is busy.
+	ClassOverloaded
+	// ClassServer is any other 5xx, 408 or 409.
+	ClassServer
+	// ClassMidStream is an error after a 200: an error event or a stream that
+	// ended before its terminator. The partial text is discarded.
+	ClassMidStream
+	// ClassNetwork is a connection reset, refused or otherwise broken transport.
+	ClassNetwork
+	// ClassTimeout is a first-byte, idle or per-attempt timeout.
+	ClassTimeout
+	// ClassInvalid is 400/404/413/422: this request can never succeed.
+	ClassInvalid
+	// ClassAuth is 401/403: no request can succeed; the run aborts.
+	ClassAuth
+	// ClassQuota is a spend cap or exhausted quota: the run aborts.
+	ClassQuota
+)
+
+var classNames = [...]string{"unknown", "rate_limited", "overloaded", "server_error", "mid_stream", "network", "timeout", "invalid_request", "auth", "quota"}
+
+func (c Class) String() string {
+	if int(c) < len(classNames) {
+		return classNames[c]
+	}
+	return fmt.Sprintf("class(%d)", c)
+}
+
+// Retryable reports whether another attempt of the same request may succeed.
+func (c Class) Retryable() bool {
+	switch c {
+	case ClassInvalid, ClassAuth, ClassQuota:
+		return false
+	}
+	return true
+}
+
+// AbortsRun reports whether the error stops the whole run, not just its request.
+func (c Class) AbortsRun() bool { return c == ClassAuth || c == ClassQuota }
+
+// Error is a failed attempt, typed. Its message never contains the API key.
+type Error struct {
+	Class Class
+	// Status is the HTTP status; 200 for mid-stream errors, 0 without a response.
+	Status int
+	// Type and Code are the provider's error.type and error.code
+	// (Anthropic's error.details.error_code lands in Code).
+	Type, Code string
+	Message    string
+	RequestID  string
+	// RetryAfter is the server's hint (retry-after-ms, retry-after); valid when HasRetryAfter.
+	RetryAfter    time.Duration
+	HasRetryAfter bool
+	// Body is the error response body as the provider sent it (redacted), if any.
+	Body []byte
+	// Limits are the rate-limit headers of the failed response.
+	Limits RateLimits
+	// Err is the underlying transport error, if any.
+	Err error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Class.String())
+	if e.Status != 0 {
+		fmt.Fprintf(&b, " (HTTP %d)", e.Status)
+	}
+	if e.Type != "" || e.Code != "" {
+		fmt.Fprintf(&b, " [%s", e.Type)
+		if e.Code != "" {
+			fmt.Fprintf(&b, "/%s", e.Code)
+		}
+		b.WriteString("]")
+	}
+	if e.Message != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Message)
+	} else if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	if e.RequestID != "" {
+		fmt.Fprintf(&b, " (request %s)", e.RequestID)
+	}
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// ClassOf returns the class of err: its *Error's class, or ClassUnknown.
+func ClassOf(err error) Class {
+	var pe *Error
+	if errors.As(err, &pe) {
+		return pe.Class
+	}
+	return ClassUnknown
+}
+
+// ClassifyStatus is the status-only classification both providers start from;
+// they refine it with the error body (quota, overload types).
+func ClassifyStatus(status int) Class {
+	switch {
+	case status == 429:
+		return ClassRateLimited
+	case status == 401 || status == 403:
+		return ClassAuth
+	case status == 529 || status == 503:
+		return ClassOverloaded
+	case status == 408 || status == 409 || status >= 500:
+		return ClassServer
+	case status >= 400:
+		return ClassInvalid
+	}
+	return ClassUnknown
+}
+
+const redacted = "[REDACTED]"
+
+// Redact replaces every occurrence of secret in b, and of its 8-character
+// head followed by anything up to the next quote or space (providers echo
+// masked keys such as "sk-abc123***wxyz"), with [REDACTED].
+func Redact(b []byte, secret string) []byte {
+	if len(secret) < 4 || len(b) == 0 {
+		return b
+	}
+	b = bytes.ReplaceAll(b, []byte(secret), []byte(redacted))
+	head := secret
+	if len(head) > 8 {
+		head = head[:8]
+	}
+	for {
+		i := bytes.Index(b, []byte(head))
+		if i < 0 {
+			return b
+		}
+		j := i + len(head)
+		for j < len(b) && b[j] != '"' && b[j] != ' ' && b[j] != '\n' && b[j] != '\'' && b[j] != ',' {
+			j++
+		}
+		b = append(b[:i:i], append([]byte(redacted), b[j:]...)...)
+	}
+}
+
+// RedactString is Redact for strings.
+func RedactString(s, secret string) string {
+	return string(Redact([]byte(s), secret))
+}

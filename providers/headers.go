@@ -1,0 +1,135 @@
+package providers
+
+import (
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Window is one rate-limit dimension as a response reported it.
+type Window struct {
+	// Limit and Remaining are -1 when the header was absent.
+	Limit, Remaining int64
+	// Reset is the time until the window fully replenishes; 0 when absent.
+	Reset time.Duration
+}
+
+// Known reports whether the response said anything about this dimension.
+func (w Window) Known() bool { return w.Limit >= 0 || w.Remaining >= 0 }
+
+// RateLimits are the rate-limit headers of one response, both header families
+// (OpenAI x-ratelimit-*, Anthropic anthropic-ratelimit-*) in one shape.
+type RateLimits struct {
+	Requests Window
+	// Tokens is a combined input+output limit (OpenAI's TPM; Anthropic's
+	// most restrictive token limit).
+	Tokens       Window
+	InputTokens  Window
+	OutputTokens Window
+}
+
+// Any reports whether any dimension is known.
+func (r RateLimits) Any() bool {
+	return r.Requests.Known() || r.Tokens.Known() || r.InputTokens.Known() || r.OutputTokens.Known()
+}
+
+// ParseRateLimits reads both header families; now resolves Anthropic's
+// RFC 3339 reset instants into durations. Unparseable values are ignored.
+func ParseRateLimits(h http.Header, now time.Time) RateLimits {
+	r := RateLimits{
+		Requests:     window(h, now, "x-ratelimit-limit-requests", "x-ratelimit-remaining-requests", "x-ratelimit-reset-requests"),
+		Tokens:       window(h, now, "x-ratelimit-limit-tokens", "x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens"),
+		InputTokens:  Window{Limit: -1, Remaining: -1},
+		OutputTokens: Window{Limit: -1, Remaining: -1},
+	}
+	if h.Get("anthropic-ratelimit-requests-limit") != "" || h.Get("anthropic-ratelimit-requests-remaining") != "" {
+		r.Requests = window(h, now, "anthropic-ratelimit-requests-limit", "anthropic-ratelimit-requests-remaining", "anthropic-ratelimit-requests-reset")
+	}
+	if h.Get("anthropic-ratelimit-tokens-limit") != "" || h.Get("anthropic-ratelimit-tokens-remaining") != "" {
+		r.Tokens = window(h, now, "anthropic-ratelimit-tokens-limit", "anthropic-ratelimit-tokens-remaining", "anthropic-ratelimit-tokens-reset")
+	}
+	r.InputTokens = window(h, now, "anthropic-ratelimit-input-tokens-limit", "anthropic-ratelimit-input-tokens-remaining", "anthropic-ratelimit-input-tokens-reset")
+	r.OutputTokens = window(h, now, "anthropic-ratelimit-output-tokens-limit", "anthropic-ratelimit-output-tokens-remaining", "anthropic-ratelimit-output-tokens-reset")
+	return r
+}
+
+func window(h http.Header, now time.Time, limit, remaining, reset string) Window {
+	return Window{Limit: headerInt(h, limit), Remaining: headerInt(h, remaining), Reset: parseReset(h.Get(reset), now)}
+}
+
+func headerInt(h http.Header, name string) int64 {
+	v := strings.TrimSpace(h.Get(name))
+	if v == "" {
+		return -1
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		f, ferr := strconv.ParseFloat(v, 64)
+		if ferr != nil || f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+			return -1
+		}
+		return int64(f)
+	}
+	return n
+}
+
+// parseReset accepts Go durations ("6m0s", "20ms"), bare seconds ("59.70")
+// and RFC 3339 instants (Anthropic).
+func parseReset(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if d, err := time.ParseDuration(v); err == nil {
+		return max(d, 0)
+	}
+	if f, err := strconv.ParseFloat(v, 64); err == nil {
+		return secondsToDuration(f, MaxRetryAfter)
+	}
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return max(t.Sub(now), 0)
+	}
+	return 0
+}
+
+// MaxRetryAfter bounds any server delay hint: a provider asking for more than
+// an hour is treated as asking for an hour, so absurd values cannot stall a run
+// forever (the breaker's max-outage handles real outages).
+const MaxRetryAfter = time.Hour
+
+// ParseRetryAfter reads retry-after-ms (float milliseconds), then retry-after
+// (float seconds or an HTTP date). Negative, NaN and infinite values are
+// ignored; huge ones are capped at MaxRetryAfter.
+func ParseRetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	if v := strings.TrimSpace(h.Get("retry-after-ms")); v != "" {
+		if f, err := strconv.ParseFloat(v, 64); err == nil && f >= 0 && !math.IsNaN(f) && !math.IsInf(f, 0) {
+			return secondsToDuration(f/1000, MaxRetryAfter), true
+		}
+	}
+	v := strings.TrimSpace(h.Get("retry-after"))
+	if v == "" {
+		return 0, false
+	}
+	if f, err := strconv.ParseFloat(v, 64); err == nil {
+		if f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+			return 0, false
+		}
+		return secondsToDuration(f, MaxRetryAfter), true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return min(max(t.Sub(now), 0), MaxRetryAfter), true
+	}
+	return 0, false
+}
+
+func secondsToDuration(f float64, ceiling time.Duration) time.Duration {
+	if f <= 0 || math.IsNaN(f) {
+		return 0
+	}
+	if f >= ceiling.Seconds() {
+		return ceiling
+	}
+	return time.Duration(f * float64(time.Second))
+}

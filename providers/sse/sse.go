@@ -1,0 +1,124 @@
+// Package sse decodes Server-Sent Events streams. It knows nothing of any
+// provider: it turns bytes into (event name, data) pairs, following the
+// WHATWG rules that matter for LLM APIs: LF or CRLF line ends, "field: value"
+// with one optional space stripped, multi-line data joined with "\n",
+// comment lines starting with ':' ignored, id/retry ignored, an event
+// dispatched on a blank line, and a last event without its blank line still
+// dispatched at EOF. Lines of any length are accepted.
+package sse
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+)
+
+// Event is one dispatched event. Its slices are owned by the Decoder and
+// valid only until the next call to Next.
+type Event struct {
+	// Name is the event: field, empty when the event had none.
+	Name []byte
+	// Data is the data: lines joined with '\n' (no trailing newline).
+	Data []byte
+}
+
+// Decoder reads events from a stream. It allocates only while a line or an
+// event is larger than anything it has seen so far.
+type Decoder struct {
+	r       *bufio.Reader
+	name    []byte
+	data    []byte
+	hasData bool
+	long    []byte // reassembles lines longer than the bufio buffer
+	ev      Event
+	err     error
+}
+
+// NewDecoder returns a Decoder reading from r.
+func NewDecoder(r io.Reader) *Decoder {
+	return &Decoder{r: bufio.NewReaderSize(r, 16<<10)}
+}
+
+// Next advances to the next event, returning false at the end of the stream
+// or on a read error (see Err). Events with neither a name nor data (a bare
+// blank line) are skipped.
+func (d *Decoder) Next() bool {
+	if d.err != nil {
+		return false
+	}
+	d.name = d.name[:0]
+	d.data = d.data[:0]
+	d.hasData = false
+	for {
+		line, err := d.readLine()
+		if err != nil {
+			if err == io.EOF && (len(d.name) > 0 || d.hasData) {
+				d.dispatch()
+				d.err = io.EOF
+				return true
+			}
+			d.err = err
+			return false
+		}
+		if len(line) == 0 {
+			if len(d.name) > 0 || d.hasData {
+				d.dispatch()
+				return true
+			}
+			continue
+		}
+		if line[0] == ':' {
+			continue
+		}
+		field, value, found := bytes.Cut(line, []byte{':'})
+		if found && len(value) > 0 && value[0] == ' ' {
+			value = value[1:]
+		}
+		switch string(field) { // no allocation: the compiler optimises string(b) in a switch
+		case "event":
+			d.name = append(d.name, value...)
+		case "data":
+			if d.hasData {
+				d.data = append(d.data, '\n')
+			}
+			d.data = append(d.data, value...)
+			d.hasData = true
+		}
+	}
+}
+
+func (d *Decoder) dispatch() {
+	d.ev = Event{Name: d.name, Data: d.data}
+}
+
+// Event returns the current event.
+func (d *Decoder) Event() Event { return d.ev }
+
+// Err returns the read error that ended the stream, or nil at a clean EOF.
+func (d *Decoder) Err() error {
+	if d.err == io.EOF {
+		return nil
+	}
+	return d.err
+}
+
+// readLine returns the next line without its LF or CRLF. At EOF, a last
+// unterminated line is returned first, then io.EOF.
+func (d *Decoder) readLine() ([]byte, error) {
+	line, err := d.r.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		d.long = append(d.long[:0], line...)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			line, err = d.r.ReadSlice('\n')
+			d.long = append(d.long, line...)
+		}
+		line = d.long
+	}
+	if err != nil && !(err == io.EOF && len(line) > 0) {
+		return nil, err
+	}
+	line = bytes.TrimSuffix(line, []byte{'\n'})
+	line = bytes.TrimSuffix(line, []byte{'\r'})
+	return line, nil
+}
