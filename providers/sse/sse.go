@@ -1,10 +1,16 @@
 // Package sse decodes Server-Sent Events streams. It knows nothing of any
 // provider: it turns bytes into (event name, data) pairs, following the
 // WHATWG rules that matter for LLM APIs: LF or CRLF line ends, "field: value"
-// with one optional space stripped, multi-line data joined with "\n",
-// comment lines starting with ':' ignored, id/retry ignored, an event
-// dispatched on a blank line, and a last event without its blank line still
-// dispatched at EOF. Lines of any length are accepted.
+// with one optional space stripped, multi-line data joined with "\n", a
+// repeated event: field replacing the earlier one, comment lines starting
+// with ':' ignored, id/retry ignored, one leading UTF-8 BOM ignored, and an
+// event dispatched on a blank line. Lines of any length are accepted.
+//
+// Two deliberate departures from WHATWG, both matching the official Go SDKs
+// where it matters: a lone CR is not a line end (bufio.ScanLines behaviour),
+// and a last event without its closing blank line is still dispatched at EOF
+// (so a truncated stream's last event is visible to the provider, which then
+// decides from its own terminator whether the stream was complete).
 package sse
 
 import (
@@ -33,11 +39,18 @@ type Decoder struct {
 	long    []byte // reassembles lines longer than the bufio buffer
 	ev      Event
 	err     error
+	started bool // the leading BOM check has been done
 }
 
 // NewDecoder returns a Decoder reading from r.
 func NewDecoder(r io.Reader) *Decoder {
-	return &Decoder{r: bufio.NewReaderSize(r, 16<<10)}
+	return newDecoderSize(r, 16<<10)
+}
+
+// newDecoderSize lets tests shrink the buffer so the long-line path runs on
+// small inputs.
+func newDecoderSize(r io.Reader, size int) *Decoder {
+	return &Decoder{r: bufio.NewReaderSize(r, size)}
 }
 
 // Next advances to the next event, returning false at the end of the stream
@@ -50,6 +63,14 @@ func (d *Decoder) Next() bool {
 	d.name = d.name[:0]
 	d.data = d.data[:0]
 	d.hasData = false
+	if !d.started {
+		d.started = true
+		// Peek may return fewer bytes with an error; the error resurfaces on
+		// the first read below, so it is safe to ignore here.
+		if b, _ := d.r.Peek(len(bom)); string(b) == bom {
+			_, _ = d.r.Discard(len(bom))
+		}
+	}
 	for {
 		line, err := d.readLine()
 		if err != nil {
@@ -77,7 +98,8 @@ func (d *Decoder) Next() bool {
 		}
 		switch string(field) { // no allocation: the compiler optimises string(b) in a switch
 		case "event":
-			d.name = append(d.name, value...)
+			// WHATWG: the last event: line wins; appending would glue names.
+			d.name = append(d.name[:0], value...)
 		case "data":
 			if d.hasData {
 				d.data = append(d.data, '\n')
@@ -87,6 +109,9 @@ func (d *Decoder) Next() bool {
 		}
 	}
 }
+
+// bom is the UTF-8 byte order mark WHATWG tells decoders to skip.
+const bom = "\xEF\xBB\xBF"
 
 func (d *Decoder) dispatch() {
 	d.ev = Event{Name: d.name, Data: d.data}
