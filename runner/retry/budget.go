@@ -22,10 +22,10 @@ const budgetBuckets = 10
 // most Allowance + Ratio × first attempts; the fixed Allowance lets small
 // runs retry at all.
 //
-// The window is a ring of 10 buckets, each a tenth of the window, so memory
-// is constant; an event counts until its bucket leaves the ring, that is
-// for between 0.9 and 1 window. An instant earlier than one already seen
-// counts in the newest bucket.
+// The window is a ring of 10 buckets, each a tenth of the window and
+// aligned to the Unix epoch, so memory is constant; an event counts until
+// its bucket leaves the ring, that is for between 0.9 and 1 window. An
+// instant earlier than one already seen counts in the newest bucket.
 //
 // A Budget is safe for concurrent use. A nil *Budget is no budget: every
 // retry is allowed.
@@ -35,9 +35,8 @@ type Budget struct {
 	width     time.Duration // of one bucket
 
 	mu      sync.Mutex
-	origin  time.Time // instant of bucket index 0
 	started bool
-	head    int64 // bucket index of the newest bucket
+	head    int64 // index of the newest bucket, counted from the Unix epoch
 	firsts  [budgetBuckets]int
 	retries [budgetBuckets]int
 	denied  int
@@ -59,11 +58,11 @@ func NewBudget(ratio float64, window time.Duration, allowance int) *Budget {
 // advance moves the ring to now's bucket, emptying the buckets that left
 // the window. advance requires that b.mu is held.
 func (b *Budget) advance(now time.Time) {
+	k := bucketOf(now, b.width)
 	if !b.started {
-		b.origin, b.started = now, true
+		b.head, b.started = k, true
 		return
 	}
-	k := int64(now.Sub(b.origin) / b.width)
 	if k <= b.head {
 		return
 	}
@@ -71,20 +70,32 @@ func (b *Budget) advance(now time.Time) {
 		b.firsts, b.retries = [budgetBuckets]int{}, [budgetBuckets]int{}
 	} else {
 		for i := b.head + 1; i <= k; i++ {
-			b.firsts[i%budgetBuckets], b.retries[i%budgetBuckets] = 0, 0
+			b.firsts[slot(i)], b.retries[slot(i)] = 0, 0
 		}
 	}
 	b.head = k
+}
+
+// bucketOf is the index of now's bucket of the given width.
+func bucketOf(now time.Time, width time.Duration) int64 {
+	n, w := now.UnixNano(), int64(width)
+	k := n / w
+	if n%w < 0 {
+		k--
+	}
+	return k
+}
+
+// slot is bucket k's place in the ring.
+func slot(k int64) int64 {
+	return (k%budgetBuckets + budgetBuckets) % budgetBuckets
 }
 
 // sums returns the first attempts and retries in the window, leaving out
 // the oldest skip buckets. sums requires that b.mu is held.
 func (b *Budget) sums(skip int) (firsts, retries int) {
 	for i := int64(skip); i < budgetBuckets; i++ {
-		j := (b.head - budgetBuckets + 1 + i) % budgetBuckets
-		if j < 0 {
-			j += budgetBuckets
-		}
+		j := slot(b.head - budgetBuckets + 1 + i)
 		firsts += b.firsts[j]
 		retries += b.retries[j]
 	}
@@ -92,7 +103,11 @@ func (b *Budget) sums(skip int) (firsts, retries int) {
 }
 
 func (b *Budget) allows(firsts, retries int) bool {
-	return float64(retries) < float64(b.allowance)+b.ratio*float64(firsts)
+	limit := float64(b.allowance)
+	if firsts > 0 { // +Inf × 0 would be NaN
+		limit += b.ratio * float64(firsts)
+	}
+	return float64(retries) < limit
 }
 
 // RecordFirst counts a request's first attempt at now.
@@ -103,7 +118,7 @@ func (b *Budget) RecordFirst(now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.advance(now)
-	b.firsts[b.head%budgetBuckets]++
+	b.firsts[slot(b.head)]++
 }
 
 // TryRetry reports whether a retry may start at now and, if so, counts it.
@@ -118,7 +133,7 @@ func (b *Budget) TryRetry(now time.Time) bool {
 		b.denied++
 		return false
 	}
-	b.retries[b.head%budgetBuckets]++
+	b.retries[slot(b.head)]++
 	return true
 }
 
@@ -138,7 +153,7 @@ func (b *Budget) WaitTime(now time.Time) time.Duration {
 	if b.allows(b.sums(0)) {
 		return 0
 	}
-	bucketStart := b.origin.Add(time.Duration(b.head) * b.width)
+	bucketStart := time.Unix(0, b.head*int64(b.width))
 	for skip := 1; skip <= budgetBuckets; skip++ {
 		if b.allows(b.sums(skip)) {
 			// The oldest skip buckets have left the ring once the

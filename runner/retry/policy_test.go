@@ -11,7 +11,8 @@ import (
 	"github.com/llmrun/llmrun/providers"
 )
 
-var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+// t0 is a whole minute, so budget buckets start at t0.
+var t0 = time.Unix(1_800_000_000, 0).UTC()
 
 // allClasses lists every class providers/errors.go defines. The check that
 // the class after the last one has no name fails when a class is added, so
