@@ -1,0 +1,103 @@
+package mock
+
+import (
+	"encoding/binary"
+	"hash/fnv"
+	"math/rand/v2"
+	"strings"
+	"unicode/utf8"
+)
+
+// CountTokens is the mock's token counting rule: one token per started group
+// of four bytes, ceil(len(s)/4), so "" is 0 tokens, "abcd" is 1 and "abcde"
+// is 2. The mock uses it for usage figures and for its rate limits.
+func CountTokens(s string) int { return (len(s) + 3) / 4 }
+
+// messageOverhead is the fixed token count added per message (and per
+// system prompt) to the prompt/input token figure, as real tokenizers add
+// role and separator tokens.
+const messageOverhead = 4
+
+// answerWords is the vocabulary of the pseudo-random part of an answer.
+// It is never modified.
+var answerWords = [...]string{
+	"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
+	"india", "juliet", "kilo", "lima", "mike", "november", "oscar", "papa",
+	"quebec", "romeo", "sierra", "tango", "uniform", "victor", "whiskey", "xray",
+	"yankee", "zulu", "amber", "basalt", "cobalt", "dune", "ember", "fjord",
+	"granite", "harbor", "island", "jasper", "kelp", "lagoon", "meadow", "nectar",
+	"orchid", "pebble", "quartz", "river", "summit", "tundra", "umber", "valley",
+	"willow", "zephyr", "lantern", "compass", "anchor", "beacon", "canyon", "delta",
+	"estuary", "forest", "glacier", "horizon", "inlet", "jungle", "knoll", "ledge",
+}
+
+// Answer returns the mock's deterministic answer to a user prompt:
+// "Answer to <up to 5 first words of the prompt>: " followed by 8 to 24
+// words drawn from a fixed vocabulary by a generator seeded with a hash of
+// the prompt, ending with ".". With maxTokens > 0 the text is cut to at most
+// maxTokens tokens by the CountTokens rule (maxTokens*4 bytes, backed off to
+// a UTF-8 boundary). The result depends on nothing else.
+func Answer(prompt string, maxTokens int) string {
+	text, _ := answer(prompt, maxTokens)
+	return text
+}
+
+// answer is Answer that also reports whether the text was cut by maxTokens.
+func answer(prompt string, maxTokens int) (string, bool) {
+	h := fnv.New128a()
+	h.Write([]byte(prompt))
+	sum := h.Sum(nil)
+	rng := rand.New(rand.NewPCG(binary.LittleEndian.Uint64(sum[:8]), binary.LittleEndian.Uint64(sum[8:])))
+
+	var b strings.Builder
+	words := strings.Fields(prompt)
+	if len(words) == 0 {
+		b.WriteString("Answer: ")
+	} else {
+		head := strings.Join(words[:min(5, len(words))], " ")
+		b.WriteString("Answer to ")
+		b.WriteString(cutBytes(head, 40))
+		b.WriteString(": ")
+	}
+	n := 8 + rng.IntN(17)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(answerWords[rng.IntN(len(answerWords))])
+	}
+	b.WriteByte('.')
+	text := b.String()
+	if maxTokens > 0 && CountTokens(text) > maxTokens {
+		return cutBytes(text, maxTokens*4), true
+	}
+	return text, false
+}
+
+// cutBytes returns the longest prefix of s of at most n bytes that ends on a
+// UTF-8 boundary.
+func cutBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// pieces splits text into the units a stream sends: runs of about four
+// bytes (one CountTokens token), each extended to the next UTF-8 boundary.
+// Joined, they give text back.
+func pieces(text string) []string {
+	var out []string
+	for len(text) > 0 {
+		n := min(4, len(text))
+		for n < len(text) && !utf8.RuneStart(text[n]) {
+			n++
+		}
+		out = append(out, text[:n])
+		text = text[n:]
+	}
+	return out
+}

@@ -1,0 +1,638 @@
+// Package mock is a fake LLM provider: an http.Handler that speaks the
+// OpenAI Chat Completions and Anthropic Messages wire formats, plain and
+// streamed, with deterministic answers, server-side rate limits and
+// injectable faults. llmrun's end-to-end tests, `llmrun mock` and
+// `llmrun batch --provider mock` run it over loopback HTTP.
+//
+// Routes:
+//
+//	POST /v1/chat/completions, POST /chat/completions   OpenAI format
+//	POST /v1/messages                                   Anthropic format
+//	GET  /mock/stats                                    Stats as JSON
+//
+// Anything else is a 404 in the OpenAI format, or in the Anthropic format
+// when the request carries x-api-key or anthropic-version.
+//
+// An API request goes through these stages, in order; the first that
+// answers ends it: read the body (413 past 32 MiB); Outage (500); APIKey
+// (401); parse and validate the body (400); SpendCap (429); rate limits
+// (429); faults (503/529, 500, reset, mid-stream error); the answer.
+package mock
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Config configures a Server. The zero value is an unlimited, fault-free
+// server without authentication.
+type Config struct {
+	// Concurrency caps the requests in flight; 0 means unlimited.
+	Concurrency int
+	// RPM, ITPM and OTPM are per-minute limits on requests, input tokens and
+	// output tokens; 0 means unlimited. Each is a bucket refilling
+	// continuously at limit/60 per second and holding at most limit/60*Burst
+	// seconds' worth, like a strict provider that enforces per-minute limits
+	// in short windows.
+	RPM, ITPM, OTPM float64
+	// Burst is the bucket window; 0 means one second.
+	Burst time.Duration
+
+	// Faults, as fractions of admitted attempts (they are exclusive; their
+	// sum should not exceed 1). Whether an attempt faults is a function of
+	// Seed, the request body and how many attempts of that body were
+	// admitted before, so runs are reproducible whatever the arrival order.
+
+	// OverloadRate answers 529 overloaded_error (Anthropic) or 503 (OpenAI).
+	OverloadRate float64
+	// MidStreamRate sends an error event after some content (OpenAI
+	// data: {"error":...}; Anthropic event: error, overloaded_error) in
+	// streams, and a 500 to non-streaming requests.
+	MidStreamRate float64
+	// ResetRate closes the TCP connection abruptly (RST): after some
+	// content when streaming, before any response otherwise.
+	ResetRate float64
+	// ServerErrorRate answers a plain 500.
+	ServerErrorRate float64
+
+	// Outage answers 500 api_error/server_error to every API request.
+	Outage bool
+	// SpendCap answers every API request with the spend-cap error: OpenAI
+	// 429 insufficient_quota; Anthropic 429 rate_limit_error with
+	// error.details.error_code "enforced_spend_limit_reached". Neither
+	// carries retry-after.
+	SpendCap bool
+	// APIKey, if set, must be sent as "Authorization: Bearer <key>" or
+	// "x-api-key: <key>"; otherwise the answer is a 401 whose message echoes
+	// a masked form of the key sent ("sk-abc123***wxyz").
+	APIKey string
+
+	// TokenDelay is the delay before each streamed token; non-streaming
+	// answers wait TokenDelay times their output tokens.
+	TokenDelay time.Duration
+	// Seed selects which attempts fault.
+	Seed int64
+	// Now is the clock of the rate-limit buckets and headers; nil means
+	// time.Now. TokenDelay always uses real timers.
+	Now func() time.Time
+}
+
+// Stats counts what the server has seen. Attempts counts every request to
+// an API route; the fault counters count injected faults by kind.
+type Stats struct {
+	Attempts int64 `json:"attempts"`
+	// Completed counts full successful answers (for streams: the final
+	// event was written).
+	Completed int64 `json:"completed"`
+	// Duplicates counts completions of a body already completed before
+	// (the stream flag and stream_options are ignored when comparing).
+	Duplicates   int64 `json:"duplicates"`
+	RateLimited  int64 `json:"rate_limited"`
+	Overloaded   int64 `json:"overloaded"`
+	ServerErrors int64 `json:"server_errors"` // ServerErrorRate faults and Outage answers
+	MidStream    int64 `json:"mid_stream"`    // error events, and MidStreamRate 500s of non-streams
+	Resets       int64 `json:"resets"`
+	Unauthorized int64 `json:"unauthorized"`
+	SpendCapped  int64 `json:"spend_capped"`
+	BadRequests  int64 `json:"bad_requests"` // 400 and 413
+	NotFound     int64 `json:"not_found"`
+	// Canceled counts admitted requests whose client went away before the
+	// answer was complete.
+	Canceled    int64 `json:"canceled"`
+	InFlight    int64 `json:"in_flight"`
+	MaxInFlight int64 `json:"max_in_flight"`
+	// InputTokens and OutputTokens are the tokens charged to the limits:
+	// input of admitted requests, output actually generated.
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+}
+
+// maxBody is the largest request body accepted (Anthropic's Messages limit).
+const maxBody = 32 << 20
+
+// defaultModel names the model when a request leaves it empty.
+const defaultModel = "mock-1"
+
+// Server is the mock provider. Create it with New; it is safe for
+// concurrent use.
+type Server struct {
+	cfg Config
+	now func() time.Time
+	mux *http.ServeMux
+
+	mu            sync.Mutex
+	reqs, in, out *bucket // nil when unlimited
+	inFlight      int64
+	bodies        map[[32]byte]*bodyState
+	stats         Stats
+}
+
+// bodyState is what the server remembers about one request body.
+type bodyState struct {
+	arrivals int  // requests seen, for request ids
+	admitted int  // attempts admitted, for fault selection
+	done     bool // completed at least once
+}
+
+// New returns a Server for cfg.
+func New(cfg Config) *Server {
+	if cfg.Burst <= 0 {
+		cfg.Burst = time.Second
+	}
+	s := &Server{
+		cfg:    cfg,
+		now:    cfg.Now,
+		reqs:   newBucket(cfg.RPM, cfg.Burst),
+		in:     newBucket(cfg.ITPM, cfg.Burst),
+		out:    newBucket(cfg.OTPM, cfg.Burst),
+		bodies: make(map[[32]byte]*bodyState),
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("POST /v1/chat/completions", s.handleAPI(openAI{}))
+	s.mux.HandleFunc("POST /chat/completions", s.handleAPI(openAI{}))
+	s.mux.HandleFunc("POST /v1/messages", s.handleAPI(anthropic{}))
+	s.mux.HandleFunc("GET /mock/stats", s.handleStats)
+	s.mux.HandleFunc("/", s.handleNotFound)
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Stats returns a snapshot of the counters.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+// dialect is one wire format.
+type dialect interface {
+	tag() byte
+	requestIDHeader() string
+	parse(body []byte) (*request, *apiError)
+	errorStatus(e *apiError) int
+	errorBody(e *apiError, reqID string) []byte
+	setLimitHeaders(h http.Header, l limitState, now time.Time)
+	plainBody(c *completion) []byte
+	streamStart(b []byte, c *completion) []byte
+	streamDelta(b []byte, c *completion, text string) []byte
+	streamFinish(b []byte, c *completion) []byte
+	streamError(b []byte, c *completion) []byte
+}
+
+// request is what the mock needs from a request body.
+type request struct {
+	model        string
+	prompt       string // the last user message's text
+	maxTokens    int    // 0: no cap
+	inTokens     int
+	stream       bool
+	includeUsage bool
+}
+
+// completion is one answer, ready to be written in either shape.
+type completion struct {
+	id, model, reqID string
+	created          int64
+	text             string
+	truncated        bool
+	chunks           []chunk
+	inTokens         int
+	outTokens        int
+	includeUsage     bool
+}
+
+// chunk is one streamed content event: text made of n pieces (tokens).
+type chunk struct {
+	text string
+	n    int
+}
+
+func (s *Server) bump(p *int64) {
+	s.mu.Lock()
+	*p++
+	s.mu.Unlock()
+}
+
+func (s *Server) handleStats(w http.ResponseWriter, _ *http.Request) {
+	b, _ := json.Marshal(s.Stats())
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(b)
+}
+
+func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
+	var d dialect = openAI{}
+	if r.Header.Get("x-api-key") != "" || r.Header.Get("anthropic-version") != "" {
+		d = anthropic{}
+	}
+	body, _ := io.ReadAll(io.LimitReader(r.Body, maxBody))
+	reqID := s.arrive(bodyHash(d.tag(), []byte(r.Method+" "+r.URL.Path+"\n"+string(body))))
+	w.Header().Set(d.requestIDHeader(), reqID)
+	s.bump(&s.stats.NotFound)
+	s.fail(w, d, reqID, errNotFound(r.Method, r.URL.Path))
+}
+
+func (s *Server) handleAPI(d dialect) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.bump(&s.stats.Attempts)
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+		if err != nil {
+			if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+				s.bump(&s.stats.BadRequests)
+				s.fail(w, d, "", errTooLarge())
+			}
+			return // otherwise the client is gone
+		}
+		h := bodyHash(d.tag(), body)
+		reqID := s.arrive(h)
+		w.Header().Set(d.requestIDHeader(), reqID)
+
+		if s.cfg.Outage {
+			s.bump(&s.stats.ServerErrors)
+			s.fail(w, d, reqID, errOutage())
+			return
+		}
+		if s.cfg.APIKey != "" {
+			if sent := sentKey(r); sent != s.cfg.APIKey {
+				s.bump(&s.stats.Unauthorized)
+				s.fail(w, d, reqID, errAuth(sent))
+				return
+			}
+		}
+		req, aerr := d.parse(body)
+		if aerr != nil {
+			s.bump(&s.stats.BadRequests)
+			s.fail(w, d, reqID, aerr)
+			return
+		}
+		if req.model == "" {
+			req.model = defaultModel
+		}
+		if s.cfg.SpendCap {
+			s.bump(&s.stats.SpendCapped)
+			s.fail(w, d, reqID, errQuota())
+			return
+		}
+
+		s.mu.Lock()
+		ref := s.admit(s.now(), req.inTokens)
+		attempt := 0
+		if ref == nil {
+			bs := s.bodies[h]
+			attempt = bs.admitted
+			bs.admitted++
+		}
+		s.mu.Unlock()
+		if ref != nil {
+			s.fail(w, d, reqID, errRateLimited(ref, req.model, req.inTokens))
+			return
+		}
+
+		c := newCompletion(d, h, req, reqID)
+		out, done := 0, false
+		defer func() { s.release(h, out, done) }()
+
+		f, cut := s.pickFault(h, attempt, len(c.chunks))
+		switch {
+		case f == faultOverload:
+			s.bump(&s.stats.Overloaded)
+			s.fail(w, d, reqID, errOverloaded())
+			return
+		case f == faultServer:
+			s.bump(&s.stats.ServerErrors)
+			s.fail(w, d, reqID, errServer())
+			return
+		case f == faultMidStream && !req.stream:
+			s.bump(&s.stats.MidStream)
+			s.fail(w, d, reqID, errServer())
+			return
+		case f == faultReset && !req.stream:
+			s.bump(&s.stats.Resets)
+			resetConn(w)
+			return
+		}
+		if req.stream {
+			out, done = s.stream(r.Context(), w, d, c, f, cut)
+		} else {
+			out, done = s.plain(r.Context(), w, d, c)
+		}
+	}
+}
+
+// arrive records a request for body hash h and returns its request id,
+// derived from h and the number of earlier requests with that body.
+func (s *Server) arrive(h [32]byte) string {
+	s.mu.Lock()
+	bs := s.bodies[h]
+	if bs == nil {
+		bs = &bodyState{}
+		s.bodies[h] = bs
+	}
+	n := bs.arrivals
+	bs.arrivals++
+	s.mu.Unlock()
+	var buf [40]byte
+	copy(buf[:], h[:])
+	binary.LittleEndian.PutUint64(buf[32:], uint64(n))
+	sum := sha256.Sum256(buf[:])
+	return "req_" + hex.EncodeToString(sum[:16])
+}
+
+// release ends an admitted request: it charges the output tokens actually
+// generated and, for a completed answer, counts the completion.
+func (s *Server) release(h [32]byte, out int, done bool) {
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.out != nil {
+		s.out.advance(now)
+		s.out.level -= float64(out)
+	}
+	s.stats.OutputTokens += int64(out)
+	s.inFlight--
+	s.stats.InFlight = s.inFlight
+	if done {
+		s.stats.Completed++
+		if bs := s.bodies[h]; bs.done {
+			s.stats.Duplicates++
+		} else {
+			bs.done = true
+		}
+	}
+}
+
+// fail writes an error answer with the rate-limit headers.
+func (s *Server) fail(w http.ResponseWriter, d dialect, reqID string, e *apiError) {
+	s.writeLimitHeaders(w, d)
+	h := w.Header()
+	if e.retryAfter > 0 {
+		h.Set("retry-after", strconv.FormatInt(int64(math.Ceil(e.retryAfter.Seconds())), 10))
+		h.Set("retry-after-ms", strconv.FormatInt(int64(math.Ceil(float64(e.retryAfter)/float64(time.Millisecond))), 10))
+	}
+	h.Set("Content-Type", "application/json")
+	w.WriteHeader(d.errorStatus(e))
+	w.Write(d.errorBody(e, reqID))
+}
+
+func (s *Server) writeLimitHeaders(w http.ResponseWriter, d dialect) {
+	now := s.now()
+	s.mu.Lock()
+	l := s.limitsAt(now)
+	s.mu.Unlock()
+	d.setLimitHeaders(w.Header(), l, now)
+}
+
+// sentKey returns the credential of r: x-api-key, else the Bearer token.
+func sentKey(r *http.Request) string {
+	if k := r.Header.Get("x-api-key"); k != "" {
+		return k
+	}
+	if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
+		return strings.TrimSpace(a[7:])
+	}
+	return ""
+}
+
+// bodyHash identifies a request body regardless of its stream flags and
+// key order: the SHA-256 of the format tag and the body re-encoded with
+// "stream" and "stream_options" removed (the raw bytes when it is not a
+// JSON object). A streamed and a plain request for the same thing hash
+// alike, so they get the same answer ids and count as duplicates.
+func bodyHash(tag byte, body []byte) [32]byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) == nil && m != nil {
+		delete(m, "stream")
+		delete(m, "stream_options")
+		if b, err := json.Marshal(m); err == nil {
+			body = b
+		}
+	}
+	hh := sha256.New()
+	hh.Write([]byte{tag})
+	hh.Write(body)
+	var sum [32]byte
+	hh.Sum(sum[:0])
+	return sum
+}
+
+// newCompletion builds the answer to req. Everything in it follows from the
+// body hash and the prompt.
+func newCompletion(d dialect, h [32]byte, req *request, reqID string) *completion {
+	text, truncated := answer(req.prompt, req.maxTokens)
+	c := &completion{
+		model:        req.model,
+		reqID:        reqID,
+		created:      1735689600 + int64(binary.LittleEndian.Uint32(h[16:20])%31536000),
+		text:         text,
+		truncated:    truncated,
+		inTokens:     req.inTokens,
+		outTokens:    CountTokens(text),
+		includeUsage: req.includeUsage,
+	}
+	if d.tag() == 'a' {
+		c.id = "msg_01mock" + hex.EncodeToString(h[:10])
+	} else {
+		c.id = "chatcmpl-mock" + hex.EncodeToString(h[:10])
+	}
+	// Stream 1 to 3 tokens per event.
+	rng := rand.New(rand.NewPCG(binary.LittleEndian.Uint64(h[20:28]), 0x6d6f636b))
+	ps := pieces(text)
+	for len(ps) > 0 {
+		n := min(1+rng.IntN(3), len(ps))
+		c.chunks = append(c.chunks, chunk{text: strings.Join(ps[:n], ""), n: n})
+		ps = ps[n:]
+	}
+	return c
+}
+
+// fault is an injected failure.
+type fault uint8
+
+const (
+	faultNone fault = iota
+	faultOverload
+	faultMidStream
+	faultReset
+	faultServer
+)
+
+// pickFault decides the fault of the attempt-th admitted attempt of body h
+// and, for stream faults, after how many content events it strikes
+// (1..max(1, chunks-1)).
+func (s *Server) pickFault(h [32]byte, attempt, chunks int) (fault, int) {
+	x := splitmix(binary.LittleEndian.Uint64(h[:8]) ^ splitmix(uint64(s.cfg.Seed)))
+	y := splitmix(binary.LittleEndian.Uint64(h[8:16]) ^ splitmix(uint64(attempt)+0x9e3779b97f4a7c15))
+	rng := rand.New(rand.NewPCG(x, y))
+	u := rng.Float64()
+	cut := 1 + rng.IntN(max(1, chunks-1))
+	for _, f := range []struct {
+		rate float64
+		f    fault
+	}{
+		{s.cfg.OverloadRate, faultOverload},
+		{s.cfg.MidStreamRate, faultMidStream},
+		{s.cfg.ResetRate, faultReset},
+		{s.cfg.ServerErrorRate, faultServer},
+	} {
+		if u < f.rate {
+			return f.f, cut
+		}
+		u -= f.rate
+	}
+	return faultNone, 0
+}
+
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// resetConn closes the client connection abruptly: hijacked and closed with
+// SO_LINGER 0, so the peer sees a TCP RST. Where hijacking is impossible
+// (HTTP/2), it aborts the handler instead.
+func resetConn(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	conn.Close()
+}
+
+// sleep waits d, reporting false if ctx ends first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// plain writes a non-streaming answer after TokenDelay per output token.
+func (s *Server) plain(ctx context.Context, w http.ResponseWriter, d dialect, c *completion) (int, bool) {
+	if !sleep(ctx, s.cfg.TokenDelay*time.Duration(c.outTokens)) {
+		s.bump(&s.stats.Canceled)
+		return 0, false
+	}
+	s.writeLimitHeaders(w, d)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	if _, err := w.Write(d.plainBody(c)); err != nil {
+		s.bump(&s.stats.Canceled)
+		return c.outTokens, false
+	}
+	return c.outTokens, true
+}
+
+// stream writes a streaming answer, flushing every event, waiting
+// TokenDelay per token and stopping as soon as the client is gone. f is the
+// attempt's fault (faultMidStream and faultReset strike after cut content
+// events). It returns the output tokens generated and whether the answer
+// was complete.
+func (s *Server) stream(ctx context.Context, w http.ResponseWriter, d dialect, c *completion, f fault, cut int) (int, bool) {
+	s.writeLimitHeaders(w, d)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	send := func(b []byte) bool {
+		if _, err := w.Write(b); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	sent := 0 // bytes of text sent
+	gone := func() (int, bool) {
+		s.bump(&s.stats.Canceled)
+		return CountTokens(c.text[:sent]), false
+	}
+	buf := d.streamStart(make([]byte, 0, 512), c)
+	if !send(buf) {
+		return gone()
+	}
+	for i, ch := range c.chunks {
+		if !sleep(ctx, s.cfg.TokenDelay*time.Duration(ch.n)) {
+			return gone()
+		}
+		if !send(d.streamDelta(buf[:0], c, ch.text)) {
+			return gone()
+		}
+		sent += len(ch.text)
+		if i+1 != cut {
+			continue
+		}
+		switch f {
+		case faultMidStream:
+			s.bump(&s.stats.MidStream)
+			send(d.streamError(buf[:0], c))
+			return CountTokens(c.text[:sent]), false
+		case faultReset:
+			s.bump(&s.stats.Resets)
+			resetConn(w)
+			return CountTokens(c.text[:sent]), false
+		}
+	}
+	if !send(d.streamFinish(buf[:0], c)) {
+		return gone()
+	}
+	return c.outTokens, true
+}
+
+// contentText returns the text of a message content: a string, or the
+// text parts of a parts array joined with "\n". null is "".
+func contentText(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	switch raw[0] {
+	case '"':
+		var s string
+		err := json.Unmarshal(raw, &s)
+		return s, err
+	case '[':
+		var parts []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal(raw, &parts); err != nil {
+			return "", err
+		}
+		var texts []string
+		for _, p := range parts {
+			if p.Type == "text" || p.Type == "input_text" {
+				texts = append(texts, p.Text)
+			}
+		}
+		return strings.Join(texts, "\n"), nil
+	}
+	return "", fmt.Errorf("content must be a string or an array of parts")
+}
