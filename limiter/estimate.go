@@ -1,0 +1,193 @@
+package limiter
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/tiktoken-go/tokenizer"
+)
+
+// Estimator calibration and p95 parameters.
+const (
+	// calibAlpha is the weight of one observation in the calibration ratio
+	// (geometric exponential smoothing).
+	calibAlpha = 0.2
+	// calibMin and calibMax bound the ratio, and one observation's
+	// correction, so a single odd response cannot wreck later estimates.
+	calibMin, calibMax = 0.2, 5.0
+	// outputWindow is how many recent output sizes the p95 is taken over.
+	outputWindow = 256
+	// outputMinSamples is how many observations ExpectedOutput needs before
+	// it trusts the p95 over max_tokens.
+	outputMinSamples = 16
+	// bytesPerToken is the char-based estimate for models without a known
+	// tokenizer: about 4 bytes of English per token for current BPE
+	// vocabularies (Claude, Gemini, Llama). It underestimates CJK text; the
+	// per-key calibration corrects that after a few responses.
+	bytesPerToken = 4
+)
+
+// Estimator turns request text into input-token estimates, calibrated online
+// per key against the usage responses report, and tracks the expected output
+// size per key. It is safe for concurrent use; the zero value is not usable,
+// use NewEstimator.
+type Estimator struct {
+	o200k, cl100k lazyCodec
+	keys          sync.Map // string → *estKey
+}
+
+type lazyCodec struct {
+	once  sync.Once
+	enc   tokenizer.Encoding
+	codec tokenizer.Codec
+}
+
+func (c *lazyCodec) get() tokenizer.Codec {
+	c.once.Do(func() {
+		c.codec, _ = tokenizer.Get(c.enc) // embedded encodings: cannot fail for o200k/cl100k
+	})
+	return c.codec
+}
+
+// estKey is one key's calibration and output history.
+type estKey struct {
+	mu    sync.Mutex
+	ratio float64 // reported / estimated, smoothed; starts at 1
+	outs  []int64 // ring of recent output sizes
+	next  int
+	n     int64 // observations so far
+	p95   int64 // cached p95 of outs
+}
+
+// NewEstimator returns an Estimator. Tokenizer vocabularies load on first
+// use.
+func NewEstimator() *Estimator {
+	return &Estimator{o200k: lazyCodec{enc: tokenizer.O200kBase}, cl100k: lazyCodec{enc: tokenizer.Cl100kBase}}
+}
+
+func (e *Estimator) key(name string) *estKey {
+	if k, ok := e.keys.Load(name); ok {
+		return k.(*estKey)
+	}
+	k, _ := e.keys.LoadOrStore(name, &estKey{ratio: 1})
+	return k.(*estKey)
+}
+
+// encodingFor returns the tiktoken encoding of an OpenAI-family model, or
+// nil for others. Provider prefixes ("openai/", "azure/") are ignored.
+func (e *Estimator) encodingFor(model string) *lazyCodec {
+	m := strings.ToLower(model)
+	if i := strings.LastIndexByte(m, '/'); i >= 0 {
+		m = m[i+1:]
+	}
+	m = strings.TrimPrefix(m, "ft:")
+	switch {
+	case strings.HasPrefix(m, "gpt-4o"), strings.HasPrefix(m, "chatgpt-4o"),
+		strings.HasPrefix(m, "gpt-4.1"), strings.HasPrefix(m, "gpt-4.5"),
+		strings.HasPrefix(m, "gpt-5"), strings.HasPrefix(m, "gpt-oss"),
+		len(m) >= 2 && m[0] == 'o' && m[1] >= '1' && m[1] <= '9': // o1, o3, o4-mini, …
+		return &e.o200k
+	case strings.HasPrefix(m, "gpt-4"), strings.HasPrefix(m, "gpt-3.5"), strings.HasPrefix(m, "gpt-35"),
+		strings.HasPrefix(m, "text-embedding-"):
+		return &e.cl100k
+	case strings.HasPrefix(m, "gpt-"): // a newer GPT we do not know yet
+		return &e.o200k
+	}
+	return nil
+}
+
+// RawInputTokens is the uncalibrated estimate: tiktoken (o200k_base for
+// gpt-4o/4.1/5 and o-series, cl100k_base for gpt-3.5/gpt-4) for
+// OpenAI-family models, ceil(bytes/4) otherwise.
+func (e *Estimator) RawInputTokens(model string, text []byte) int64 {
+	if c := e.encodingFor(model); c != nil {
+		n, err := c.get().Count(string(text))
+		if err == nil {
+			return int64(n)
+		}
+	}
+	return int64((len(text) + bytesPerToken - 1) / bytesPerToken)
+}
+
+// InputTokens estimates the input tokens of text sent to model under key:
+// RawInputTokens times the key's calibration ratio (reported/estimated,
+// smoothed, starting at 1), rounded up.
+func (e *Estimator) InputTokens(key, model string, text []byte) int64 {
+	raw := e.RawInputTokens(model, text)
+	k := e.key(key)
+	k.mu.Lock()
+	r := k.ratio
+	k.mu.Unlock()
+	return int64(math.Ceil(float64(raw) * r))
+}
+
+// ObserveInput calibrates key: estimated is what InputTokens returned for a
+// request, reported the input tokens its response counted (those that count
+// against the input budget). The ratio moves geometrically toward
+// reported/estimated, one observation weighing calibAlpha.
+func (e *Estimator) ObserveInput(key string, estimated, reported int64) {
+	if estimated <= 0 || reported <= 0 {
+		return
+	}
+	q := min(max(float64(reported)/float64(estimated), calibMin), calibMax)
+	k := e.key(key)
+	k.mu.Lock()
+	k.ratio = min(max(k.ratio*math.Pow(q, calibAlpha), calibMin), calibMax)
+	k.mu.Unlock()
+}
+
+// Ratio returns key's current calibration ratio (1 before any observation).
+func (e *Estimator) Ratio(key string) float64 {
+	k := e.key(key)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.ratio
+}
+
+// ExpectedOutput is what to reserve for a response's output under key: the
+// p95 of the last outputWindow observed outputs once there are
+// outputMinSamples of them, maxTokens before; never above maxTokens (when
+// maxTokens > 0).
+func (e *Estimator) ExpectedOutput(key string, maxTokens int64) int64 {
+	k := e.key(key)
+	k.mu.Lock()
+	n, p := k.n, k.p95
+	k.mu.Unlock()
+	if n < outputMinSamples {
+		return maxTokens
+	}
+	if maxTokens > 0 {
+		return min(p, maxTokens)
+	}
+	return p
+}
+
+// ObserveOutput records the output tokens one response reported under key.
+func (e *Estimator) ObserveOutput(key string, reported int64) {
+	if reported < 0 {
+		return
+	}
+	k := e.key(key)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.outs) < outputWindow {
+		k.outs = append(k.outs, reported)
+	} else {
+		k.outs[k.next] = reported
+		k.next = (k.next + 1) % outputWindow
+	}
+	k.n++
+	if k.n >= outputMinSamples {
+		k.p95 = p95(k.outs)
+	}
+}
+
+// p95 returns the nearest-rank 95th percentile of xs (not modified).
+func p95(xs []int64) int64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	i := int(math.Ceil(0.95*float64(len(s)))) - 1
+	return s[max(i, 0)]
+}

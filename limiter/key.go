@@ -1,0 +1,401 @@
+package limiter
+
+import (
+	"math"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Auto-mode concurrency bounds.
+const (
+	// autoMaxConcurrency caps the learned concurrency when Limits.Concurrency
+	// is 0; the runner's worker pool is the real bound.
+	autoMaxConcurrency = 1024
+)
+
+// waiter is one Reserve call queued behind others (or blocked at the head).
+type waiter struct {
+	cost    Cost
+	arrived time.Time
+	wake    chan struct{} // buffered 1: "re-evaluate", never lost
+}
+
+// keyState is the budget of one key. Every method requires k.mu to be held
+// unless it says otherwise; methods ending in At take the instant explicitly
+// and read no clock, so the logic is table-testable.
+type keyState struct {
+	mu   sync.Mutex
+	name string
+
+	conf    Limits              // as configured (defaults applied, normalised)
+	learned [numBuckets]float64 // per-minute limits from *-limit-* headers (Auto); 0 = unknown
+	b       [numBuckets]bucket  // the buckets in force
+	last    time.Time           // instant the buckets were last refilled to
+	pause   time.Time           // no admissions before this instant
+	q       []*waiter           // FIFO; q[0] is the only one that may be admitted
+	acctAt  time.Time           // wait accounting is up to date until here
+	blocked Dimension           // what blocks q[0], for wait accounting
+
+	inflight int
+	// Auto-mode concurrency window (TCP-like): cwnd slots, slow start below
+	// ssthresh, +1 per window of successes above it, halved on a 429.
+	cwnd, ssthresh float64
+	seq            uint64 // admissions so far; a Reservation remembers its own
+	cutSeq         uint64 // seq at the last multiplicative cut
+	cutArmed       bool   // a request admitted after the last cut has finished
+
+	// statistics
+	wait         time.Duration
+	waitBy       [NumDimensions]time.Duration
+	reservations int64
+	rateLimited  int64
+	learnedAny   bool
+}
+
+func newKeyState(name string, lim Limits, now time.Time) *keyState {
+	k := &keyState{name: name, last: now, acctAt: now, cutArmed: true}
+	k.setLimitsAt(now, lim)
+	return k
+}
+
+// normalize applies the documented defaults to lim.
+func normalize(lim Limits) Limits {
+	if lim.Burst <= 0 {
+		lim.Burst = time.Second
+	}
+	if lim.Headroom <= 0 || lim.Headroom > 1 || math.IsNaN(lim.Headroom) {
+		lim.Headroom = 1
+	}
+	for i := range numBuckets {
+		if v := lim.perMinute(i); v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			lim.setPerMinute(i, 0)
+		}
+	}
+	if lim.Concurrency < 0 {
+		lim.Concurrency = 0
+	}
+	return lim
+}
+
+// setLimitsAt replaces the key's configuration, keeping the buckets' levels
+// (clamped to the new capacities) and anything learned.
+func (k *keyState) setLimitsAt(now time.Time, lim Limits) {
+	k.syncAt(now)
+	wasAuto := k.conf.Auto
+	k.conf = normalize(lim)
+	if k.conf.Auto && !wasAuto {
+		k.cwnd, k.ssthresh = 1, math.Inf(1)
+	}
+	k.applyLimits()
+	k.syncAt(now) // clamp levels to the new capacities
+}
+
+// effective returns the per-minute limit in force for bucket i: the explicit
+// number, or in Auto mode the learned one, never above an explicit number.
+func (k *keyState) effective(i int) float64 {
+	v := k.conf.perMinute(i)
+	if l := k.learned[i]; k.conf.Auto && l > 0 && (v == 0 || l < v) {
+		v = l
+	}
+	return v
+}
+
+// applyLimits recomputes the buckets' rates and capacities. A bucket that
+// comes into existence starts full.
+func (k *keyState) applyLimits() {
+	for i := range k.b {
+		b := &k.b[i]
+		perMin := k.effective(i)
+		if perMin <= 0 {
+			*b = bucket{}
+			continue
+		}
+		was := b.on()
+		b.rate = perMin * k.conf.Headroom / 60
+		b.cap = b.rate * k.conf.Burst.Seconds()
+		b.max = max(perMin, b.cap)
+		if !was {
+			b.level = b.cap
+		}
+	}
+}
+
+// concLimit is the number of attempts that may be in flight; 0 = unlimited.
+func (k *keyState) concLimit() int {
+	if k.conf.Auto {
+		n := int(k.cwnd)
+		if c := k.conf.Concurrency; c > 0 && n > c {
+			n = c
+		}
+		return max(n, 1)
+	}
+	return k.conf.Concurrency
+}
+
+func (k *keyState) maxConc() float64 {
+	if k.conf.Concurrency > 0 {
+		return float64(k.conf.Concurrency)
+	}
+	return autoMaxConcurrency
+}
+
+// effCap is what bucket i may hold now: its capacity, or the head waiter's
+// cost if that is larger (a request bigger than the burst, but within the
+// per-minute limit, waits until the bucket has accrued all of it).
+func (k *keyState) effCap(i int) float64 {
+	c := k.b[i].cap
+	if len(k.q) > 0 {
+		c = max(c, k.q[0].cost.amount(i))
+	}
+	return c
+}
+
+// syncAt refills the buckets to now and brings the wait accounting up to
+// date. An instant before the last one is treated as the last one.
+func (k *keyState) syncAt(now time.Time) {
+	if d := now.Sub(k.acctAt); d > 0 {
+		if n := len(k.q); n > 0 {
+			k.waitBy[k.blocked] += time.Duration(n) * d
+		}
+		k.acctAt = now
+	}
+	dt := now.Sub(k.last).Seconds()
+	if dt < 0 {
+		dt = 0
+	} else {
+		k.last = now
+	}
+	for i := range k.b {
+		b := &k.b[i]
+		if !b.on() {
+			continue
+		}
+		b.level = min(b.level+b.rate*dt, k.effCap(i))
+	}
+}
+
+// tooLarge reports a cost no bucket of this key could ever cover.
+func (k *keyState) tooLarge(c Cost) error {
+	for i := range k.b {
+		b := &k.b[i]
+		if b.on() && c.amount(i) > b.max {
+			return &TooLargeError{Key: k.name, Dimension: Dimension(i + 1), Cost: int64(c.amount(i)), Limit: int64(b.max)}
+		}
+	}
+	return nil
+}
+
+// reserveAt admits c at now if the key is not paused, has a free concurrency
+// slot and every bucket covers c: it then takes c from every bucket and one
+// slot and returns DimNone. Otherwise it takes nothing and returns the
+// binding dimension and how long until the pause and buckets would allow c
+// (0 when only concurrency binds: that waits for a slot, not a time).
+// The caller must have checked that c is the head of the queue (or the queue
+// is empty) and not tooLarge.
+func (k *keyState) reserveAt(now time.Time, c Cost) (time.Duration, Dimension) {
+	k.syncAt(now)
+	var wait time.Duration
+	dim := DimNone
+	if now.Before(k.pause) {
+		wait, dim = k.pause.Sub(now), DimPause
+	}
+	for i := range k.b {
+		b := &k.b[i]
+		if !b.on() {
+			continue
+		}
+		if need := c.amount(i) - b.level; need > eps {
+			if d := durationOf(need / b.rate); d > wait || dim == DimNone {
+				wait, dim = max(d, 1), Dimension(i+1)
+			}
+		}
+	}
+	if dim != DimNone {
+		return wait, dim
+	}
+	if n := k.concLimit(); n > 0 && k.inflight >= n {
+		return 0, DimConcurrency
+	}
+	for i := range k.b {
+		if k.b[i].on() {
+			k.b[i].level -= c.amount(i)
+		}
+	}
+	k.inflight++
+	k.seq++
+	k.reservations++
+	return 0, DimNone
+}
+
+// charged records which buckets exist, so a reservation reconciles only the
+// buckets it was actually charged to (Auto mode may add buckets mid-flight).
+func (k *keyState) charged() (m uint8) {
+	for i := range k.b {
+		if k.b[i].on() {
+			m |= 1 << i
+		}
+	}
+	return m
+}
+
+// finishAt ends an admitted attempt: it reconciles the buckets it was charged
+// to from reserved to actual (refunds are capped at capacity, charges may make
+// a level negative), frees its slot and, on success in Auto mode, grows the
+// concurrency window.
+func (k *keyState) finishAt(now time.Time, mask uint8, seq uint64, reserved, actual Cost, success bool) {
+	k.syncAt(now)
+	actual.Requests = reserved.Requests // a sent request always counts
+	for i := range k.b {
+		b := &k.b[i]
+		if !b.on() || mask&(1<<i) == 0 {
+			continue
+		}
+		d := reserved.amount(i) - actual.amount(i)
+		if d > 0 {
+			b.level = max(b.level, min(b.level+d, k.effCap(i)))
+		} else {
+			b.level += d
+		}
+	}
+	if k.conf.Auto {
+		if seq > k.cutSeq {
+			k.cutArmed = true
+		}
+		if success && k.inflight >= k.concLimit() {
+			// Grow only when the window was full: a paced key whose slots
+			// are not all in use learns nothing about concurrency.
+			if k.cwnd < k.ssthresh {
+				k.cwnd++ // slow start: +1 per success doubles per round
+			} else {
+				k.cwnd += 1 / k.cwnd // additive increase: +1 per round
+			}
+			k.cwnd = min(k.cwnd, k.maxConc())
+		}
+	}
+	k.inflight--
+	k.wakeHead()
+}
+
+// rateLimitedAt records a 429. In Auto mode it halves the concurrency window,
+// at most once per round: 429s of attempts admitted before the last cut are
+// echoes of the same congestion.
+func (k *keyState) rateLimitedAt(now time.Time) {
+	k.syncAt(now)
+	k.rateLimited++
+	if !k.conf.Auto || !k.cutArmed {
+		return
+	}
+	k.ssthresh = max(1, math.Floor(k.cwnd/2))
+	k.cwnd = k.ssthresh
+	k.cutSeq = k.seq
+	k.cutArmed = false
+}
+
+// pauseAt stops admissions until until; it never shortens a later pause.
+func (k *keyState) pauseAt(now, until time.Time) {
+	k.syncAt(now)
+	if until.After(k.pause) {
+		k.pause = until
+	}
+}
+
+// observeAt lowers buckets to what the provider says remains and, in Auto
+// mode, takes limits from *-limit-* headers.
+func (k *keyState) observeAt(now time.Time, o Observation) {
+	k.syncAt(now)
+	ws := [numBuckets]Window{o.Requests, o.Input, o.Output, o.Tokens}
+	if k.conf.Auto {
+		changed := false
+		for i, w := range ws {
+			if w.Limit > 0 && float64(w.Limit) != k.learned[i] {
+				k.learned[i] = float64(w.Limit)
+				changed = true
+			}
+		}
+		if changed {
+			k.learnedAny = true
+			k.applyLimits()
+			k.syncAt(now)
+			k.wakeHead()
+		}
+	}
+	for i, w := range ws {
+		if w == (Window{}) || w.Remaining < 0 {
+			continue // unknown
+		}
+		if b := &k.b[i]; b.on() {
+			b.level = min(b.level, float64(w.Remaining))
+		}
+	}
+}
+
+// popHead removes the admitted head at now and wakes the next one.
+func (k *keyState) popHead(now time.Time) {
+	w := k.q[0]
+	k.q[0] = nil
+	k.q = k.q[1:]
+	if len(k.q) == 0 {
+		k.q = nil
+	}
+	k.wait += max(now.Sub(w.arrived), 0)
+	k.wakeHead()
+}
+
+// remove takes a waiter that gives up out of the queue.
+func (k *keyState) remove(w *waiter, now time.Time) {
+	k.syncAt(now)
+	i := slices.Index(k.q, w)
+	if i < 0 {
+		return
+	}
+	k.q = slices.Delete(k.q, i, i+1)
+	k.wait += max(now.Sub(w.arrived), 0)
+	if i == 0 {
+		k.syncAt(now) // the head changed: clamp to the new effective capacity
+		k.wakeHead()
+	}
+}
+
+// wakeHead asks the head waiter to re-evaluate.
+func (k *keyState) wakeHead() {
+	if len(k.q) == 0 {
+		return
+	}
+	select {
+	case k.q[0].wake <- struct{}{}:
+	default:
+	}
+}
+
+// statsAt snapshots the key.
+func (k *keyState) statsAt(now time.Time) KeyStats {
+	k.syncAt(now)
+	s := KeyStats{
+		Key:          k.name,
+		Configured:   k.conf,
+		Effective:    k.conf,
+		Learned:      k.learnedAny,
+		Wait:         k.wait,
+		WaitBy:       k.waitBy,
+		InFlight:     k.inflight,
+		Waiting:      len(k.q),
+		Reservations: k.reservations,
+		RateLimited:  k.rateLimited,
+		PausedUntil:  k.pause,
+	}
+	for _, w := range k.q {
+		s.Wait += max(now.Sub(w.arrived), 0)
+	}
+	for i := range numBuckets {
+		s.Effective.setPerMinute(i, k.effective(i))
+	}
+	s.Effective.Concurrency = k.concLimit()
+	var most time.Duration
+	for d := DimRequests; d < NumDimensions; d++ {
+		if s.WaitBy[d] > most {
+			most, s.Binding = s.WaitBy[d], d
+		}
+	}
+	return s
+}

@@ -1,0 +1,357 @@
+// Package limiter schedules attempts against per-key budgets: up to four
+// continuously refilled buckets (requests, input tokens, output tokens and
+// combined tokens per minute), a concurrency limit and a shared pause.
+//
+// A key is whatever the caller says shares a budget (provider, base URL and
+// model, or a pool name). Budgets are plain numbers: the package knows
+// nothing of HTTP or providers; the runner translates responses into
+// Observation, Pause and RateLimited calls.
+//
+// Per attempt the runner calls Reserve, sends, and then exactly one of
+// Settle (the response reported usage) or Fail (it did not); on a 429 it also
+// calls Pause (when the response said how long) and RateLimited; after every
+// response with rate-limit headers it calls Observe.
+package limiter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Cost is what one attempt takes from a key's budget. The combined-tokens
+// bucket (TPM) is charged Input+Output.
+type Cost struct{ Requests, Input, Output int64 }
+
+// Limits configures one key. All rates are per minute; a zero rate means the
+// key has no bucket for that dimension.
+type Limits struct {
+	RPM, ITPM, OTPM, TPM float64
+	// Burst is how many seconds of refill a bucket may hold (default 1s).
+	// A request larger than that, but within the per-minute limit, is
+	// still admitted: the bucket accrues its full size while it waits.
+	Burst time.Duration
+	// Headroom is the fraction of each rate to use (default 1; e.g. 0.95).
+	Headroom float64
+	// Concurrency is the maximum number of attempts in flight (0 =
+	// unlimited; in Auto mode, the cap of the learned window).
+	Concurrency int
+	// Auto learns limits: concurrency starts at 1 and grows (slow start,
+	// then +1 per round), halves on RateLimited; *-limit-* headers passed
+	// to Observe set the buckets, never above explicit numbers.
+	Auto bool
+}
+
+// Options configures a Limiter. The zero value is usable: no limits, real
+// clock and timers.
+type Options struct {
+	// Defaults is applied to every key unless SetLimits overrides it.
+	Defaults Limits
+	// Now reads the clock; nil means time.Now.
+	Now func() time.Time
+	// NewTimer starts a timer that fires once after d and returns its
+	// channel and stop function; nil means time.NewTimer.
+	NewTimer func(d time.Duration) (<-chan time.Time, func() bool)
+}
+
+// Dimension names what made a request wait.
+type Dimension int
+
+// The dimensions of a budget. DimNone is "nothing" (and, in
+// KeyStats.WaitBy, waiting not yet attributed).
+const (
+	DimNone Dimension = iota
+	DimRequests
+	DimInput
+	DimOutput
+	DimTokens
+	DimConcurrency
+	DimPause
+	// NumDimensions is the number of dimensions, DimNone included.
+	NumDimensions
+)
+
+var dimNames = [NumDimensions]string{"none", "requests", "input", "output", "tokens", "concurrency", "pause"}
+
+// String returns the dimension's lower-case name, as used in summaries.
+func (d Dimension) String() string {
+	if d < 0 || d >= NumDimensions {
+		return fmt.Sprintf("Dimension(%d)", int(d))
+	}
+	return dimNames[d]
+}
+
+// ErrTooLarge is matched (errors.Is) by every *TooLargeError.
+var ErrTooLarge = errors.New("limiter: request larger than the budget allows")
+
+// TooLargeError says a cost exceeds what one of the key's buckets could ever
+// hold (its per-minute limit), so Reserve refuses it at once instead of
+// waiting forever.
+type TooLargeError struct {
+	Key       string
+	Dimension Dimension
+	Cost      int64 // the request's cost in that dimension
+	Limit     int64 // the most the bucket admits in one request
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("limiter: key %q: request needs %d %s but the limit is %d per minute", e.Key, e.Cost, e.Dimension, e.Limit)
+}
+
+// Is makes errors.Is(err, ErrTooLarge) true.
+func (e *TooLargeError) Is(target error) bool { return target == ErrTooLarge }
+
+// Window is one rate-limit dimension as a response reported it. Limit and
+// Remaining are -1 when unknown; the zero Window is also treated as unknown.
+type Window struct {
+	Limit, Remaining int64
+	Reset            time.Duration
+}
+
+// Observation is the rate-limit headers of one response. Tokens is the
+// combined input+output limit (OpenAI's TPM, Anthropic's tokens-*).
+type Observation struct{ Requests, Tokens, Input, Output Window }
+
+// Limiter holds the budgets of many keys. It is safe for concurrent use;
+// keys are independent (one mutex each).
+type Limiter struct {
+	defaults Limits
+	now      func() time.Time
+	newTimer func(time.Duration) (<-chan time.Time, func() bool)
+	keys     sync.Map // string → *keyState
+}
+
+// New returns a Limiter configured by o.
+func New(o Options) *Limiter {
+	l := &Limiter{defaults: o.Defaults, now: o.Now, newTimer: o.NewTimer}
+	if l.now == nil {
+		l.now = time.Now
+	}
+	if l.newTimer == nil {
+		l.newTimer = func(d time.Duration) (<-chan time.Time, func() bool) {
+			t := time.NewTimer(d)
+			return t.C, t.Stop
+		}
+	}
+	return l
+}
+
+func (l *Limiter) key(name string) *keyState {
+	if k, ok := l.keys.Load(name); ok {
+		return k.(*keyState)
+	}
+	k, _ := l.keys.LoadOrStore(name, newKeyState(name, l.defaults, l.now()))
+	return k.(*keyState)
+}
+
+// SetLimits configures key, replacing the defaults for it. Bucket levels are
+// kept (clamped to the new capacities); learned limits are kept.
+func (l *Limiter) SetLimits(key string, lim Limits) {
+	k := l.key(key)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.setLimitsAt(l.now(), lim)
+	k.wakeHead()
+}
+
+// Reservation is one admitted attempt. End it with exactly one Settle or
+// Fail; later calls are no-ops. It is safe for concurrent use.
+type Reservation struct {
+	l    *Limiter
+	k    *keyState
+	cost Cost
+	seq  uint64
+	mask uint8
+	done bool // guarded by k.mu
+}
+
+// Cost returns what the reservation took.
+func (r *Reservation) Cost() Cost { return r.cost }
+
+// Settle ends the attempt with the usage the response reported: refunds
+// over-reservation (up to each bucket's capacity), charges
+// under-reservation (a bucket may go negative, delaying later admissions),
+// and releases the concurrency slot. actual.Requests is ignored: a sent
+// request keeps its request charge. In Auto mode a Settle counts as a
+// success for the concurrency window. Token-estimate calibration is the
+// Estimator's job (ObserveInput/ObserveOutput), not Settle's.
+func (r *Reservation) Settle(actual Cost) { r.finish(actual, true) }
+
+// Fail ends an attempt that produced no usage (transport error, 429, 5xx):
+// it keeps the request charge, refunds the token charges and releases the
+// slot. Call it before RateLimited for the same attempt.
+func (r *Reservation) Fail() { r.finish(Cost{}, false) }
+
+func (r *Reservation) finish(actual Cost, success bool) {
+	k := r.k
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if r.done {
+		return
+	}
+	r.done = true
+	k.finishAt(r.l.now(), r.mask, r.seq, r.cost, actual, success)
+}
+
+// Reserve blocks until key has a free concurrency slot, is not paused and
+// every bucket covers c, then takes c from all buckets at once and returns
+// the reservation. Waiters are served first come, first served, so a large
+// request is not starved by a stream of small ones (it holds up those
+// behind it instead). A cost that exceeds a bucket's per-minute limit fails
+// at once with a *TooLargeError. If ctx ends first, Reserve returns
+// ctx.Err() and the buckets are untouched.
+func (l *Limiter) Reserve(ctx context.Context, key string, c Cost) (*Reservation, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if c.Requests < 0 || c.Input < 0 || c.Output < 0 {
+		return nil, fmt.Errorf("limiter: negative cost %+v", c)
+	}
+	k := l.key(key)
+	now := l.now()
+	k.mu.Lock()
+	if err := k.tooLarge(c); err != nil {
+		k.mu.Unlock()
+		return nil, err
+	}
+	if len(k.q) == 0 {
+		if _, dim := k.reserveAt(now, c); dim == DimNone {
+			r := k.newReservation(l, c)
+			k.mu.Unlock()
+			return r, nil
+		}
+	}
+	k.syncAt(now)
+	w := &waiter{cost: c, arrived: now, wake: make(chan struct{}, 1)}
+	k.q = append(k.q, w)
+	return l.wait(ctx, k, w, now)
+}
+
+// newReservation wraps the admission reserveAt just made.
+func (k *keyState) newReservation(l *Limiter, c Cost) *Reservation {
+	return &Reservation{l: l, k: k, cost: c, seq: k.seq, mask: k.charged()}
+}
+
+// wait is Reserve's slow path: w is queued. It requires k.mu held and
+// releases it before returning.
+func (l *Limiter) wait(ctx context.Context, k *keyState, w *waiter, now time.Time) (*Reservation, error) {
+	for {
+		var (
+			delay time.Duration
+			timed bool
+		)
+		if k.q[0] == w {
+			if err := k.tooLarge(w.cost); err != nil { // limits may have changed while queued
+				k.remove(w, now)
+				k.mu.Unlock()
+				return nil, err
+			}
+			d, dim := k.reserveAt(now, w.cost)
+			if dim == DimNone {
+				k.popHead(now)
+				r := k.newReservation(l, w.cost)
+				k.mu.Unlock()
+				return r, nil
+			}
+			k.blocked = dim
+			delay, timed = d, dim != DimConcurrency
+		}
+		k.mu.Unlock()
+
+		var (
+			fire <-chan time.Time
+			stop func() bool
+		)
+		if timed {
+			fire, stop = l.newTimer(delay)
+		}
+		select {
+		case <-ctx.Done():
+		case <-fire:
+		case <-w.wake:
+		}
+		if stop != nil {
+			stop()
+		}
+		now = l.now()
+		k.mu.Lock()
+		if err := ctx.Err(); err != nil {
+			k.remove(w, now)
+			k.mu.Unlock()
+			return nil, err
+		}
+	}
+}
+
+// Observe lowers key's buckets to what o says remains (never raises them: a
+// header may be stale) and, in Auto mode, sets the key's limits from o's
+// Limit fields (never above explicit numbers). Windows with Limit and
+// Remaining of -1, or zero Windows, are ignored.
+func (l *Limiter) Observe(key string, o Observation) {
+	k := l.key(key)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.observeAt(l.now(), o)
+}
+
+// Pause stops all admissions for key until the given instant (a 429 with
+// retry-after): every waiter of the key waits, not just the caller. An
+// earlier pause never shortens a later one.
+func (l *Limiter) Pause(key string, until time.Time) {
+	k := l.key(key)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.pauseAt(l.now(), until)
+}
+
+// RateLimited tells key a 429 happened. In Auto mode it halves the
+// concurrency window (at most once per round of attempts); otherwise it is
+// only counted.
+func (l *Limiter) RateLimited(key string) {
+	k := l.key(key)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.rateLimitedAt(l.now())
+}
+
+// KeyStats is a snapshot of one key for progress and the summary.
+type KeyStats struct {
+	Key string
+	// Configured is the key's configuration (defaults applied).
+	Configured Limits
+	// Effective is what is in force: per-minute limits including learned
+	// ones, and Concurrency the current window (0 = unlimited).
+	Effective Limits
+	// Learned reports whether any limit came from response headers.
+	Learned bool
+	// Wait is the total time Reserve calls spent waiting (including those
+	// still waiting); WaitBy splits it by what blocked the queue's head.
+	Wait   time.Duration
+	WaitBy [NumDimensions]time.Duration
+	// Binding is the dimension with the most WaitBy (DimNone if none).
+	Binding      Dimension
+	InFlight     int
+	Waiting      int
+	Reservations int64
+	RateLimited  int64
+	PausedUntil  time.Time
+}
+
+// Stats returns a snapshot of every key, sorted by key.
+func (l *Limiter) Stats() []KeyStats {
+	now := l.now()
+	var out []KeyStats
+	l.keys.Range(func(_, v any) bool {
+		k := v.(*keyState)
+		k.mu.Lock()
+		out = append(out, k.statsAt(now))
+		k.mu.Unlock()
+		return true
+	})
+	slices.SortFunc(out, func(a, b KeyStats) int { return strings.Compare(a.Key, b.Key) })
+	return out
+}
