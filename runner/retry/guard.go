@@ -66,9 +66,30 @@ func (g Guard) Check(text string) error {
 		return fmt.Errorf("%w: not JSON: %v", ErrRejected, err)
 	}
 	if err := g.Schema.Validate(v); err != nil {
-		return fmt.Errorf("%w: does not match the JSON schema: %v", ErrRejected, err)
+		return fmt.Errorf("%w: does not match the JSON schema: %s", ErrRejected, oneLine(err))
 	}
 	return nil
+}
+
+// oneLine turns the library's indented, multi-line validation error into
+// one line of at most 5 causes, without the schema's file URL.
+func oneLine(err error) string {
+	var parts []string
+	for line := range strings.Lines(err.Error()) {
+		line = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "- "))
+		if line == "" || strings.HasPrefix(line, "jsonschema validation failed") {
+			continue
+		}
+		if len(parts) == 5 {
+			parts = append(parts, "…")
+			break
+		}
+		parts = append(parts, line)
+	}
+	if len(parts) == 0 {
+		return err.Error()
+	}
+	return strings.Join(parts, "; ")
 }
 
 // unfence returns the inside of one Markdown code fence around text (its
