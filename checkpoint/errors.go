@@ -1,0 +1,81 @@
+package checkpoint
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+var (
+	// ErrAlreadyDone is returned (wrapped) by AppendResult and AppendError for
+	// an id that already has a result: the output holds each id exactly once.
+	ErrAlreadyDone = errors.New("checkpoint: custom_id already done")
+	// ErrBadLine is returned (wrapped) for a line that contains a newline or
+	// whose "custom_id" is not the id it is appended under; a later scan would
+	// misread it.
+	ErrBadLine = errors.New("checkpoint: bad line")
+	// ErrClosed is returned by every method of a closed Store but Close.
+	ErrClosed = errors.New("checkpoint: store is closed")
+)
+
+// LockedError reports that another process holds the checkpoint's lock.
+type LockedError struct {
+	Output string // the output file
+	Lock   string // the lock file
+	PID    int    // the holder's pid as it wrote it; 0 if unknown
+}
+
+func (e *LockedError) Error() string {
+	if e.PID > 0 {
+		return fmt.Sprintf("checkpoint: %s is in use by another llmrun (pid %d); wait for it to finish or stop it", e.Output, e.PID)
+	}
+	return fmt.Sprintf("checkpoint: %s is in use by another process (lock %s)", e.Output, e.Lock)
+}
+
+// MismatchError reports that the input or the settings changed since the
+// checkpoint was made. Options.Force resumes anyway.
+type MismatchError struct {
+	Output string   // the output file
+	State  string   // the sidecar state file holding what was recorded
+	Diffs  []string // one phrase per difference, e.g. `setting model: "a" → "b"`
+}
+
+func (e *MismatchError) Error() string {
+	return fmt.Sprintf("checkpoint: %s was made from a different input or settings (%s); rerun with --force to resume anyway, or choose another output",
+		e.Output, strings.Join(e.Diffs, "; "))
+}
+
+// CorruptError reports a malformed line that is not the file's last line, so
+// it cannot be a torn tail. The run stops rather than guess (exit 2).
+type CorruptError struct {
+	Path   string // the file
+	Line   int    // 1-based line number
+	Offset int64  // byte offset of the line's start
+	Reason string // what is wrong with it
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("checkpoint: %s:%d: %s (byte offset %d); fix or delete that line and rerun", e.Path, e.Line, e.Reason, e.Offset)
+}
+
+// WriteError reports a failed write or fsync of the output or errors file.
+// After a failed write the file was truncated back to its last complete line
+// if RolledBack; otherwise the Store refuses further appends and the next Open
+// repairs the torn tail. After a failed fsync the Store refuses further
+// appends: what the kernel could not persist is unknown.
+type WriteError struct {
+	Path       string
+	Op         string // "write", "fsync" or "truncate"
+	Err        error
+	RolledBack bool
+}
+
+func (e *WriteError) Error() string {
+	s := fmt.Sprintf("checkpoint: %s %s: %v", e.Op, e.Path, e.Err)
+	if e.RolledBack {
+		s += " (rolled back to the last complete line)"
+	}
+	return s
+}
+
+func (e *WriteError) Unwrap() error { return e.Err }

@@ -1,0 +1,50 @@
+package checkpoint
+
+import (
+	"fmt"
+	"strings"
+)
+
+// FsyncMode says when appended lines are fsynced. The zero value is FsyncBatch.
+type FsyncMode int
+
+const (
+	// FsyncBatch is group commit: a line is fsynced at most Options.SyncInterval
+	// (default 50ms) after it was written, or as soon as Options.SyncLines
+	// (default 1024) lines are waiting, whichever comes first. A crash of the
+	// process loses nothing that was appended (every line is already in the
+	// kernel); a crash of the machine loses at most that window.
+	FsyncBatch FsyncMode = iota
+	// FsyncAlways fsyncs after every line.
+	FsyncAlways
+	// FsyncNever leaves flushing to the operating system, also on Flush and
+	// Close. The sidecar state file is still written durably.
+	FsyncNever
+)
+
+// String returns the flag spelling of m: "batch", "always" or "never".
+func (m FsyncMode) String() string {
+	switch m {
+	case FsyncBatch:
+		return "batch"
+	case FsyncAlways:
+		return "always"
+	case FsyncNever:
+		return "never"
+	}
+	return fmt.Sprintf("FsyncMode(%d)", int(m))
+}
+
+// ParseFsyncMode parses a --fsync flag value: "batch" (or ""), "always" or
+// "never", case-insensitively.
+func ParseFsyncMode(s string) (FsyncMode, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "batch":
+		return FsyncBatch, nil
+	case "always":
+		return FsyncAlways, nil
+	case "never":
+		return FsyncNever, nil
+	}
+	return 0, fmt.Errorf("checkpoint: unknown fsync mode %q (want batch, always or never)", s)
+}

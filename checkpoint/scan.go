@@ -1,0 +1,197 @@
+package checkpoint
+
+import (
+	"bytes"
+	"io"
+
+	"github.com/tidwall/gjson"
+)
+
+// scanChunk is the read size of scan; lines longer than it grow the buffer.
+const scanChunk = 4 << 20
+
+// idPrefix is how the runner's lines begin; lineID reads such an id without a
+// JSON parser.
+var idPrefix = []byte(`{"custom_id":"`)
+
+// scanResult describes a scanned file.
+type scanResult struct {
+	Lines    int   // well-formed lines passed to the callback
+	Size     int64 // bytes read
+	Good     int64 // length of the good prefix; Size-Good bytes are a torn tail
+	TornLine int   // 1-based line number where the torn tail starts; 0 if none
+}
+
+// lineFunc receives each well-formed line (without its '\n') and its id; both
+// slices are valid only during the call. With requireID false, id is nil for a
+// line without a usable "custom_id".
+type lineFunc func(no int, line, id []byte) error
+
+// scan reads a JSONL checkpoint file and calls fn for every well-formed line,
+// in order. Blank lines are skipped.
+//
+// The last line is held back until EOF and then validated in full: if it lacks
+// its '\n' or is not valid JSON it is a torn tail (reported in the result, not
+// passed to fn). Every other line is checked only cheaply (an object with a
+// string or number "custom_id"); one that fails that check makes scan return a
+// *CorruptError, unless it is the last line, where it is a torn tail too.
+// With requireID false, any object-shaped line passes the cheap check.
+func scan(r io.Reader, path string, requireID bool, fn lineFunc) (scanResult, error) {
+	var (
+		res        scanResult
+		buf        = make([]byte, scanChunk)
+		base       int64 // file offset of buf[0]
+		start, end int   // unprocessed bytes: buf[start:end]
+		no         int   // line number of the last complete line
+
+		pend         bool  // a well-formed line is held back
+		pStart, pEnd int   // its bytes: buf[pStart:pEnd]
+		pNo          int   // its line number
+		pAfter       int64 // offset after it and any blank lines that follow
+
+		bad       bool // a malformed line was seen; only blank lines may follow
+		badNo     int
+		badOff    int64
+		badReason string
+	)
+	emit := func() error {
+		line := buf[pStart:pEnd]
+		id, _ := lineID(line)
+		res.Lines++
+		pend = false
+		res.Good = pAfter
+		return fn(pNo, line, id)
+	}
+	for {
+		n, rerr := r.Read(buf[end:])
+		end += n
+		for {
+			i := bytes.IndexByte(buf[start:end], '\n')
+			if i < 0 {
+				break
+			}
+			no++
+			line := buf[start : start+i]
+			next := start + i + 1
+			switch {
+			case isBlank(line):
+				if pend {
+					pAfter = base + int64(next)
+				} else if !bad {
+					res.Good = base + int64(next)
+				}
+			case bad:
+				return res, &CorruptError{Path: path, Line: badNo, Offset: badOff, Reason: badReason}
+			default:
+				if pend {
+					if err := emit(); err != nil {
+						return res, err
+					}
+				}
+				if reason := checkLine(line, requireID); reason == "" {
+					pend, pStart, pEnd, pNo, pAfter = true, start, start+i, no, base+int64(next)
+				} else {
+					bad, badNo, badOff, badReason = true, no, base+int64(start), reason
+				}
+			}
+			start = next
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return res, rerr
+		}
+		keep := start
+		if pend {
+			keep = pStart
+		}
+		if keep > 0 {
+			copy(buf, buf[keep:end])
+			base += int64(keep)
+			end -= keep
+			start -= keep
+			pStart -= keep
+			pEnd -= keep
+		}
+		if end == len(buf) {
+			buf = append(buf, make([]byte, len(buf))...)
+		}
+	}
+	res.Size = base + int64(end)
+	if pend {
+		if gjson.ValidBytes(buf[pStart:pEnd]) {
+			if err := emit(); err != nil {
+				return res, err
+			}
+		} else {
+			res.TornLine = pNo
+			return res, nil
+		}
+	}
+	switch {
+	case bad:
+		res.TornLine = badNo
+	case res.Good < res.Size:
+		res.TornLine = no + 1
+	}
+	return res, nil
+}
+
+// checkLine is scan's cheap check of a line that is not the last: "" if it is
+// well-formed, else the reason.
+func checkLine(line []byte, requireID bool) string {
+	t := trimSpace(line)
+	if len(t) < 2 || t[0] != '{' || t[len(t)-1] != '}' {
+		return "not a JSON object"
+	}
+	if requireID {
+		if _, ok := lineID(t); !ok {
+			return `no "custom_id"`
+		}
+	}
+	return ""
+}
+
+// lineID returns the top-level "custom_id" of a JSON object line: a string's
+// content or a number's text. Lines that begin exactly with {"custom_id":"
+// and an id free of escapes are read without a parser; the rest go through
+// gjson, which skips values without decoding them. The id may alias line.
+func lineID(line []byte) ([]byte, bool) {
+	t := trimSpace(line)
+	if len(t) < 2 || t[0] != '{' || t[len(t)-1] != '}' {
+		return nil, false
+	}
+	if bytes.HasPrefix(t, idPrefix) {
+		rest := t[len(idPrefix):]
+		if i := bytes.IndexByte(rest, '"'); i > 0 && i+1 < len(rest) &&
+			(rest[i+1] == ',' || rest[i+1] == '}') && bytes.IndexByte(rest[:i], '\\') < 0 {
+			return rest[:i], true
+		}
+	}
+	r := gjson.GetBytes(t, "custom_id")
+	switch r.Type {
+	case gjson.String:
+		if r.Str == "" {
+			return nil, false
+		}
+		return []byte(r.Str), true
+	case gjson.Number:
+		return []byte(r.Raw), true
+	}
+	return nil, false
+}
+
+func isBlank(b []byte) bool { return len(trimSpace(b)) == 0 }
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && isSpace(b[0]) {
+		b = b[1:]
+	}
+	for len(b) > 0 && isSpace(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' }
