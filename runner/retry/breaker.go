@@ -132,6 +132,14 @@ func NewBreaker(cfg BreakerConfig) *Breaker {
 	return &Breaker{cfg: cfg, changed: make(chan struct{})}
 }
 
+// Config returns the breaker's configuration with defaults filled in.
+func (b *Breaker) Config() BreakerConfig {
+	if b == nil {
+		return BreakerConfig{}
+	}
+	return b.cfg
+}
+
 // setState moves to s and wakes Changed waiters. setState requires that
 // b.mu is held.
 func (b *Breaker) setState(s State) {

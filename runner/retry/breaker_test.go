@@ -364,8 +364,8 @@ func TestBreakerClosedConcurrent(t *testing.T) {
 
 func TestBreakerDefaultsAndNil(t *testing.T) {
 	b := NewBreaker(BreakerConfig{})
-	if b.cfg != (BreakerConfig{Threshold: DefaultThreshold, Cooldown: DefaultCooldown, MaxOutage: DefaultMaxOutage}) {
-		t.Errorf("defaults = %+v", b.cfg)
+	if got := b.Config(); got != (BreakerConfig{Threshold: DefaultThreshold, Cooldown: DefaultCooldown, MaxOutage: DefaultMaxOutage}) {
+		t.Errorf("defaults = %+v", got)
 	}
 	var nb *Breaker
 	tk, ok := nb.Allow(t0)
@@ -376,7 +376,7 @@ func TestBreakerDefaultsAndNil(t *testing.T) {
 	nb.Success(t0, tk)
 	nb.Release(t0, tk)
 	nb.Observe(t0, tk, errors.New("x"))
-	if nb.State(t0) != Closed || nb.WaitTime(t0) != 0 || nb.OutageExceeded(t0) || nb.Changed() != nil || nb.Stats(t0) != (BreakerStats{}) {
+	if nb.State(t0) != Closed || nb.WaitTime(t0) != 0 || nb.OutageExceeded(t0) || nb.Changed() != nil || nb.Stats(t0) != (BreakerStats{}) || nb.Config() != (BreakerConfig{}) {
 		t.Error("nil breaker is not always closed")
 	}
 	for s, want := range map[State]string{Closed: "closed", Open: "open", HalfOpen: "half-open", 9: "state(?)"} {

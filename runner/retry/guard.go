@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -72,22 +73,22 @@ func (g Guard) Check(text string) error {
 }
 
 // oneLine turns the library's indented, multi-line validation error into
-// one line of at most 5 causes, without the schema's file URL.
+// one line of at most 5 causes, sorted (the library's order varies from
+// run to run), without the schema's file URL.
 func oneLine(err error) string {
 	var parts []string
 	for line := range strings.Lines(err.Error()) {
 		line = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "- "))
-		if line == "" || strings.HasPrefix(line, "jsonschema validation failed") {
-			continue
+		if line != "" && !strings.HasPrefix(line, "jsonschema validation failed") {
+			parts = append(parts, line)
 		}
-		if len(parts) == 5 {
-			parts = append(parts, "…")
-			break
-		}
-		parts = append(parts, line)
 	}
 	if len(parts) == 0 {
 		return err.Error()
+	}
+	slices.Sort(parts)
+	if len(parts) > 5 {
+		parts = append(parts[:5], "…")
 	}
 	return strings.Join(parts, "; ")
 }

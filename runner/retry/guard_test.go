@@ -72,7 +72,7 @@ func TestGuard(t *testing.T) {
 		"schema valid, fenced":         {Guard{Schema: schema}, "```json\n{\"name\": \"Ada\", \"age\": 36}\n```", ""},
 		"schema missing field":         {Guard{Schema: schema}, `{"name": "Ada"}`, "does not match the JSON schema"},
 		"schema wrong type":            {Guard{Schema: schema}, `{"name": "Ada", "age": "36"}`, "does not match the JSON schema: at '/age': got string, want integer"},
-		"schema errors on one line":    {Guard{Schema: schema}, `{"name": "", "age": "x", "address": {}}`, "at '/name': minLength: got 0, want 1; at '/age': got string, want integer; at '/address': missing property 'city'"},
+		"schema errors on one line":    {Guard{Schema: schema}, `{"name": "", "age": "x", "address": {}}`, "at '/address': missing property 'city'; at '/age': got string, want integer; at '/name': minLength: got 0, want 1"},
 		"schema big integer":           {Guard{Schema: schema}, `{"name": "Ada", "age": 123456789012345678901234567890}`, ""},
 		"schema float not integer":     {Guard{Schema: schema}, `{"name": "Ada", "age": 36.5}`, "does not match"},
 		"schema $ref violated":         {Guard{Schema: schema}, `{"name": "Ada", "age": 1, "address": {}}`, "does not match"},

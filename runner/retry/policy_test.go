@@ -55,7 +55,7 @@ func TestDecideExamples(t *testing.T) {
 		"hint floors a short draw":           {Attempt{N: 1, Class: providers.ClassRateLimited, RetryAfter: 2 * time.Second, HasRetryAfter: true}, t0, lower, Decision{true, 2 * time.Second, ReasonRetryAfter}},
 		"hint jitter is at least 250ms":      {Attempt{N: 1, Class: providers.ClassRateLimited, RetryAfter: 2 * time.Second, HasRetryAfter: true}, t0, upper, Decision{true, 2250 * time.Millisecond, ReasonRetryAfter}},
 		"hint jitter is 10% of long hints":   {Attempt{N: 1, Class: providers.ClassRateLimited, RetryAfter: 40 * time.Second, HasRetryAfter: true}, t0, upper, Decision{true, 44 * time.Second, ReasonRetryAfter}},
-		"hint zero still spreads":            {Attempt{N: 1, Class: providers.ClassRateLimited, RetryAfter: 0, HasRetryAfter: true}, t0, upper, Decision{true, 500 * time.Millisecond, ReasonBackoff}},
+		"hint zero: the backoff draw wins":   {Attempt{N: 1, Class: providers.ClassRateLimited, RetryAfter: 0, HasRetryAfter: true}, t0, upper, Decision{true, 500 * time.Millisecond, ReasonBackoff}},
 		"longer draw beats a short hint":     {Attempt{N: 5, Class: providers.ClassOverloaded, RetryAfter: 100 * time.Millisecond, HasRetryAfter: true}, t0, upper, Decision{true, 8 * time.Second, ReasonBackoff}},
 		"hint without HasRetryAfter ignored": {Attempt{N: 1, Class: providers.ClassServer, RetryAfter: time.Minute}, t0, upper, Decision{true, 500 * time.Millisecond, ReasonBackoff}},
 		"negative hint is absent":            {Attempt{N: 1, Class: providers.ClassServer, RetryAfter: -time.Minute, HasRetryAfter: true}, t0, upper, Decision{true, 500 * time.Millisecond, ReasonBackoff}},
