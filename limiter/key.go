@@ -44,6 +44,7 @@ type keyState struct {
 	seq            uint64 // admissions so far; a Reservation remembers its own
 	cutSeq         uint64 // seq at the last multiplicative cut
 	cutArmed       bool   // a request admitted after the last cut has finished
+	caCount        int    // successes since the last additive increase
 
 	// statistics
 	wait         time.Duration
@@ -114,6 +115,9 @@ func (k *keyState) applyLimits() {
 		was := b.on()
 		b.rate = perMin * k.conf.Headroom / 60
 		b.cap = b.rate * k.conf.Burst.Seconds()
+		if i == 0 {
+			b.cap = max(b.cap, 1) // one request always fits the burst
+		}
 		b.max = max(perMin, b.cap)
 		if !was {
 			b.level = b.cap
@@ -267,8 +271,9 @@ func (k *keyState) finishAt(now time.Time, mask uint8, seq uint64, reserved, act
 			// are not all in use learns nothing about concurrency.
 			if k.cwnd < k.ssthresh {
 				k.cwnd++ // slow start: +1 per success doubles per round
-			} else {
-				k.cwnd += 1 / k.cwnd // additive increase: +1 per round
+			} else if k.caCount++; k.caCount >= int(k.cwnd) {
+				k.cwnd++ // additive increase: +1 per window of successes
+				k.caCount = 0
 			}
 			k.cwnd = min(k.cwnd, k.maxConc())
 		}
@@ -288,6 +293,7 @@ func (k *keyState) rateLimitedAt(now time.Time) {
 	}
 	k.ssthresh = max(1, math.Floor(k.cwnd/2))
 	k.cwnd = k.ssthresh
+	k.caCount = 0
 	k.cutSeq = k.seq
 	k.cutArmed = false
 }
