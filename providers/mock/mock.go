@@ -40,6 +40,13 @@ import (
 
 // Config configures a Server. The zero value is an unlimited, fault-free
 // server without authentication.
+//
+// The fault rates are fractions of admitted attempts; the faults are
+// exclusive, so their sum should not exceed 1. Whether an attempt faults is
+// a function of Seed, the request body (see Stats.Duplicates for what counts
+// as the same body) and how many attempts of that body were admitted before,
+// so runs are reproducible whatever the arrival order: a client that
+// retries every body until it succeeds sees the same faults on every run.
 type Config struct {
 	// Concurrency caps the requests in flight; 0 means unlimited.
 	Concurrency int
@@ -51,11 +58,6 @@ type Config struct {
 	RPM, ITPM, OTPM float64
 	// Burst is the bucket window; 0 means one second.
 	Burst time.Duration
-
-	// Faults, as fractions of admitted attempts (they are exclusive; their
-	// sum should not exceed 1). Whether an attempt faults is a function of
-	// Seed, the request body and how many attempts of that body were
-	// admitted before, so runs are reproducible whatever the arrival order.
 
 	// OverloadRate answers 529 overloaded_error (Anthropic) or 503 (OpenAI).
 	OverloadRate float64
@@ -78,7 +80,8 @@ type Config struct {
 	SpendCap bool
 	// APIKey, if set, must be sent as "Authorization: Bearer <key>" or
 	// "x-api-key: <key>"; otherwise the answer is a 401 whose message echoes
-	// a masked form of the key sent ("sk-abc123***wxyz").
+	// a masked form of the key sent (its first 8 and last 4 characters, as
+	// in "sk-abc12***wxyz"; fewer for keys under 16 characters).
 	APIKey string
 
 	// TokenDelay is the delay before each streamed token; non-streaming
