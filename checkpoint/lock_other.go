@@ -1,11 +1,11 @@
-//go:build !unix
+//go:build !(linux || darwin || freebsd || netbsd || openbsd || dragonfly)
 
 package checkpoint
 
 import "os"
 
-// Without Unix locks the lock file only records the pid: two runs on the same
-// output are not prevented. (Windows support would use LockFileEx.)
+// Elsewhere (Windows, Solaris, ...) the lock file only records the pid: two
+// runs on the same output are not prevented. Windows would use LockFileEx.
 
 func tryLock(*os.File) error { return nil }
 

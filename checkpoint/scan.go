@@ -37,9 +37,14 @@ type lineFunc func(no int, line, id []byte) error
 // *CorruptError, unless it is the last line, where it is a torn tail too.
 // With requireID false, any object-shaped line passes the cheap check.
 func scan(r io.Reader, path string, requireID bool, fn lineFunc) (scanResult, error) {
+	return scanBuf(r, path, requireID, fn, scanChunk)
+}
+
+// scanBuf is scan with the initial buffer size as a parameter, for tests.
+func scanBuf(r io.Reader, path string, requireID bool, fn lineFunc, chunk int) (scanResult, error) {
 	var (
 		res        scanResult
-		buf        = make([]byte, scanChunk)
+		buf        = make([]byte, chunk)
 		base       int64 // file offset of buf[0]
 		start, end int   // unprocessed bytes: buf[start:end]
 		no         int   // line number of the last complete line
