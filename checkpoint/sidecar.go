@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,6 +39,9 @@ func readSidecar(path string) (sc sidecar, found bool, err error) {
 	}
 	if err := json.Unmarshal(b, &sc); err != nil {
 		return sidecar{}, false, fmt.Errorf("checkpoint: state file %s is not valid JSON (%v); it records open batch ids, so it is not replaced automatically", path, err)
+	}
+	for k, v := range sc.State {
+		sc.State[k] = compact(v) // MarshalIndent indented it
 	}
 	if sc.Version > sidecarVersion {
 		return sidecar{}, false, fmt.Errorf("checkpoint: state file %s has version %d; this llmrun reads up to %d", path, sc.Version, sidecarVersion)
@@ -80,4 +84,13 @@ func settingsDiffs(rec, cur map[string]string) []string {
 		}
 	}
 	return d
+}
+
+// compact returns v without insignificant space; v must be valid JSON.
+func compact(v json.RawMessage) json.RawMessage {
+	var b bytes.Buffer
+	if json.Compact(&b, v) != nil {
+		return v
+	}
+	return b.Bytes()
 }

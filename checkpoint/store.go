@@ -553,7 +553,7 @@ func (s *Store) SetState(key string, value json.RawMessage) error {
 		if sc.State == nil {
 			sc.State = map[string]json.RawMessage{}
 		}
-		sc.State[key] = bytes.Clone(value)
+		sc.State[key] = compact(value)
 	}
 	sc.Updated = s.opts.Now().UTC()
 	if err := sc.write(s.statePath); err != nil {
@@ -563,7 +563,8 @@ func (s *Store) SetState(key string, value json.RawMessage) error {
 	return nil
 }
 
-// State returns the value recorded under key, by this run or an earlier one.
+// State returns the value recorded under key, by this run or an earlier one,
+// in compact form.
 func (s *Store) State(key string) (json.RawMessage, bool) {
 	s.stMu.Lock()
 	defer s.stMu.Unlock()
