@@ -1,6 +1,7 @@
 package limiter
 
 import (
+	"bytes"
 	"math"
 	"slices"
 	"strings"
@@ -27,6 +28,10 @@ const (
 	// vocabularies (Claude, Gemini, Llama). It underestimates CJK text; the
 	// per-key calibration corrects that after a few responses.
 	bytesPerToken = 4
+	// exactTokenizeBytes bounds the text tokenized exactly (the tokenizer
+	// runs at ~10 MB/s): a longer text is estimated from the tokens per byte
+	// of its first exactTokenizeBytes, and calibration absorbs the error.
+	exactTokenizeBytes = 32 << 10
 )
 
 // Estimator turns request text into input-token estimates, calibrated online
@@ -100,11 +105,22 @@ func (e *Estimator) encodingFor(model string) *lazyCodec {
 
 // RawInputTokens is the uncalibrated estimate: tiktoken (o200k_base for
 // gpt-4o/4.1/5 and o-series, cl100k_base for gpt-3.5/gpt-4) for
-// OpenAI-family models, ceil(bytes/4) otherwise.
+// OpenAI-family models, ceil(bytes/4) otherwise. Texts over 32 KiB are
+// tokenized up to there and extrapolated by length.
 func (e *Estimator) RawInputTokens(model string, text []byte) int64 {
 	if c := e.encodingFor(model); c != nil {
-		n, err := c.get().Count(string(text))
+		prefix := text
+		if len(prefix) > exactTokenizeBytes {
+			prefix = prefix[:exactTokenizeBytes]
+			if i := bytes.LastIndexAny(prefix[len(prefix)-256:], " \n"); i >= 0 {
+				prefix = prefix[:len(prefix)-256+i] // do not split a word
+			}
+		}
+		n, err := c.get().Count(string(prefix))
 		if err == nil {
+			if len(prefix) < len(text) && len(prefix) > 0 {
+				return int64(math.Ceil(float64(n) * float64(len(text)) / float64(len(prefix))))
+			}
 			return int64(n)
 		}
 	}
