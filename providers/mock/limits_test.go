@@ -181,3 +181,25 @@ func TestConcurrencyLimit(t *testing.T) {
 		t.Errorf("stats %+v", s)
 	}
 }
+
+// A client that waits for each answer never meets the concurrency limit, and
+// Stats already count an answer when the client has read it.
+func TestReleaseBeforeLastByte(t *testing.T) {
+	srv, m := start(t, mock.Config{Concurrency: 1, ResetRate: 0.2, MidStreamRate: 0.2, OverloadRate: 0.1})
+	for i := range 200 {
+		extra := ""
+		if i%2 == 0 {
+			extra = `,"stream":true`
+		}
+		before := m.Stats()
+		r := post(t, srv, "/v1/messages", anBody(strconv.Itoa(i), extra))
+		s := m.Stats()
+		if r.status == 429 {
+			t.Fatalf("request %d refused at the concurrency limit: %s", i, r.body)
+		}
+		settled := s.Completed + s.Resets + s.MidStream + s.Overloaded - before.Completed - before.Resets - before.MidStream - before.Overloaded
+		if settled != 1 || s.InFlight != 0 {
+			t.Fatalf("request %d (%s): stats not settled when the client was done: %+v", i, outcome(r), s)
+		}
+	}
+}

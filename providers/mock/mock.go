@@ -310,33 +310,74 @@ func (s *Server) handleAPI(d dialect) http.HandlerFunc {
 		}
 
 		c := newCompletion(d, h, req, reqID)
-		out, done := 0, false
-		defer func() { s.release(h, out, done) }()
+		a := &admission{s: s, h: h}
+		defer a.release(0, false) // a no-op unless something panicked
 
 		f, cut := s.pickFault(h, attempt, len(c.chunks))
 		switch {
 		case f == faultOverload:
+			a.release(0, false)
 			s.bump(&s.stats.Overloaded)
 			s.fail(w, d, reqID, errOverloaded())
 			return
 		case f == faultServer:
+			a.release(0, false)
 			s.bump(&s.stats.ServerErrors)
 			s.fail(w, d, reqID, errServer())
 			return
 		case f == faultMidStream && !req.stream:
+			a.release(0, false)
 			s.bump(&s.stats.MidStream)
 			s.fail(w, d, reqID, errServer())
 			return
 		case f == faultReset && !req.stream:
+			a.release(0, false)
 			s.bump(&s.stats.Resets)
 			resetConn(w)
 			return
 		}
 		if req.stream {
-			out, done = s.stream(r.Context(), w, d, c, f, cut)
+			s.stream(r.Context(), w, d, c, a, f, cut)
 		} else {
-			out, done = s.plain(r.Context(), w, d, c)
+			s.plain(r.Context(), w, d, c, a)
 		}
+	}
+}
+
+// admission is one admitted request until it is released.
+type admission struct {
+	s        *Server
+	h        [32]byte
+	released bool
+	dup      bool // the release counted a duplicate completion
+}
+
+// release ends the admission once: it frees the concurrency slot, charges
+// the output tokens actually generated and, with done, counts the
+// completion. The handlers call it before writing their last bytes, so a
+// client that has seen the end of an answer (or of a failure) also sees it
+// in Stats and can start its next request without hitting the concurrency
+// limit.
+func (a *admission) release(out int, done bool) {
+	if a.released {
+		return
+	}
+	a.released = true
+	a.dup = a.s.release(a.h, out, done)
+}
+
+// undo reverts a release with done whose last write then failed: the
+// answer counts as canceled instead.
+func (a *admission) undo() {
+	s := a.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stats.Completed--
+	s.stats.Canceled++
+	if a.dup {
+		s.stats.Duplicates--
+	} else {
+		s.bodies[a.h].done = false
 	}
 }
 
@@ -360,8 +401,9 @@ func (s *Server) arrive(h [32]byte) string {
 }
 
 // release ends an admitted request: it charges the output tokens actually
-// generated and, for a completed answer, counts the completion.
-func (s *Server) release(h [32]byte, out int, done bool) {
+// generated and, for a completed answer, counts the completion, reporting
+// whether it was a duplicate.
+func (s *Server) release(h [32]byte, out int, done bool) (dup bool) {
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -376,10 +418,12 @@ func (s *Server) release(h [32]byte, out int, done bool) {
 		s.stats.Completed++
 		if bs := s.bodies[h]; bs.done {
 			s.stats.Duplicates++
+			dup = true
 		} else {
 			bs.done = true
 		}
 	}
+	return dup
 }
 
 // fail writes an error answer with the rate-limit headers.
@@ -540,27 +584,27 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // plain writes a non-streaming answer after TokenDelay per output token.
-func (s *Server) plain(ctx context.Context, w http.ResponseWriter, d dialect, c *completion) (int, bool) {
+func (s *Server) plain(ctx context.Context, w http.ResponseWriter, d dialect, c *completion, a *admission) {
 	if !sleep(ctx, s.cfg.TokenDelay*time.Duration(c.outTokens)) {
+		a.release(0, false)
 		s.bump(&s.stats.Canceled)
-		return 0, false
+		return
 	}
 	s.writeLimitHeaders(w, d)
 	w.Header().Set("Content-Type", "application/json")
+	body := d.plainBody(c)
+	a.release(c.outTokens, true)
 	w.WriteHeader(http.StatusOK)
-	if _, err := w.Write(d.plainBody(c)); err != nil {
-		s.bump(&s.stats.Canceled)
-		return c.outTokens, false
+	if _, err := w.Write(body); err != nil {
+		a.undo()
 	}
-	return c.outTokens, true
 }
 
 // stream writes a streaming answer, flushing every event, waiting
 // TokenDelay per token and stopping as soon as the client is gone. f is the
 // attempt's fault (faultMidStream and faultReset strike after cut content
-// events). It returns the output tokens generated and whether the answer
-// was complete.
-func (s *Server) stream(ctx context.Context, w http.ResponseWriter, d dialect, c *completion, f fault, cut int) (int, bool) {
+// events).
+func (s *Server) stream(ctx context.Context, w http.ResponseWriter, d dialect, c *completion, a *admission, f fault, cut int) {
 	s.writeLimitHeaders(w, d)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -574,20 +618,23 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, d dialect, c
 		return rc.Flush() == nil
 	}
 	sent := 0 // bytes of text sent
-	gone := func() (int, bool) {
+	gone := func() {
+		a.release(CountTokens(c.text[:sent]), false)
 		s.bump(&s.stats.Canceled)
-		return CountTokens(c.text[:sent]), false
 	}
 	buf := d.streamStart(make([]byte, 0, 512), c)
 	if !send(buf) {
-		return gone()
+		gone()
+		return
 	}
 	for i, ch := range c.chunks {
 		if !sleep(ctx, s.cfg.TokenDelay*time.Duration(ch.n)) {
-			return gone()
+			gone()
+			return
 		}
 		if !send(d.streamDelta(buf[:0], c, ch.text)) {
-			return gone()
+			gone()
+			return
 		}
 		sent += len(ch.text)
 		if i+1 != cut {
@@ -595,19 +642,22 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, d dialect, c
 		}
 		switch f {
 		case faultMidStream:
+			a.release(CountTokens(c.text[:sent]), false)
 			s.bump(&s.stats.MidStream)
 			send(d.streamError(buf[:0], c))
-			return CountTokens(c.text[:sent]), false
+			return
 		case faultReset:
+			a.release(CountTokens(c.text[:sent]), false)
 			s.bump(&s.stats.Resets)
 			resetConn(w)
-			return CountTokens(c.text[:sent]), false
+			return
 		}
 	}
-	if !send(d.streamFinish(buf[:0], c)) {
-		return gone()
+	buf = d.streamFinish(buf[:0], c)
+	a.release(c.outTokens, true)
+	if !send(buf) {
+		a.undo()
 	}
-	return c.outTokens, true
 }
 
 // contentText returns the text of a message content: a string, or the
