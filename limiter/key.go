@@ -30,6 +30,7 @@ type keyState struct {
 
 	conf    Limits              // as configured (defaults applied, normalised)
 	learned [numBuckets]float64 // per-minute limits from *-limit-* headers (Auto); 0 = unknown
+	biggest [numBuckets]float64 // largest single cost seen per bucket: capacity never goes below it
 	b       [numBuckets]bucket  // the buckets in force
 	last    time.Time           // instant the buckets were last refilled to
 	pause   time.Time           // no admissions before this instant
@@ -114,11 +115,12 @@ func (k *keyState) applyLimits() {
 		}
 		was := b.on()
 		b.rate = perMin * k.conf.Headroom / 60
-		b.cap = b.rate * k.conf.Burst.Seconds()
+		burst := b.rate * k.conf.Burst.Seconds()
+		b.max = max(perMin, burst)
+		b.cap = min(max(burst, k.biggest[i]), b.max)
 		if i == 0 {
-			b.cap = max(b.cap, 1) // one request always fits the burst
+			b.cap = max(b.cap, 1) // one request always fits
 		}
-		b.max = max(perMin, b.cap)
 		if !was {
 			b.level = b.cap
 		}
@@ -144,15 +146,25 @@ func (k *keyState) maxConc() float64 {
 	return autoMaxConcurrency
 }
 
-// effCap is what bucket i may hold now: its capacity, or the head waiter's
-// cost if that is larger (a request bigger than the burst, but within the
-// per-minute limit, waits until the bucket has accrued all of it).
-func (k *keyState) effCap(i int) float64 {
-	c := k.b[i].cap
-	if len(k.q) > 0 {
-		c = max(c, k.q[0].cost.amount(i))
+// fit raises a bucket's capacity to c's cost when that is larger than the
+// burst (but within the per-minute limit, see tooLarge): a request bigger
+// than the burst must be admissible. A bucket that was full is topped up to
+// the new capacity, as if it had held that much all along, so an idle key
+// admits it at once; otherwise it accrues up to it. The capacity stays
+// raised: it is never below the largest single request seen.
+func (k *keyState) fit(c Cost) {
+	for i := range k.b {
+		b := &k.b[i]
+		a := c.amount(i)
+		if !b.on() || a <= b.cap || a > b.max {
+			continue
+		}
+		k.biggest[i] = a
+		if b.level >= b.cap-eps {
+			b.level = a
+		}
+		b.cap = a
 	}
-	return c
 }
 
 // syncAt refills the buckets to now and brings the wait accounting up to
@@ -175,7 +187,7 @@ func (k *keyState) syncAt(now time.Time) {
 		if !b.on() {
 			continue
 		}
-		b.level = min(b.level+b.rate*dt, k.effCap(i))
+		b.level = min(b.level+b.rate*dt, b.cap)
 	}
 }
 
@@ -199,6 +211,7 @@ func (k *keyState) tooLarge(c Cost) error {
 // is empty) and not tooLarge.
 func (k *keyState) reserveAt(now time.Time, c Cost) (time.Duration, Dimension) {
 	k.syncAt(now)
+	k.fit(c)
 	var wait time.Duration
 	dim := DimNone
 	if now.Before(k.pause) {
@@ -257,7 +270,7 @@ func (k *keyState) finishAt(now time.Time, mask uint8, seq uint64, reserved, act
 		}
 		d := reserved.amount(i) - actual.amount(i)
 		if d > 0 {
-			b.level = max(b.level, min(b.level+d, k.effCap(i)))
+			b.level = max(b.level, min(b.level+d, b.cap))
 		} else {
 			b.level += d
 		}
@@ -358,7 +371,6 @@ func (k *keyState) remove(w *waiter, now time.Time) {
 	k.q = slices.Delete(k.q, i, i+1)
 	k.wait += max(now.Sub(w.arrived), 0)
 	if i == 0 {
-		k.syncAt(now) // the head changed: clamp to the new effective capacity
 		k.wakeHead()
 	}
 }

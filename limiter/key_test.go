@@ -275,20 +275,35 @@ func TestTooLarge(t *testing.T) {
 	}
 }
 
-func TestRequestLargerThanBurstAccruesAtHead(t *testing.T) {
-	// cap is 10 input tokens, the per-minute limit 600: a 100-token
-	// request is allowed and waits while the bucket accrues past its cap.
+func TestRequestLargerThanBurstRaisesCapacity(t *testing.T) {
+	// Burst capacity 10 input tokens, per-minute limit 600: a 100-token
+	// request is allowed. On an idle (full) bucket it goes at once.
 	k := newKey(Limits{ITPM: 600})
-	k.q = []*waiter{{cost: Cost{Input: 100}}}
 	runSteps(t, k, []step{
-		{0, Cost{Input: 100}, 9 * time.Second, DimInput},
-		{9 * time.Second, Cost{Input: 100}, 0, DimNone},
+		{0, Cost{Input: 100}, 0, DimNone},
+		{0, Cost{Input: 100}, 10 * time.Second, DimInput},
+		{10 * time.Second, Cost{Input: 100}, 0, DimNone},
 	})
-	k.popHead(at(9 * time.Second))
-	// With no big waiter at the head, the cap is back to 10.
-	k.syncAt(at(time.Minute))
-	if k.b[1].level != 10 {
-		t.Fatalf("level = %v, want 10", k.b[1].level)
+	// The capacity stays at the largest request seen.
+	k.syncAt(at(time.Hour))
+	if k.b[1].cap != 100 || k.b[1].level != 100 {
+		t.Fatalf("cap %v level %v, want 100 100", k.b[1].cap, k.b[1].level)
+	}
+	// A bucket that was not full is not topped up: it accrues.
+	k = newKey(Limits{ITPM: 600})
+	runSteps(t, k, []step{
+		{0, Cost{Input: 5}, 0, DimNone},
+		{0, Cost{Input: 100}, 9500 * time.Millisecond, DimInput},
+		{9500 * time.Millisecond, Cost{Input: 100}, 0, DimNone},
+	})
+	// SetLimits keeps the raised capacity (within the new per-minute limit).
+	k.setLimitsAt(at(10*time.Second), Limits{ITPM: 1200})
+	if k.b[1].cap != 100 {
+		t.Fatalf("cap after SetLimits = %v, want 100", k.b[1].cap)
+	}
+	k.setLimitsAt(at(10*time.Second), Limits{ITPM: 60})
+	if k.b[1].cap != 60 {
+		t.Fatalf("cap after lowering the limit = %v, want the per-minute 60", k.b[1].cap)
 	}
 }
 

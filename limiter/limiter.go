@@ -32,8 +32,9 @@ type Cost struct{ Requests, Input, Output int64 }
 type Limits struct {
 	RPM, ITPM, OTPM, TPM float64
 	// Burst is how many seconds of refill a bucket may hold (default 1s).
-	// A request larger than that, but within the per-minute limit, is
-	// still admitted: the bucket accrues its full size while it waits.
+	// The capacity is never below the largest single request seen: a
+	// request larger than the burst, but within the per-minute limit,
+	// raises it (see Reserve).
 	Burst time.Duration
 	// Headroom is the fraction of each rate to use (default 1; e.g. 0.95).
 	Headroom float64
@@ -201,9 +202,11 @@ func (r *Reservation) finish(actual Cost, success bool) {
 // every bucket covers c, then takes c from all buckets at once and returns
 // the reservation. Waiters are served first come, first served, so a large
 // request is not starved by a stream of small ones (it holds up those
-// behind it instead). A cost that exceeds a bucket's per-minute limit fails
-// at once with a *TooLargeError. If ctx ends first, Reserve returns
-// ctx.Err() and the buckets are untouched.
+// behind it instead). A cost larger than a bucket's burst capacity raises
+// that capacity to it for good (topping the bucket up if it was full, so an
+// idle key admits it at once); a cost that exceeds a bucket's per-minute
+// limit fails at once with a *TooLargeError. If ctx ends first, Reserve
+// returns ctx.Err() and the buckets are untouched.
 func (l *Limiter) Reserve(ctx context.Context, key string, c Cost) (*Reservation, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err

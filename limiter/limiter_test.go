@@ -187,7 +187,7 @@ func TestCancelWhileWaitingLeavesBucketsUntouched(t *testing.T) {
 		l := New(Options{Defaults: Limits{ITPM: 600}})
 		mustReserve(t, l, "k", Cost{Input: 10})
 		ctx, cancel := context.WithCancel(context.Background())
-		head := reserveAsync(ctx, l, "k", Cost{Input: 50}) // lets the bucket accrue past its cap
+		head := reserveAsync(ctx, l, "k", Cost{Input: 50}) // raises the cap to 50, waits 5s
 		synctest.Wait()
 		behind := reserveAsync(context.Background(), l, "k", Cost{Input: 3})
 		time.Sleep(2 * time.Second)
@@ -197,13 +197,13 @@ func TestCancelWhileWaitingLeavesBucketsUntouched(t *testing.T) {
 			t.Fatalf("cancelled Reserve = %v, %v", res.r, res.err)
 		}
 		// The request behind the cancelled head is admitted at once from the
-		// 20 tokens accrued (clamped back to the cap of 10), not 50.
+		// 20 tokens accrued in 2s.
 		r := done(t, behind, "request behind a cancelled head")
 		k := l.key("k")
 		k.mu.Lock()
 		defer k.mu.Unlock()
-		if got := k.b[1].level; got != 7 {
-			t.Fatalf("input level = %v, want 7 (cap 10 - 3): the cancelled request took something", got)
+		if got := k.b[1].level; got != 17 {
+			t.Fatalf("input level = %v, want 17 (20 - 3): the cancelled request took something", got)
 		}
 		if k.inflight != 2 || len(k.q) != 0 {
 			t.Fatalf("inflight=%d queued=%d, want 2 0", k.inflight, len(k.q))

@@ -1,0 +1,44 @@
+package limiter_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/llmrun/llmrun/limiter"
+)
+
+// One attempt's life as the runner drives it (Anthropic-style reservation:
+// input estimate against ITPM, expected output against OTPM).
+func Example() {
+	ctx := context.Background()
+	l := limiter.New(limiter.Options{Defaults: limiter.Limits{RPM: 50, ITPM: 30000, OTPM: 8000, Headroom: 0.95}})
+	est := limiter.NewEstimator()
+	const key = "anthropic|https://api.anthropic.com|claude-sonnet-4-5"
+
+	prompt := []byte("Summarise: the quick brown fox jumps over the lazy dog.")
+	in := est.InputTokens(key, "claude-sonnet-4-5", prompt)
+	out := est.ExpectedOutput(key, 1024) // max_tokens until outputs have been seen
+	r, err := l.Reserve(ctx, key, limiter.Cost{Requests: 1, Input: in, Output: out})
+	if err != nil {
+		fmt.Println(err) // ctx ended, or limiter.ErrTooLarge: fail the request, do not retry
+		return
+	}
+
+	// … send; suppose the response reports usage and rate-limit headers …
+	usedIn, usedOut := int64(18), int64(40)
+	l.Observe(key, limiter.Observation{
+		Requests: limiter.Window{Limit: 50, Remaining: 49, Reset: time.Second},
+		Input:    limiter.Window{Limit: 30000, Remaining: 29000},
+		Output:   limiter.Window{Limit: -1, Remaining: -1},
+		Tokens:   limiter.Window{Limit: -1, Remaining: -1},
+	})
+	r.Settle(limiter.Cost{Requests: 1, Input: usedIn, Output: usedOut})
+	est.ObserveInput(key, in, usedIn)
+	est.ObserveOutput(key, usedOut)
+
+	// A 429 instead would be: r.Fail(); l.Pause(key, now+retryAfter); l.RateLimited(key).
+	s := l.Stats()[0]
+	fmt.Println(s.Key, s.Reservations, s.InFlight, s.Binding)
+	// Output: anthropic|https://api.anthropic.com|claude-sonnet-4-5 1 0 none
+}
