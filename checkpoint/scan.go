@@ -23,8 +23,8 @@ type scanResult struct {
 }
 
 // lineFunc receives each well-formed line (without its '\n') and its id; both
-// slices are valid only during the call. With requireID false, id is nil for a
-// line without a usable "custom_id".
+// slices are valid only during the call. When not strict, id is nil for a line
+// without a usable "custom_id".
 type lineFunc func(no int, line, id []byte) error
 
 // scan reads a JSONL checkpoint file and calls fn for every well-formed line,
@@ -33,15 +33,15 @@ type lineFunc func(no int, line, id []byte) error
 // The last line is held back until EOF and then validated in full: if it lacks
 // its '\n' or is not valid JSON it is a torn tail (reported in the result, not
 // passed to fn). Every other line is checked only cheaply (an object with a
-// string or number "custom_id"); one that fails that check makes scan return a
-// *CorruptError, unless it is the last line, where it is a torn tail too.
-// With requireID false, any object-shaped line passes the cheap check.
-func scan(r io.Reader, path string, requireID bool, fn lineFunc) (scanResult, error) {
-	return scanBuf(r, path, requireID, fn, scanChunk)
+// string or number "custom_id"); if strict, one that fails that check makes
+// scan return a *CorruptError, unless it is the last line, where it is a torn
+// tail too. When not strict (the errors file), every such line is passed on.
+func scan(r io.Reader, path string, strict bool, fn lineFunc) (scanResult, error) {
+	return scanBuf(r, path, strict, fn, scanChunk)
 }
 
 // scanBuf is scan with the initial buffer size as a parameter, for tests.
-func scanBuf(r io.Reader, path string, requireID bool, fn lineFunc, chunk int) (scanResult, error) {
+func scanBuf(r io.Reader, path string, strict bool, fn lineFunc, chunk int) (scanResult, error) {
 	var (
 		res        scanResult
 		buf        = make([]byte, chunk)
@@ -93,7 +93,7 @@ func scanBuf(r io.Reader, path string, requireID bool, fn lineFunc, chunk int) (
 						return res, err
 					}
 				}
-				if reason := checkLine(line, requireID); reason == "" {
+				if reason := checkLine(line); !strict || reason == "" {
 					pend, pStart, pEnd, pNo, pAfter = true, start, start+i, no, base+int64(next)
 				} else {
 					bad, badNo, badOff, badReason = true, no, base+int64(start), reason
@@ -145,17 +145,21 @@ func scanBuf(r io.Reader, path string, requireID bool, fn lineFunc, chunk int) (
 
 // checkLine is scan's cheap check of a line that is not the last: "" if it is
 // well-formed, else the reason.
-func checkLine(line []byte, requireID bool) string {
-	t := trimSpace(line)
-	if len(t) < 2 || t[0] != '{' || t[len(t)-1] != '}' {
+func checkLine(line []byte) string {
+	if !isObject(line) {
 		return "not a JSON object"
 	}
-	if requireID {
-		if _, ok := lineID(t); !ok {
-			return `no "custom_id"`
-		}
+	if _, ok := lineID(line); !ok {
+		return `no "custom_id"`
 	}
 	return ""
+}
+
+// isObject reports whether line looks like one JSON object: braces at both
+// ends, space aside.
+func isObject(line []byte) bool {
+	t := trimSpace(line)
+	return len(t) >= 2 && t[0] == '{' && t[len(t)-1] == '}'
 }
 
 // lineID returns the top-level "custom_id" of a JSON object line: a string's
@@ -163,10 +167,10 @@ func checkLine(line []byte, requireID bool) string {
 // and an id free of escapes are read without a parser; the rest go through
 // gjson, which skips values without decoding them. The id may alias line.
 func lineID(line []byte) ([]byte, bool) {
-	t := trimSpace(line)
-	if len(t) < 2 || t[0] != '{' || t[len(t)-1] != '}' {
+	if !isObject(line) {
 		return nil, false
 	}
+	t := trimSpace(line)
 	if bytes.HasPrefix(t, idPrefix) {
 		rest := t[len(idPrefix):]
 		if i := bytes.IndexByte(rest, '"'); i > 0 && i+1 < len(rest) &&

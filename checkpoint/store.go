@@ -226,11 +226,11 @@ func (s *Store) openOutput() error {
 			if s.done == nil {
 				s.done = make(map[string]struct{}, size/int64(len(line)+1)+16)
 			}
-			if _, ok := s.done[string(id)]; ok {
+			n := len(s.done)
+			s.done[string(id)] = struct{}{} // one hash probe, not a lookup and an insert
+			if len(s.done) == n {
 				dups = append(dups, fmt.Sprintf("%q (line %d)", id, no))
-				return nil
 			}
-			s.done[string(id)] = struct{}{}
 			return nil
 		})
 		if err != nil {
@@ -281,8 +281,8 @@ func (s *Store) openErrors() error {
 	default:
 		res, err = scan(old, path, false, func(_ int, line, id []byte) error {
 			total++
-			if id == nil || s.opts.RetryFailed {
-				return nil
+			if id == nil {
+				return nil // malformed, or a failure without an id: the runner meets it again
 			}
 			if _, done := s.done[string(id)]; done {
 				return nil
@@ -299,11 +299,13 @@ func (s *Store) openErrors() error {
 			return fmt.Errorf("checkpoint: scan errors file: %w", err)
 		}
 	}
-	if s.opts.RetryFailed {
-		s.retried = total
-	}
 	if res.Good < res.Size {
 		s.opts.Warn(fmt.Sprintf("checkpoint: %s: dropped %d bytes of a torn last line (line %d)", path, res.Size-res.Good, res.TornLine))
+	}
+	if s.opts.RetryFailed {
+		s.retried = len(index)
+		clear(index)
+		kept = nil
 	}
 	if len(index) != total || res.Good < res.Size {
 		var b []byte
@@ -358,8 +360,8 @@ func (s *Store) Counts() (done, failed int) {
 	return len(s.done), len(s.failed)
 }
 
-// Retried returns how many lines of the old errors file Open dropped because
-// RetryFailed made their ids pending again.
+// Retried returns how many ids of the old errors file (not done) Open made
+// pending again because of RetryFailed.
 func (s *Store) Retried() int { return s.retried }
 
 // AppendResult appends line (one JSON object, without '\n', whose top-level
@@ -430,8 +432,8 @@ func validLine(id string, line []byte, checkID bool) error {
 	if bytes.IndexByte(line, '\n') >= 0 {
 		return fmt.Errorf("%w: %q: the line contains a newline", ErrBadLine, id)
 	}
-	if r := checkLine(line, false); r != "" {
-		return fmt.Errorf("%w: %q: %s", ErrBadLine, id, r)
+	if !isObject(line) {
+		return fmt.Errorf("%w: %q: not a JSON object", ErrBadLine, id)
 	}
 	if checkID {
 		if got, ok := lineID(line); !ok || string(got) != id {

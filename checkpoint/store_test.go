@@ -275,6 +275,7 @@ func TestErrorsFileRewrite(t *testing.T) {
 		failure("a", "stale: a succeeded later"),
 		failure("b", "first"),
 		`{"error":"unparsable input line 7"}`,
+		"not JSON at all: a stray line is dropped, not fatal",
 		failure("c", "only"),
 		failure("b", "second"),
 	) + `{"custom_id":"d","err` // torn
@@ -284,7 +285,7 @@ func TestErrorsFileRewrite(t *testing.T) {
 		failed  []string
 		retried int
 	}{
-		"retry failed": {true, "", nil, 5},
+		"retry failed": {true, "", nil, 2},
 		"keep failed":  {false, lines(failure("c", "only"), failure("b", "second")), []string{"b", "c"}, 0},
 	}
 	for name, tc := range tests {
@@ -703,5 +704,21 @@ func TestOpenArguments(t *testing.T) {
 	}
 	if _, err := Open(Options{Output: filepath.Join(o.Output, "sub", "x"), Errors: o.Errors}); err == nil {
 		t.Error("Open in a missing directory succeeded")
+	}
+}
+
+func TestOpenDuplicateIDs(t *testing.T) {
+	o, w := testOpts(t)
+	writeFile(t, o.Output, lines(result("a"), result("b"), result("a")))
+	s := mustOpen(t, o)
+	defer mustClose(t, s)
+	if d, _ := s.Counts(); d != 2 {
+		t.Fatalf("done %d, want 2", d)
+	}
+	if msgs := w.all(); len(msgs) != 1 || !strings.Contains(msgs[0], `"a" (line 3)`) {
+		t.Fatalf("warnings %q", msgs)
+	}
+	if err := s.AppendResult("a", []byte(result("a"))); !errors.Is(err, ErrAlreadyDone) {
+		t.Fatalf("append of a duplicate: %v", err)
 	}
 }
