@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 
 	"github.com/tidwall/gjson"
@@ -105,7 +106,7 @@ func scanBuf(r io.Reader, path string, strict bool, fn lineFunc, chunk int) (sca
 			break
 		}
 		if rerr != nil {
-			return res, rerr
+			return res, fmt.Errorf("checkpoint: read %s: %w", path, rerr)
 		}
 		keep := start
 		if pend {

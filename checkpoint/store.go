@@ -234,7 +234,7 @@ func (s *Store) openOutput() error {
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("checkpoint: scan output: %w", err)
+			return err
 		}
 		if s.done == nil {
 			s.done = map[string]struct{}{}
@@ -263,13 +263,9 @@ func (s *Store) openOutput() error {
 // that stay failed, and leaves it open for appending.
 func (s *Store) openErrors() error {
 	path := s.opts.Errors
-	type entry struct {
-		id   string
-		line []byte // nil: superseded by a later line for the same id
-	}
 	var (
-		kept  []entry
-		index = map[string]int{}
+		kept  [][]byte           // old lines to keep; nil: superseded by a later line of the same id
+		index = map[string]int{} // id → its line in kept
 		total int
 		res   scanResult
 	)
@@ -288,15 +284,15 @@ func (s *Store) openErrors() error {
 				return nil
 			}
 			if i, ok := index[string(id)]; ok {
-				kept[i].line = nil
+				kept[i] = nil
 			}
 			index[string(id)] = len(kept)
-			kept = append(kept, entry{id: string(id), line: bytes.Clone(line)})
+			kept = append(kept, bytes.Clone(line))
 			return nil
 		})
 		old.Close()
 		if err != nil {
-			return fmt.Errorf("checkpoint: scan errors file: %w", err)
+			return err
 		}
 	}
 	if res.Good < res.Size {
@@ -309,9 +305,9 @@ func (s *Store) openErrors() error {
 	}
 	if len(index) != total || res.Good < res.Size {
 		var b []byte
-		for _, e := range kept {
-			if e.line != nil {
-				b = append(append(b, e.line...), '\n')
+		for _, l := range kept {
+			if l != nil {
+				b = append(append(b, l...), '\n')
 			}
 		}
 		if err := writeFileAtomic(path, b); err != nil {
