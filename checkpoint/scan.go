@@ -11,10 +11,6 @@ import (
 // scanChunk is the read size of scan; lines longer than it grow the buffer.
 const scanChunk = 4 << 20
 
-// idPrefix is how the runner's lines begin; lineID reads such an id without a
-// JSON parser.
-var idPrefix = []byte(`{"custom_id":"`)
-
 // scanResult describes a scanned file.
 type scanResult struct {
 	Lines    int   // well-formed lines passed to the callback
@@ -164,20 +160,18 @@ func isObject(line []byte) bool {
 }
 
 // lineID returns the top-level "custom_id" of a JSON object line: a string's
-// content or a number's text. Lines that begin exactly with {"custom_id":"
-// and an id free of escapes are read without a parser; the rest go through
-// gjson, which skips values without decoding them. The id may alias line.
+// content or a number's text. The fast path walks the leading "key":"value"
+// pairs of a compact line (the runner's lines begin {"id":"…","custom_id":"…")
+// without a parser; anything else (space, escapes, other value types before
+// custom_id) goes through gjson, which skips values without decoding them.
+// The id may alias line.
 func lineID(line []byte) ([]byte, bool) {
 	if !isObject(line) {
 		return nil, false
 	}
 	t := trimSpace(line)
-	if bytes.HasPrefix(t, idPrefix) {
-		rest := t[len(idPrefix):]
-		if i := bytes.IndexByte(rest, '"'); i > 0 && i+1 < len(rest) &&
-			(rest[i+1] == ',' || rest[i+1] == '}') && bytes.IndexByte(rest[:i], '\\') < 0 {
-			return rest[:i], true
-		}
+	if id, ok := leadingID(t); ok {
+		return id, true
 	}
 	r := gjson.GetBytes(t, "custom_id")
 	switch r.Type {
@@ -190,6 +184,44 @@ func lineID(line []byte) ([]byte, bool) {
 		return []byte(r.Raw), true
 	}
 	return nil, false
+}
+
+// leadingID looks for "custom_id" among the first few top-level pairs of a
+// compact object whose keys and values are strings without escapes.
+func leadingID(t []byte) ([]byte, bool) {
+	const maxPairs = 4
+	p := t[1:] // after '{'
+	for range maxPairs {
+		key, rest, ok := plainString(p)
+		if !ok || len(rest) < 2 || rest[0] != ':' {
+			return nil, false
+		}
+		val, rest, ok := plainString(rest[1:])
+		if !ok || len(rest) == 0 || (rest[0] != ',' && rest[0] != '}') {
+			return nil, false
+		}
+		if string(key) == "custom_id" {
+			return val, len(val) > 0
+		}
+		if rest[0] == '}' {
+			return nil, false
+		}
+		p = rest[1:]
+	}
+	return nil, false
+}
+
+// plainString reads a JSON string without escapes at the start of b and
+// returns its content and what follows it.
+func plainString(b []byte) (s, rest []byte, ok bool) {
+	if len(b) == 0 || b[0] != '"' {
+		return nil, nil, false
+	}
+	i := bytes.IndexByte(b[1:], '"')
+	if i < 0 || bytes.IndexByte(b[1:1+i], '\\') >= 0 {
+		return nil, nil, false
+	}
+	return b[1 : 1+i], b[2+i:], true
 }
 
 func isBlank(b []byte) bool { return len(trimSpace(b)) == 0 }

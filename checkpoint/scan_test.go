@@ -40,6 +40,12 @@ func TestLineID(t *testing.T) {
 		"nested only":       {`{"x":{"custom_id":"a"}}`, "", false},
 		"prefix then torn":  {`{"custom_id":"ab`, "", false},
 		"utf8 id fast path": {`{"custom_id":"é✓","x":1}`, "é✓", true},
+		"runner shape":      {`{"id":"req_1","custom_id":"a","response":{}}`, "a", true},
+		"after a number":    {`{"id":"x","n":1,"custom_id":"a"}`, "a", true},
+		"after many pairs":  {`{"a":"1","b":"2","c":"3","d":"4","custom_id":"e"}`, "e", true},
+		"similar key":       {`{"custom_id_x":"a","custom_id":"b"}`, "b", true},
+		"escape before":     {`{"id":"a\"b","custom_id":"c"}`, "c", true},
+		"only other pairs":  {`{"id":"a","b":"c"}`, "", false},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
