@@ -10,8 +10,8 @@
 //     fingerprint and the settings that matter, failing with a *MismatchError
 //     unless Options.Force is set;
 //   - scans the output to learn which ids are done, parsing only "custom_id"
-//     (a fast path for lines that begin with {"custom_id":"...", gjson for the
-//     rest), truncates a torn last line with a warning, and stops with a
+//     (a hand scan of the leading "key":"value" pairs, gjson for the rest),
+//     truncates a torn last line with a warning, and stops with a
 //     *CorruptError naming the line of a malformed line anywhere else;
 //   - rewrites the errors file (temp file + rename) so that it holds only
 //     failures that are still failed and, with Options.RetryFailed, none of
