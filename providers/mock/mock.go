@@ -10,6 +10,12 @@
 //	POST /v1/messages                                   Anthropic format
 //	GET  /mock/stats                                    Stats as JSON
 //
+// and the batch APIs (batch.go): OpenAI POST /v1/files, GET /v1/files/{id}
+// and /v1/files/{id}/content, POST /v1/batches, GET /v1/batches/{id}, POST
+// /v1/batches/{id}/cancel; Anthropic POST /v1/messages/batches, GET
+// /v1/messages/batches/{id} and /v1/messages/batches/{id}/results, POST
+// /v1/messages/batches/{id}/cancel.
+//
 // Anything else is a 404 in the OpenAI format, or in the Anthropic format
 // when the request carries x-api-key or anthropic-version.
 //
@@ -89,9 +95,25 @@ type Config struct {
 	TokenDelay time.Duration
 	// Seed selects which attempts fault.
 	Seed int64
-	// Now is the clock of the rate-limit buckets and headers; nil means
-	// time.Now. TokenDelay always uses real timers.
+	// Now is the clock of the rate-limit buckets and headers and of the
+	// batches' timelines; nil means time.Now. TokenDelay always uses real
+	// timers.
 	Now func() time.Time
+
+	// BatchDelay is how long a batch takes to process, by Now (see
+	// batch.go for the timeline); 0 ends a batch at its first poll.
+	BatchDelay time.Duration
+	// BatchFailRate is the fraction of batch items answered with a 500
+	// error instead of their answer, drawn from Seed and the item.
+	BatchFailRate float64
+	// BatchExpire makes every batch expire at the end of BatchDelay with
+	// only the first half of its items (input order) answered.
+	BatchExpire bool
+	// BatchMaxItems and BatchMaxBytes, when positive, replace the
+	// providers' batch limits (OpenAI: 50,000 lines and 200 MB per input
+	// file; Anthropic: 100,000 requests and 256 MB per batch, else 413).
+	BatchMaxItems int
+	BatchMaxBytes int64
 }
 
 // Stats counts what the server has seen. Attempts counts every request to
@@ -122,6 +144,19 @@ type Stats struct {
 	// input of admitted requests, output actually generated.
 	InputTokens  int64 `json:"input_tokens"`
 	OutputTokens int64 `json:"output_tokens"`
+
+	// Batch APIs. Answered batch items count in Completed, Duplicates and
+	// the token figures too (when their batch ends), so a test can check
+	// that no request was answered twice across batch and live runs.
+	BatchCalls         int64 `json:"batch_calls"`     // HTTP calls to the batch and file routes
+	FilesUploaded      int64 `json:"files_uploaded"`  // OpenAI input files
+	BatchesCreated     int64 `json:"batches_created"` // incl. OpenAI batches that fail validation
+	BatchesCanceled    int64 `json:"batches_canceled"`
+	BatchItems         int64 `json:"batch_items"` // requests in created batches
+	BatchSucceeded     int64 `json:"batch_succeeded"`
+	BatchErrored       int64 `json:"batch_errored"`
+	BatchExpired       int64 `json:"batch_expired"`
+	BatchCanceledItems int64 `json:"batch_canceled_items"`
 }
 
 // maxBody is the largest request body accepted (Anthropic's Messages limit).
@@ -142,6 +177,8 @@ type Server struct {
 	inFlight      int64
 	bodies        map[[32]byte]*bodyState
 	stats         Stats
+
+	batches batchStore
 }
 
 // bodyState is what the server remembers about one request body.
@@ -172,6 +209,7 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("POST /chat/completions", s.handleAPI(openAI{}))
 	s.mux.HandleFunc("POST /v1/messages", s.handleAPI(anthropic{}))
 	s.mux.HandleFunc("GET /mock/stats", s.handleStats)
+	s.registerBatchRoutes()
 	s.mux.HandleFunc("/", s.handleNotFound)
 	return s
 }

@@ -1,0 +1,394 @@
+package mock
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// This file is the provider-neutral core of the two batch APIs
+// (batch_openai.go, batch_anthropic.go): a batch's timeline, the outcome of
+// each of its items and the Stats they feed.
+//
+// A batch's life is a pure function of its creation time, Config and the
+// clock (Config.Now): nothing runs in the background. Every call that looks
+// at a batch first settles it, and a batch that has reached its end is
+// finalized once, computing all its result lines.
+//
+// Timeline, with D = Config.BatchDelay measured from creation:
+//
+//	OpenAI     validating [0, D/10) → in_progress [D/10, 9D/10) → finalizing [9D/10, D) → completed at D
+//	Anthropic  in_progress [0, D) → ended at D
+//
+// Items are processed in input order, at an even pace over the in_progress
+// span. A cancel at time c keeps the items processed by c, shows
+// cancelling/canceling until c+D/10 and then ends the batch (cancelled,
+// ended) with the rest not executed. With BatchExpire the batch processes
+// only the first half of its items (n/2, rounded down) and expires at D;
+// a BatchDelay past the 24 h completion window expires at 24 h with what
+// was processed by then.
+
+// Batch limits of the providers (Config.BatchMaxItems/BatchMaxBytes override).
+const (
+	openAIBatchMaxItems    = 50_000
+	openAIBatchMaxBytes    = 200 << 20
+	anthropicBatchMaxItems = 100_000
+	anthropicBatchMaxBytes = 256 << 20
+)
+
+// batchWindow is the completion window of both APIs.
+const batchWindow = 24 * time.Hour
+
+// batchStore holds the files and batches of a Server. Lock order: mu before
+// Server.mu.
+type batchStore struct {
+	mu      sync.Mutex
+	seq     int
+	files   map[string]*mfile
+	batches map[string]*mbatch
+}
+
+// mfile is an uploaded or generated OpenAI file.
+type mfile struct {
+	id, filename, purpose string
+	created               time.Time
+	data                  []byte
+}
+
+// itemKind is how one batch item ended.
+type itemKind uint8
+
+const (
+	itemSucceeded itemKind = iota
+	itemErrored            // an error answer (invalid body, BatchFailRate)
+	itemExpired            // not executed: the window expired
+	itemCanceled           // not executed: the batch was cancelled
+)
+
+// bitem is one request of a batch.
+type bitem struct {
+	customID string
+	body     []byte
+	h        [32]byte // bodyHash, as for a synchronous request
+	ok       bool     // it will succeed once executed
+}
+
+// bresult is one item's outcome. body is the answer (succeeded) or the
+// error body (errored), in the batch's format.
+type bresult struct {
+	kind   itemKind
+	status int
+	reqID  string
+	body   []byte
+	err    *apiError
+}
+
+// mbatch is one batch of either API.
+type mbatch struct {
+	id      string
+	d       dialect
+	created time.Time
+	items   []bitem
+
+	// OpenAI only.
+	inputFile, endpoint string
+	metadata            []byte
+	invalid             []lineError // the input failed validation: the batch fails
+
+	cancelAt   time.Time // zero: not cancelled
+	cancelDone int       // items processed when the cancel arrived
+
+	okBefore []int // okBefore[k]: how many of the first k items succeed
+
+	ended    bool
+	endAt    time.Time
+	endState string // OpenAI: completed, expired, cancelled, failed; Anthropic: the same, rendered as ended
+	done     int    // items processed when it ended
+	results  []bresult
+	order    []int  // output order of results (not input order, as the providers warn)
+	counts   [4]int // results by itemKind
+	outFile  string // OpenAI output_file_id, "" for null
+	errFile  string // OpenAI error_file_id, "" for null
+}
+
+// lineError is a batch-level validation error of an OpenAI input file.
+type lineError struct {
+	code, message, param string
+	line                 int
+}
+
+func (s *Server) batchLimits(items int, bytes int64) (int, int64) {
+	if s.cfg.BatchMaxItems > 0 {
+		items = s.cfg.BatchMaxItems
+	}
+	if s.cfg.BatchMaxBytes > 0 {
+		bytes = s.cfg.BatchMaxBytes
+	}
+	return items, bytes
+}
+
+// nextID returns prefix followed by a fresh, deterministic suffix. Requires
+// bs.mu.
+func (bs *batchStore) nextID(prefix string) string {
+	bs.seq++
+	sum := sha256.Sum256([]byte(prefix + strconv.Itoa(bs.seq)))
+	return prefix + hex.EncodeToString(sum[:12])
+}
+
+// batchReqID is the request id of a batch API call.
+func (s *Server) batchReqID() string {
+	s.batches.mu.Lock()
+	defer s.batches.mu.Unlock()
+	return s.batches.nextID("req_")
+}
+
+// register stores b under a fresh id and counts it. Requires bs.mu.
+func (s *Server) register(b *mbatch, prefix string) {
+	bs := &s.batches
+	b.id = bs.nextID(prefix)
+	b.okBefore = make([]int, len(b.items)+1)
+	for i := range b.items {
+		it := &b.items[i]
+		_, aerr := b.d.parse(it.body)
+		it.ok = aerr == nil && !s.batchFails(it)
+		b.okBefore[i+1] = b.okBefore[i]
+		if it.ok {
+			b.okBefore[i+1]++
+		}
+	}
+	if bs.batches == nil {
+		bs.batches = make(map[string]*mbatch)
+	}
+	bs.batches[b.id] = b
+	s.mu.Lock()
+	s.stats.BatchesCreated++
+	s.stats.BatchItems += int64(len(b.items))
+	s.mu.Unlock()
+}
+
+// target is how many items the batch processes if nothing stops it.
+func (s *Server) target(b *mbatch) int {
+	if s.cfg.BatchExpire {
+		return len(b.items) / 2
+	}
+	return len(b.items)
+}
+
+// workSpan is when items are processed.
+func (s *Server) workSpan(b *mbatch) (from, to time.Time) {
+	d := s.cfg.BatchDelay
+	if b.d.tag() == 'o' {
+		return b.created.Add(d / 10), b.created.Add(d - d/10)
+	}
+	return b.created, b.created.Add(d)
+}
+
+// processed is how many items the batch has processed by now.
+func (s *Server) processed(b *mbatch, now time.Time) int {
+	if b.invalid != nil {
+		return 0
+	}
+	from, to := s.workSpan(b)
+	n := s.target(b)
+	switch {
+	case now.Before(from):
+		return 0
+	case !now.Before(to):
+		return n
+	}
+	return int(float64(n) * float64(now.Sub(from)) / float64(to.Sub(from)))
+}
+
+// settle moves b to its end if the end has come by now. Requires bs.mu.
+func (s *Server) settle(b *mbatch, now time.Time) {
+	if b.ended {
+		return
+	}
+	d := s.cfg.BatchDelay
+	end, expires := b.created.Add(d), b.created.Add(batchWindow)
+	switch {
+	case !b.cancelAt.IsZero():
+		if at := b.cancelAt.Add(d / 10); !now.Before(at) {
+			s.finish(b, at, "cancelled", b.cancelDone)
+		}
+	case b.invalid != nil:
+		if at := b.created.Add(d / 10); !now.Before(at) {
+			s.finish(b, at, "failed", 0)
+		}
+	case expires.Before(end) && !now.Before(expires):
+		s.finish(b, expires, "expired", s.processed(b, expires))
+	case !now.Before(end):
+		state := "completed"
+		if s.cfg.BatchExpire {
+			state = "expired"
+		}
+		s.finish(b, end, state, s.target(b))
+	}
+}
+
+// cancel starts cancelling b at now; it reports false if b has ended or is
+// being cancelled already. Requires bs.mu.
+func (s *Server) cancel(b *mbatch, now time.Time) bool {
+	s.settle(b, now)
+	if b.ended || !b.cancelAt.IsZero() {
+		return false
+	}
+	b.cancelAt, b.cancelDone = now, s.processed(b, now)
+	s.bump(&s.stats.BatchesCanceled)
+	return true
+}
+
+// finish ends b at t: the first done items (input order) get their answers,
+// the rest are expired or cancelled. Requires bs.mu.
+func (s *Server) finish(b *mbatch, t time.Time, state string, done int) {
+	b.ended, b.endAt, b.endState, b.done = true, t, state, done
+	if state == "failed" {
+		return
+	}
+	b.results = make([]bresult, len(b.items))
+	for i := range b.items {
+		var r bresult
+		switch {
+		case i < done:
+			r = s.execute(b.d, &b.items[i])
+		case state == "cancelled":
+			r.kind = itemCanceled
+		default:
+			r.kind = itemExpired
+		}
+		b.results[i] = r
+		b.counts[r.kind]++
+	}
+	s.mu.Lock()
+	s.stats.BatchSucceeded += int64(b.counts[itemSucceeded])
+	s.stats.BatchErrored += int64(b.counts[itemErrored])
+	s.stats.BatchExpired += int64(b.counts[itemExpired])
+	s.stats.BatchCanceledItems += int64(b.counts[itemCanceled])
+	s.mu.Unlock()
+	// Shuffle the output order, deterministically: clients must join on
+	// custom_id.
+	sum := sha256.Sum256([]byte(b.id))
+	rng := rand.New(rand.NewPCG(binary.LittleEndian.Uint64(sum[:8]), uint64(s.cfg.Seed)))
+	b.order = rng.Perm(len(b.items))
+	if b.d.tag() == 'o' {
+		s.writeOutputFiles(b)
+	}
+}
+
+// execute answers one item as the synchronous endpoint would answer its
+// body (same ids, text and usage), or fails it: an invalid body with the
+// synchronous 400, and a BatchFailRate draw with a 500.
+func (s *Server) execute(d dialect, it *bitem) bresult {
+	reqID := s.arrive(it.h)
+	req, aerr := d.parse(it.body)
+	if aerr == nil && !it.ok {
+		aerr = errServer()
+	}
+	if aerr != nil {
+		return bresult{kind: itemErrored, status: d.errorStatus(aerr), reqID: reqID, body: d.errorBody(aerr, reqID), err: aerr}
+	}
+	if req.model == "" {
+		req.model = defaultModel
+	}
+	c := newCompletion(d, it.h, req, reqID)
+	s.mu.Lock()
+	s.stats.Completed++
+	s.stats.InputTokens += int64(c.inTokens)
+	s.stats.OutputTokens += int64(c.outTokens)
+	if bs := s.bodies[it.h]; bs.done {
+		s.stats.Duplicates++
+	} else {
+		bs.done = true
+	}
+	s.mu.Unlock()
+	return bresult{kind: itemSucceeded, status: http.StatusOK, reqID: reqID, body: d.plainBody(c)}
+}
+
+// batchFails draws whether an item fails with BatchFailRate, from Seed, the
+// custom_id and the body: the same item fails in every run.
+func (s *Server) batchFails(it *bitem) bool {
+	if s.cfg.BatchFailRate <= 0 {
+		return false
+	}
+	sum := sha256.Sum256(append([]byte(it.customID+"\x00"), it.h[:]...))
+	x := splitmix(binary.LittleEndian.Uint64(sum[:8]) ^ splitmix(uint64(s.cfg.Seed)^0x62617463))
+	return float64(x>>11)/(1<<53) < s.cfg.BatchFailRate
+}
+
+// batchPrelude applies what every API request faces first: Outage, APIKey
+// and SpendCap. It writes the failure and reports false when one applies.
+func (s *Server) batchPrelude(w http.ResponseWriter, r *http.Request, d dialect, reqID string, spends bool) bool {
+	s.bump(&s.stats.BatchCalls)
+	w.Header().Set(d.requestIDHeader(), reqID)
+	if s.cfg.Outage {
+		s.bump(&s.stats.ServerErrors)
+		s.fail(w, d, reqID, errOutage())
+		return false
+	}
+	if s.cfg.APIKey != "" {
+		if sent := sentKey(r); sent != s.cfg.APIKey {
+			s.bump(&s.stats.Unauthorized)
+			s.fail(w, d, reqID, errAuth(sent))
+			return false
+		}
+	}
+	if spends && s.cfg.SpendCap {
+		s.bump(&s.stats.SpendCapped)
+		s.fail(w, d, reqID, errQuota())
+		return false
+	}
+	return true
+}
+
+func errNoSuch(what, id string) *apiError {
+	return &apiError{status: 404, oaType: "invalid_request_error", anType: "not_found_error",
+		message: "No " + what + " found with id '" + id + "'."}
+}
+
+func errBatchTooLarge(msg string) *apiError {
+	return &apiError{status: 413, oaType: "invalid_request_error", anType: "request_too_large", message: msg}
+}
+
+// registerBatchRoutes adds the batch endpoints of both APIs to the mux.
+func (s *Server) registerBatchRoutes() {
+	s.mux.HandleFunc("POST /v1/files", s.handleFileUpload)
+	s.mux.HandleFunc("GET /v1/files/{id}", s.handleFileGet)
+	s.mux.HandleFunc("GET /v1/files/{id}/content", s.handleFileContent)
+	s.mux.HandleFunc("POST /v1/batches", s.handleOABatchCreate)
+	s.mux.HandleFunc("GET /v1/batches/{id}", s.handleOABatchGet)
+	s.mux.HandleFunc("POST /v1/batches/{id}/cancel", s.handleOABatchCancel)
+	s.mux.HandleFunc("POST /v1/messages/batches", s.handleANBatchCreate)
+	s.mux.HandleFunc("GET /v1/messages/batches/{id}", s.handleANBatchGet)
+	s.mux.HandleFunc("GET /v1/messages/batches/{id}/results", s.handleANBatchResults)
+	s.mux.HandleFunc("POST /v1/messages/batches/{id}/cancel", s.handleANBatchCancel)
+}
+
+// batchLocked returns the batch id of dialect d, settled at now, or nil.
+// Requires bs.mu.
+func (s *Server) batchLocked(id string, d dialect, now time.Time) *mbatch {
+	b := s.batches.batches[id]
+	if b == nil || b.d.tag() != d.tag() {
+		return nil
+	}
+	s.settle(b, now)
+	return b
+}
+
+func writeJSON(w http.ResponseWriter, b []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	w.Write(b)
+}
+
+// appendUnixOrNull appends t as unix seconds, or null for the zero time.
+func appendUnixOrNull(b []byte, t time.Time) []byte {
+	if t.IsZero() {
+		return append(b, "null"...)
+	}
+	return strconv.AppendInt(b, t.Unix(), 10)
+}
