@@ -1,0 +1,109 @@
+package providers
+
+import "context"
+
+// This file is the provider-neutral face of the providers' batch APIs
+// (OpenAI Batch, Anthropic Message Batches): work that can wait up to 24 h
+// runs at half price and outside the synchronous rate limits. The runner
+// splits, submits, polls and collects through BatchClient; the wire formats
+// live in providers/openai and providers/anthropic.
+
+// BatchItem is one request of a batch.
+type BatchItem struct {
+	// CustomID is the id sent to the provider; it must satisfy ValidID.
+	CustomID string
+	// Body is the provider's request body, without stream flags.
+	Body []byte
+}
+
+// BatchJob is a provider batch as last seen.
+type BatchJob struct {
+	ID string
+	// Status is the provider's own word (OpenAI: validating, in_progress,
+	// finalizing, completed, failed, expired, cancelling, cancelled;
+	// Anthropic: in_progress, canceling, ended).
+	Status string
+	// Ended reports that the batch will not change any more: its results
+	// can be collected (none for a batch that failed validation).
+	Ended bool
+	// Total is the number of requests. Succeeded and Failed count those
+	// with a result so far; Anthropic reports them only once the batch has
+	// ended, OpenAI as it goes. Expired and Canceled count the requests
+	// never executed (known once ended).
+	Total, Succeeded, Failed, Expired, Canceled int
+	// Error explains a batch that failed as a whole (OpenAI input
+	// validation); its requests have no results.
+	Error string
+
+	// OutputFileID and ErrorFileID are OpenAI's result files ("" for null).
+	OutputFileID, ErrorFileID string
+	// ResultsURL is Anthropic's results_url ("" until the batch ended).
+	ResultsURL string
+}
+
+// Batch outcomes of one request, BatchResult.Outcome.
+const (
+	OutcomeSucceeded = "succeeded"
+	OutcomeErrored   = "errored"  // an error answer; Status, Body and Err say which
+	OutcomeExpired   = "expired"  // never executed: the 24 h window ran out
+	OutcomeCanceled  = "canceled" // never executed: the batch was cancelled
+)
+
+// BatchResult is one request's result from a batch.
+type BatchResult struct {
+	// CustomID is the id as sent (BatchItem.CustomID).
+	CustomID string
+	// Outcome is one of the Outcome constants.
+	Outcome string
+	// Status is the HTTP status of the request's answer; 0 when it never
+	// ran (and for Anthropic errors, which carry none: then the status the
+	// error type implies).
+	Status    int
+	RequestID string
+	// Body is the answer, the same non-streaming body Provider.Send returns
+	// for the request, or the provider's error body. Nil when it never ran.
+	Body  []byte
+	Model string
+	Usage Usage
+	// Err describes a result that is not a success: Class from the error
+	// type, Code the provider's error code or type ("batch_expired",
+	// "batch_cancelled" for requests that never ran), Message.
+	Err *Error
+}
+
+// OK reports whether the request succeeded.
+func (r *BatchResult) OK() bool { return r.Outcome == OutcomeSucceeded }
+
+// BatchClient drives one provider's batch API. Like Provider it never
+// retries by itself; unlike Provider its calls are few and small (bar the
+// upload), so the runner sends them outside the limiter. Errors are *Error
+// whenever the client could classify them; a cancelled ctx is ctx.Err().
+//
+// A BatchClient is safe for concurrent use.
+type BatchClient interface {
+	// Name is the provider's short name ("openai", "anthropic").
+	Name() string
+	// Format is the wire format of the bodies Submit accepts.
+	Format() Format
+	// BaseURL identifies the endpoint; it is recorded with each batch.
+	BaseURL() string
+	// MaxItems and MaxBytes are the provider's limits for one batch:
+	// requests, and bytes of the submitted file or body.
+	MaxItems() int
+	MaxBytes() int64
+	// ItemSize is how many bytes item adds to a batch's file or body.
+	ItemSize(item BatchItem) int64
+	// ValidID reports whether the provider accepts id as a custom_id;
+	// others must be mapped (reversibly) before Submit.
+	ValidID(id string) bool
+	// Submit creates one batch of items (within the limits, unique ids).
+	Submit(ctx context.Context, items []BatchItem) (BatchJob, error)
+	// Poll returns the batch's current state.
+	Poll(ctx context.Context, id string) (BatchJob, error)
+	// Results streams the results of an ended batch to fn, in the
+	// provider's order (not the input's), stopping at fn's first error.
+	Results(ctx context.Context, job BatchJob, fn func(BatchResult) error) error
+	// Cancel asks the provider to stop the batch; requests already done
+	// keep their results. It returns the batch as the provider left it.
+	Cancel(ctx context.Context, id string) (BatchJob, error)
+}
