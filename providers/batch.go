@@ -1,6 +1,13 @@
 package providers
 
-import "context"
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+)
 
 // This file is the provider-neutral face of the providers' batch APIs
 // (OpenAI Batch, Anthropic Message Batches): work that can wait up to 24 h
@@ -106,4 +113,101 @@ type BatchClient interface {
 	// Cancel asks the provider to stop the batch; requests already done
 	// keep their results. It returns the batch as the provider left it.
 	Cancel(ctx context.Context, id string) (BatchJob, error)
+}
+
+// Get sends a GET to url with header (cloned) and returns the response as
+// soon as its headers arrived; the caller closes its body. Failures map as
+// for Post: ctx.Err() unwrapped, otherwise a ClassNetwork or ClassTimeout
+// *Error with the API key redacted. FirstByteTimeout bounds the wait for
+// the headers; reads of the body are not bounded (result files are long).
+func (c *Config) Get(ctx context.Context, url string, header http.Header) (*http.Response, error) {
+	return c.Do(ctx, http.MethodGet, url, header, nil)
+}
+
+// Do sends one request like Get, with any method and an optional body
+// (Content-Type is the caller's). The batch clients use it for uploads,
+// which may take longer than FirstByteTimeout: no timer runs for a request
+// with a body.
+func (c *Config) Do(ctx context.Context, method, url string, header http.Header, body io.Reader) (*http.Response, error) {
+	rctx, cancel := context.WithCancel(ctx)
+	req, err := http.NewRequestWithContext(rctx, method, url, body)
+	if err != nil {
+		cancel()
+		return nil, &Error{Class: ClassInvalid, Message: RedactString(err.Error(), c.APIKey), Err: err}
+	}
+	req.Header = header.Clone()
+	if req.Header == nil {
+		req.Header = make(http.Header)
+	}
+	client := c.HTTPClient
+	if client == nil {
+		client = http.DefaultClient
+	}
+	fired := false
+	var timer *time.Timer
+	if c.FirstByteTimeout > 0 && body == nil {
+		timer = time.AfterFunc(c.FirstByteTimeout, cancel)
+	}
+	resp, err := client.Do(req)
+	if timer != nil {
+		fired = !timer.Stop()
+	}
+	if err == nil && fired {
+		resp.Body.Close()
+		err = context.DeadlineExceeded
+	}
+	if err != nil {
+		cancel()
+		if fired {
+			err = &timeoutError{"no response headers", c.FirstByteTimeout}
+		}
+		return nil, mapTransport(ctx, err, c.APIKey)
+	}
+	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// cancelBody releases the request's context when the body is closed.
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
+}
+
+// TransportError maps a failure while reading a response body as Post and
+// Get map failed round trips: ctx.Err() unwrapped, else a ClassNetwork or
+// ClassTimeout *Error with key redacted.
+func TransportError(ctx context.Context, err error, key string) error {
+	return mapTransport(ctx, err, key)
+}
+
+// MaxResultLine bounds one line of a batch result file: an answer is at
+// most a few MB, so a longer line means a broken download.
+const MaxResultLine = 64 << 20
+
+// EachLine calls fn with every non-empty line of r (valid until fn
+// returns), stopping at fn's first error. Read failures are mapped with
+// TransportError.
+func EachLine(ctx context.Context, r io.Reader, key string, fn func(line []byte) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), MaxResultLine)
+	for sc.Scan() {
+		if line := sc.Bytes(); len(line) > 0 {
+			if err := fn(line); err != nil {
+				return err
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return &Error{Class: ClassServer, Message: "a result line is longer than 64 MiB", Err: err}
+		}
+		return TransportError(ctx, err, key)
+	}
+	return nil
 }

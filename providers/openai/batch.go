@@ -1,0 +1,317 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/llmrun/llmrun/providers"
+)
+
+// The OpenAI Batch API (wire-formats §3): the requests go up as a JSONL
+// file (POST /files, purpose=batch), a batch is created on it (POST
+// /batches), polled (GET /batches/{id}), and its output and error files are
+// downloaded (GET /files/{id}/content) once it has ended.
+
+// Batch limits per input file. The documented 200 MB is taken in decimal
+// units, the smaller reading.
+const (
+	batchMaxItems = 50_000
+	batchMaxBytes = 200_000_000
+	// batchMaxID bounds the custom_ids sent as they are; longer ones are
+	// mapped. OpenAI documents no limit, a 64-character one is rumoured.
+	batchMaxID = 64
+)
+
+// batchEndpoint is the only endpoint llmrun batches.
+const batchEndpoint = "/v1/chat/completions"
+
+// Batch is an OpenAI Batch API client. It is safe for concurrent use.
+type Batch struct {
+	cfg providers.Config
+}
+
+var _ providers.BatchClient = (*Batch)(nil)
+
+// NewBatch returns a Batch API client for cfg (BaseURL ".../v1"; Stream is
+// ignored).
+func NewBatch(cfg providers.Config) *Batch {
+	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	return &Batch{cfg: cfg}
+}
+
+// Name implements providers.BatchClient.
+func (b *Batch) Name() string { return "openai" }
+
+// Format implements providers.BatchClient.
+func (b *Batch) Format() providers.Format { return providers.FormatOpenAI }
+
+// BaseURL implements providers.BatchClient.
+func (b *Batch) BaseURL() string { return b.cfg.BaseURL }
+
+// MaxItems implements providers.BatchClient: 50,000 lines per file.
+func (b *Batch) MaxItems() int { return batchMaxItems }
+
+// MaxBytes implements providers.BatchClient: 200 MB per file.
+func (b *Batch) MaxBytes() int64 { return batchMaxBytes }
+
+// ItemSize implements providers.BatchClient: the length of the item's line
+// in the input file, newline included.
+func (b *Batch) ItemSize(it providers.BatchItem) int64 {
+	return int64(len(batchAppendLine(nil, it)))
+}
+
+// ValidID implements providers.BatchClient: 1 to 64 bytes of printable
+// UTF-8.
+func (b *Batch) ValidID(id string) bool {
+	if id == "" || len(id) > batchMaxID || !utf8.ValidString(id) {
+		return false
+	}
+	return strings.IndexFunc(id, func(r rune) bool { return !unicode.IsPrint(r) }) < 0
+}
+
+// batchAppendLine appends the input-file line of it.
+func batchAppendLine(dst []byte, it providers.BatchItem) []byte {
+	id, _ := json.Marshal(it.CustomID)
+	dst = append(dst, `{"custom_id":`...)
+	dst = append(dst, id...)
+	dst = append(dst, `,"method":"POST","url":"`+batchEndpoint+`","body":`...)
+	dst = append(dst, it.Body...)
+	return append(dst, "}\n"...)
+}
+
+func (b *Batch) header() http.Header {
+	h := make(http.Header, 2)
+	h.Set("Authorization", "Bearer "+b.cfg.APIKey)
+	return h
+}
+
+// Submit implements providers.BatchClient: it uploads the items as a JSONL
+// file and creates a batch on it.
+func (b *Batch) Submit(ctx context.Context, items []providers.BatchItem) (providers.BatchJob, error) {
+	var file []byte
+	for _, it := range items {
+		file = batchAppendLine(file, it)
+	}
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	mw.WriteField("purpose", "batch")
+	ph := make(textproto.MIMEHeader)
+	ph.Set("Content-Disposition", `form-data; name="file"; filename="llmrun-batch.jsonl"`)
+	ph.Set("Content-Type", "application/jsonl")
+	pw, _ := mw.CreatePart(ph)
+	pw.Write(file)
+	mw.Close()
+	h := b.header()
+	h.Set("Content-Type", mw.FormDataContentType())
+	var up struct {
+		ID string `json:"id"`
+	}
+	if err := b.do(ctx, http.MethodPost, "/files", h, body.Bytes(), &up); err != nil {
+		return providers.BatchJob{}, err
+	}
+	if up.ID == "" {
+		return providers.BatchJob{}, &providers.Error{Class: providers.ClassServer, Message: "file upload answered without a file id"}
+	}
+	req, _ := json.Marshal(map[string]any{
+		"input_file_id":     up.ID,
+		"endpoint":          batchEndpoint,
+		"completion_window": "24h",
+		"metadata":          map[string]string{"created_by": "llmrun"},
+	})
+	h = b.header()
+	h.Set("Content-Type", "application/json")
+	return b.job(ctx, http.MethodPost, "/batches", h, req)
+}
+
+// Poll implements providers.BatchClient.
+func (b *Batch) Poll(ctx context.Context, id string) (providers.BatchJob, error) {
+	return b.job(ctx, http.MethodGet, "/batches/"+url.PathEscape(id), b.header(), nil)
+}
+
+// Cancel implements providers.BatchClient.
+func (b *Batch) Cancel(ctx context.Context, id string) (providers.BatchJob, error) {
+	return b.job(ctx, http.MethodPost, "/batches/"+url.PathEscape(id)+"/cancel", b.header(), nil)
+}
+
+// Results implements providers.BatchClient: it streams the output file,
+// then the error file.
+func (b *Batch) Results(ctx context.Context, job providers.BatchJob, fn func(providers.BatchResult) error) error {
+	for _, id := range []string{job.OutputFileID, job.ErrorFileID} {
+		if id == "" {
+			continue
+		}
+		if err := b.download(ctx, id, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *Batch) download(ctx context.Context, fileID string, fn func(providers.BatchResult) error) error {
+	h := b.header()
+	h.Set("Accept", "application/binary")
+	resp, err := b.cfg.Get(ctx, b.cfg.BaseURL+"/files/"+url.PathEscape(fileID)+"/content", h)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return b.statusError(resp)
+	}
+	return providers.EachLine(ctx, resp.Body, b.cfg.APIKey, func(line []byte) error {
+		r, err := batchParseResult(line)
+		if err != nil {
+			return err
+		}
+		return fn(r)
+	})
+}
+
+// batchParseResult converts one output- or error-file line.
+func batchParseResult(line []byte) (providers.BatchResult, error) {
+	if !gjson.ValidBytes(line) {
+		return providers.BatchResult{}, &providers.Error{Class: providers.ClassServer, Message: "result file line is not JSON"}
+	}
+	l := gjson.ParseBytes(line)
+	r := providers.BatchResult{CustomID: l.Get("custom_id").Str}
+	resp := l.Get("response")
+	if resp.IsObject() {
+		r.Status = int(resp.Get("status_code").Int())
+		r.RequestID = resp.Get("request_id").Str
+		body := resp.Get("body")
+		r.Body = []byte(body.Raw)
+		r.Model = body.Get("model").Str
+		if r.Status/100 == 2 {
+			r.Outcome = providers.OutcomeSucceeded
+			r.Usage = providers.Usage{InputTokens: body.Get("usage.prompt_tokens").Int(), OutputTokens: body.Get("usage.completion_tokens").Int()}
+			return r, nil
+		}
+		r.Outcome = providers.OutcomeErrored
+		r.Err = batchErrorOf(r.Status, r.Body)
+		r.Err.RequestID = r.RequestID
+		return r, nil
+	}
+	code, msg := l.Get("error.code").Str, l.Get("error.message").Str
+	switch code {
+	case "batch_expired":
+		r.Outcome = providers.OutcomeExpired
+	case "batch_cancelled", "batch_canceled":
+		r.Outcome, code = providers.OutcomeCanceled, "batch_cancelled"
+	default:
+		r.Outcome = providers.OutcomeErrored
+	}
+	if code == "" {
+		code = "batch_error"
+	}
+	r.Err = &providers.Error{Class: providers.ClassUnknown, Code: code, Message: msg}
+	return r, nil
+}
+
+// batchErrorOf classifies an error answer from its status and body
+// ({"error":{"message","type","code"}}).
+func batchErrorOf(status int, body []byte) *providers.Error {
+	e := &providers.Error{Class: providers.ClassifyStatus(status), Status: status, Body: body}
+	eb := gjson.GetBytes(body, "error")
+	e.Type, e.Code, e.Message = eb.Get("type").Str, eb.Get("code").Str, eb.Get("message").Str
+	if e.Code == "insufficient_quota" || e.Type == "insufficient_quota" {
+		e.Class = providers.ClassQuota
+	}
+	return e
+}
+
+// statusError reads a non-2xx answer into a typed error.
+func (b *Batch) statusError(resp *http.Response) error {
+	e := b.cfg.StatusError(resp, "x-request-id")
+	ce := batchErrorOf(resp.StatusCode, e.Body)
+	e.Class, e.Type, e.Code, e.Message = ce.Class, ce.Type, ce.Code, ce.Message
+	return e
+}
+
+// do sends one API call and decodes its JSON answer into out.
+func (b *Batch) do(ctx context.Context, method, path string, h http.Header, body []byte, out any) error {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	resp, err := b.cfg.Do(ctx, method, b.cfg.BaseURL+path, h, rd)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return b.statusError(resp)
+	}
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, batchMaxAnswer))
+	if err != nil {
+		return providers.TransportError(ctx, err, b.cfg.APIKey)
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return &providers.Error{Class: providers.ClassServer, Status: resp.StatusCode, RequestID: resp.Header.Get("x-request-id"),
+			Message: "unparsable answer: " + err.Error(), Body: providers.Redact(raw, b.cfg.APIKey)}
+	}
+	return nil
+}
+
+// job sends a call answered with a Batch object.
+func (b *Batch) job(ctx context.Context, method, path string, h http.Header, body []byte) (providers.BatchJob, error) {
+	var raw json.RawMessage
+	if err := b.do(ctx, method, path, h, body, &raw); err != nil {
+		return providers.BatchJob{}, err
+	}
+	return batchJobOf(raw), nil
+}
+
+// batchJobOf converts a Batch object.
+func batchJobOf(raw []byte) providers.BatchJob {
+	o := gjson.ParseBytes(raw)
+	j := providers.BatchJob{
+		ID:           o.Get("id").Str,
+		Status:       o.Get("status").Str,
+		Total:        int(o.Get("request_counts.total").Int()),
+		Succeeded:    int(o.Get("request_counts.completed").Int()),
+		Failed:       int(o.Get("request_counts.failed").Int()),
+		OutputFileID: o.Get("output_file_id").Str,
+		ErrorFileID:  o.Get("error_file_id").Str,
+	}
+	switch j.Status {
+	case "completed", "failed":
+		j.Ended = true
+	case "expired":
+		j.Ended, j.Expired = true, max(j.Total-j.Succeeded-j.Failed, 0)
+	case "cancelled":
+		j.Ended, j.Canceled = true, max(j.Total-j.Succeeded-j.Failed, 0)
+	}
+	if j.Status == "failed" {
+		var msgs []string
+		o.Get("errors.data").ForEach(func(_, e gjson.Result) bool {
+			m := e.Get("message").Str
+			if c := e.Get("code").Str; c != "" {
+				m = c + ": " + m
+			}
+			if ln := e.Get("line"); ln.Type == gjson.Number {
+				m += " (line " + ln.Raw + ")"
+			}
+			msgs = append(msgs, m)
+			return true
+		})
+		j.Error = strings.Join(msgs, "; ")
+		if j.Error == "" {
+			j.Error = "the batch failed"
+		}
+	}
+	return j
+}
+
+// batchMaxAnswer bounds the JSON answers of the batch and file calls.
+const batchMaxAnswer = 16 << 20
