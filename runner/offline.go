@@ -1,0 +1,658 @@
+package runner
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/llmrun/llmrun/checkpoint"
+	"github.com/llmrun/llmrun/providers"
+)
+
+// The offline route: the same input, output and errors files as Run, but
+// the requests go through the provider's batch API (half price, results
+// within 24 h, outside the synchronous rate limits).
+//
+// Resumability without double spending rests on one rule: a batch's id and
+// the custom_ids in it are recorded in the checkpoint's sidecar state
+// (SetState, durable) right after the provider created it and before it is
+// polled. A rerun finds the open batches there, resumes polling and
+// collecting them, and never submits a request that sits in one of them. A
+// batch's record is dropped only once every one of its results is in the
+// output or errors file. The one window left is a crash between the
+// provider's answer to the create call and that SetState.
+
+// batchStatePrefix starts the sidecar state key of each open batch.
+const batchStatePrefix = "batch:"
+
+// BatchRecord is what the sidecar state keeps about one open batch.
+type BatchRecord struct {
+	ID       string    `json:"id"`
+	Provider string    `json:"provider"`
+	BaseURL  string    `json:"base_url"`
+	Created  time.Time `json:"created"`
+	// IDs are the input custom_ids in the batch.
+	IDs []string `json:"ids"`
+	// Mapped maps the ids sent in place of custom_ids the provider would
+	// reject back to those custom_ids.
+	Mapped map[string]string `json:"mapped,omitempty"`
+}
+
+// OpenBatches returns the open batches recorded in a sidecar state (Store
+// state or checkpoint.StatusReport.State), oldest first.
+func OpenBatches(state map[string]json.RawMessage) ([]BatchRecord, error) {
+	var recs []BatchRecord
+	for k, v := range state {
+		if !strings.HasPrefix(k, batchStatePrefix) {
+			continue
+		}
+		var r BatchRecord
+		if err := json.Unmarshal(v, &r); err != nil || r.ID == "" {
+			return nil, fmt.Errorf("state entry %q is not a batch record: %v", k, err)
+		}
+		recs = append(recs, r)
+	}
+	slices.SortFunc(recs, func(a, b BatchRecord) int {
+		return cmp.Or(a.Created.Compare(b.Created), strings.Compare(a.ID, b.ID))
+	})
+	return recs, nil
+}
+
+// StoreState returns the store's whole sidecar state.
+func StoreState(st *checkpoint.Store) map[string]json.RawMessage {
+	m := make(map[string]json.RawMessage)
+	for _, k := range st.StateKeys() {
+		if v, ok := st.State(k); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// OfflineConfig is everything one offline run needs.
+type OfflineConfig struct {
+	// Source is the input; nil collects the open batches only.
+	Source *Source
+	// Total is the number of requests in the source (from Source.Check).
+	Total  int
+	Client providers.BatchClient
+	Store  *checkpoint.Store
+
+	// MaxItems and MaxBytes, when positive, cap a batch below the client's
+	// limits.
+	MaxItems int
+	MaxBytes int64
+	// CollectOnly collects the open batches and submits nothing.
+	CollectOnly bool
+	// NoWait makes one pass over the open batches (collecting those that
+	// ended) instead of polling until all have ended.
+	NoWait bool
+
+	// PollInterval is the first wait between polling rounds; each round
+	// without news waits half as long again, up to PollMax. Defaults: 15s
+	// and 5m.
+	PollInterval, PollMax time.Duration
+	// Sleep waits d, reporting false if ctx ended first; nil uses a timer.
+	Sleep func(ctx context.Context, d time.Duration) bool
+	Now   func() time.Time
+	// Log receives progress and notes, one line each; nil discards them.
+	Log io.Writer
+	// Interrupts delivers SIGINT/SIGTERM: polling stops at once (the
+	// batches keep running at the provider, and a rerun collects them).
+	Interrupts <-chan os.Signal
+}
+
+// Default polling of RunOffline.
+const (
+	DefaultPollInterval = 15 * time.Second
+	DefaultPollMax      = 5 * time.Minute
+)
+
+// submitTimeout bounds one create call (an upload of up to 200 MB for
+// OpenAI), which a stop does not interrupt.
+const submitTimeout = 30 * time.Minute
+
+// submitAttempts bounds the tries of a create call answered with a
+// retryable error status. A call that failed without an answer is not
+// retried: the provider may have created the batch.
+const submitAttempts = 3
+
+type offline struct {
+	cfg   OfflineConfig
+	c     *Counters
+	open  []*BatchRecord
+	inBat map[string]bool // input ids in open batches
+	wrote map[string]bool // ids written by this run
+	last  map[string]string
+	now   func() time.Time
+
+	signal   error
+	maxItems int
+	maxBytes int64
+}
+
+// RunOffline runs the batch through the provider's batch API: it collects
+// the batches a previous run left open, splits the pending requests into
+// batches within the limits, records each batch before polling it, polls
+// with capped backoff, and appends every result to the checkpoint as it is
+// read (succeeded to the output, the rest to the errors file).
+//
+// It returns the summary and an error that says how the run ended: nil,
+// ErrFailures (some requests failed, expired or were cancelled: they are in
+// the errors file), *AbortError (auth, quota), *InterruptedError or
+// ctx.Err() (the open batches stay recorded; rerun to collect them), or an
+// I/O error.
+func RunOffline(ctx context.Context, cfg OfflineConfig) (*Summary, error) {
+	started := time.Now()
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleep
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = DefaultPollInterval
+	}
+	if cfg.PollMax < cfg.PollInterval {
+		cfg.PollMax = max(DefaultPollMax, cfg.PollInterval)
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	o := &offline{cfg: cfg, c: new(Counters), inBat: map[string]bool{}, wrote: map[string]bool{}, last: map[string]string{}, now: cfg.Now}
+	o.maxItems, o.maxBytes = cfg.Client.MaxItems(), cfg.Client.MaxBytes()
+	if cfg.MaxItems > 0 {
+		o.maxItems = min(o.maxItems, cfg.MaxItems)
+	}
+	if cfg.MaxBytes > 0 {
+		o.maxBytes = min(o.maxBytes, cfg.MaxBytes)
+	}
+	o.c.Total.Store(int64(cfg.Total))
+
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	if cfg.Interrupts != nil {
+		go func() {
+			select {
+			case sig := <-cfg.Interrupts:
+				stop(&InterruptedError{Signal: sig})
+			case <-ctx.Done():
+			}
+		}()
+	}
+
+	err := o.run(ctx)
+	if ferr := cfg.Store.Flush(); err == nil && ferr != nil {
+		err = fmt.Errorf("writing results: %w", ferr)
+	}
+	sum := o.summarize(time.Since(started))
+	if err == nil && ctx.Err() != nil {
+		err = context.Cause(ctx)
+	}
+	if len(o.open) > 0 && (err != nil || cfg.NoWait) {
+		fmt.Fprintf(cfg.Log, "llmrun: %d batch(es) still open at %s; they keep running there: rerun the same command to collect them, or `llmrun cancel` the output to stop them\n",
+			len(o.open), cfg.Client.Name())
+	}
+	var ie *InterruptedError
+	switch {
+	case errors.As(err, &ie):
+		return sum, ie
+	case err != nil:
+		var ae *AbortError
+		if errors.As(err, &ae) {
+			sum.Aborted = ae.Cause.Error()
+		}
+		return sum, err
+	case o.c.Failed.Load() > 0:
+		return sum, ErrFailures
+	}
+	return sum, nil
+}
+
+func (o *offline) run(ctx context.Context) error {
+	recs, err := OpenBatches(StoreState(o.cfg.Store))
+	if err != nil {
+		return err
+	}
+	cl := o.cfg.Client
+	for i := range recs {
+		r := &recs[i]
+		if r.Provider != cl.Name() {
+			return &AbortError{Cause: fmt.Errorf("batch %s is open at provider %s, not %s: rerun with --provider %s, or `llmrun cancel` it", r.ID, r.Provider, cl.Name(), r.Provider)}
+		}
+		if r.BaseURL != cl.BaseURL() {
+			o.logf("note: batch %s was created at %s; polling it at %s", r.ID, r.BaseURL, cl.BaseURL())
+		}
+		o.open = append(o.open, r)
+		for _, id := range r.IDs {
+			o.inBat[id] = true
+		}
+	}
+	if len(o.open) > 0 {
+		o.logf("resuming %d open batch(es) recorded in the checkpoint (%d requests); they are not resubmitted", len(o.open), len(o.inBat))
+	}
+	// Collect what has ended before submitting anything new.
+	if err := o.pollRound(ctx); err != nil {
+		return err
+	}
+	if o.cfg.Source != nil {
+		if err := o.submitPending(ctx); err != nil {
+			return err
+		}
+	}
+	delay := o.cfg.PollInterval
+	for len(o.open) > 0 && !o.cfg.NoWait {
+		if !o.cfg.Sleep(ctx, delay) {
+			return context.Cause(ctx)
+		}
+		n := o.c.Done()
+		if err := o.pollRound(ctx); err != nil {
+			return err
+		}
+		if o.c.Done() != n {
+			delay = o.cfg.PollInterval
+		} else {
+			delay = min(delay+delay/2, o.cfg.PollMax)
+		}
+	}
+	return nil
+}
+
+func (o *offline) logf(format string, args ...any) {
+	fmt.Fprintf(o.cfg.Log, "llmrun: "+format+"\n", args...)
+}
+
+// submitPending streams the source and submits the pending requests (not
+// done, not failed-and-kept, not in an open batch) in batches within the
+// limits.
+func (o *offline) submitPending(ctx context.Context) error {
+	st := o.cfg.Store
+	var items []*providers.Request
+	var size int64
+	flush := func() error {
+		if len(items) == 0 {
+			return nil
+		}
+		err := o.submit(ctx, items)
+		items, size = items[:0], 0
+		return err
+	}
+	err := o.cfg.Source.Each(func(req *providers.Request) error {
+		switch {
+		case o.wrote[req.ID]:
+			return nil // collected from a batch earlier in this run
+		case st.Done(req.ID):
+			o.c.Skipped.Add(1)
+			return nil
+		case st.Failed(req.ID):
+			o.c.Failed.Add(1) // failed before, and kept failed (--no-retry-failed)
+			return nil
+		case o.inBat[req.ID] || o.cfg.CollectOnly:
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return context.Cause(ctx)
+		}
+		n := o.cfg.Client.ItemSize(providers.BatchItem{CustomID: mappedIDFor(req), Body: req.Body})
+		if n > o.maxBytes {
+			return o.failOne(req, "too_large_for_batch", fmt.Sprintf("the request takes %d bytes in a batch, more than the batch limit of %d; run it with --mode sync", n, o.maxBytes))
+		}
+		if len(items) >= o.maxItems || size+n > o.maxBytes {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		items = append(items, req)
+		size += n
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return flush()
+}
+
+// mappedIDFor is the id a request is sent under when its own is rejected:
+// "llmrun-<line>" (made unique within its batch by submit).
+func mappedIDFor(req *providers.Request) string { return "llmrun-" + strconv.Itoa(req.Line) }
+
+// submit creates one batch and records it before anything else.
+func (o *offline) submit(ctx context.Context, reqs []*providers.Request) error {
+	cl := o.cfg.Client
+	taken := make(map[string]bool, len(reqs))
+	for _, r := range reqs {
+		if cl.ValidID(r.ID) {
+			taken[r.ID] = true
+		}
+	}
+	rec := &BatchRecord{Provider: cl.Name(), BaseURL: cl.BaseURL(), IDs: make([]string, len(reqs))}
+	items := make([]providers.BatchItem, len(reqs))
+	for i, r := range reqs {
+		sent := r.ID
+		if !cl.ValidID(sent) {
+			sent = mappedIDFor(r)
+			for k := 2; taken[sent]; k++ {
+				sent = mappedIDFor(r) + "-" + strconv.Itoa(k)
+			}
+			taken[sent] = true
+			if rec.Mapped == nil {
+				rec.Mapped = make(map[string]string)
+			}
+			rec.Mapped[sent] = r.ID
+		}
+		rec.IDs[i] = r.ID
+		items[i] = providers.BatchItem{CustomID: sent, Body: r.Body}
+	}
+
+	// Once a create call is under way it is not cut short by a stop (an
+	// interrupt, the caller's ctx): the provider may create the batch
+	// anyway, and it must then be recorded. submitTimeout bounds it instead.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), submitTimeout)
+	defer cancel()
+	var job providers.BatchJob
+	var err error
+	delay := o.cfg.PollInterval
+	for attempt := 1; ; attempt++ {
+		job, err = cl.Submit(sctx, items)
+		if err == nil {
+			break
+		}
+		class := providers.ClassOf(err)
+		var pe *providers.Error
+		answered := errors.As(err, &pe) && pe.Status != 0
+		switch {
+		case class.AbortsRun():
+			return &AbortError{Cause: err}
+		case class == providers.ClassInvalid:
+			// The provider refuses this batch as it is; its requests can
+			// still run live.
+			o.logf("the provider refused a batch of %d requests: %v", len(reqs), err)
+			for _, r := range reqs {
+				if err := o.failOne(r, "batch_rejected", err.Error()); err != nil {
+					return err
+				}
+			}
+			return nil
+		case answered && class.Retryable() && attempt < submitAttempts:
+			o.logf("creating a batch failed (%v); retrying in %v", err, delay)
+			if !o.cfg.Sleep(ctx, delay) {
+				return context.Cause(ctx)
+			}
+			delay = min(2*delay, o.cfg.PollMax)
+			continue
+		}
+		return &AbortError{Cause: fmt.Errorf("creating a batch of %d requests: %w (if the call reached the provider, a batch may exist there: check before rerunning)", len(reqs), err)}
+	}
+	rec.ID, rec.Created = job.ID, o.now().UTC()
+	b, err := json.Marshal(rec)
+	if err == nil {
+		err = o.cfg.Store.SetState(batchStatePrefix+job.ID, b)
+	}
+	if err != nil {
+		// Unrecorded, a rerun would submit these requests again: stop the batch.
+		if _, cerr := cl.Cancel(context.WithoutCancel(ctx), job.ID); cerr != nil {
+			return fmt.Errorf("recording batch %s: %w; cancelling it failed too (%v): cancel it by hand", job.ID, err, cerr)
+		}
+		return fmt.Errorf("recording batch %s: %w (the batch was cancelled)", job.ID, err)
+	}
+	o.open = append(o.open, rec)
+	for _, id := range rec.IDs {
+		o.inBat[id] = true
+	}
+	o.logf("submitted batch %s to %s: %d requests", job.ID, cl.Name(), len(reqs))
+	o.report(rec, job)
+	return nil
+}
+
+// failOne writes an errors-file line for a request that never reached a batch.
+func (o *offline) failOne(req *providers.Request, code, msg string) error {
+	l := Line{CustomID: req.ID, Error: &LineError{Code: code, Message: msg},
+		Llmrun: LineDetails{Provider: o.cfg.Client.Name(), Model: req.Model, Mode: "batch"}}
+	return o.write(req.ID, &l, false)
+}
+
+// pollRound polls every open batch once and collects those that ended.
+func (o *offline) pollRound(ctx context.Context) error {
+	keep := o.open[:0]
+	var ferr error
+	for i, rec := range o.open {
+		if ferr != nil {
+			keep = append(keep, o.open[i:]...)
+			break
+		}
+		closed, err := o.pollOne(ctx, rec)
+		if err != nil {
+			ferr = err
+		}
+		if !closed {
+			keep = append(keep, rec)
+		}
+	}
+	clear(o.open[len(keep):])
+	o.open = keep
+	return ferr
+}
+
+// pollOne polls rec and, if its batch ended, collects it; closed reports
+// that its record is gone. Transient failures are logged and left for the
+// next round.
+func (o *offline) pollOne(ctx context.Context, rec *BatchRecord) (closed bool, err error) {
+	cl := o.cfg.Client
+	job, err := cl.Poll(ctx, rec.ID)
+	if err != nil {
+		return o.pollFailed(ctx, rec, err)
+	}
+	o.report(rec, job)
+	if !job.Ended {
+		return false, nil
+	}
+	if err := o.collect(ctx, rec, job); err != nil {
+		return o.pollFailed(ctx, rec, err)
+	}
+	return true, nil
+}
+
+func (o *offline) pollFailed(ctx context.Context, rec *BatchRecord, err error) (bool, error) {
+	if ctx.Err() != nil {
+		return false, context.Cause(ctx)
+	}
+	var pe *providers.Error
+	switch {
+	case !errors.As(err, &pe):
+		return false, err // the checkpoint failed
+	case pe.Class.AbortsRun():
+		return false, &AbortError{Cause: err}
+	case pe.Status == 404:
+		// The provider does not know the batch (expired long ago, another
+		// account, a restarted mock): nothing runs there, so its requests
+		// are pending again.
+		o.logf("batch %s is unknown to %s (%v); its %d requests are pending again", rec.ID, o.cfg.Client.Name(), err, len(rec.IDs))
+		return true, o.forget(rec)
+	}
+	o.logf("batch %s: %v; trying again at the next poll", rec.ID, err)
+	return false, nil
+}
+
+// forget drops rec from the sidecar state.
+func (o *offline) forget(rec *BatchRecord) error {
+	for _, id := range rec.IDs {
+		delete(o.inBat, id)
+	}
+	return o.cfg.Store.SetState(batchStatePrefix+rec.ID, nil)
+}
+
+// report logs a batch's progress when it changed.
+func (o *offline) report(rec *BatchRecord, job providers.BatchJob) {
+	total := max(job.Total, len(rec.IDs))
+	var line string
+	if done := job.Succeeded + job.Failed + job.Expired + job.Canceled; done > 0 || job.Ended {
+		line = fmt.Sprintf("batch %s: %s, %d/%d done (%d succeeded, %d failed", rec.ID, job.Status, done, total, job.Succeeded, job.Failed)
+		if job.Expired > 0 {
+			line += fmt.Sprintf(", %d expired", job.Expired)
+		}
+		if job.Canceled > 0 {
+			line += fmt.Sprintf(", %d cancelled", job.Canceled)
+		}
+		line += ")"
+	} else {
+		line = fmt.Sprintf("batch %s: %s, %d requests processing", rec.ID, job.Status, total)
+	}
+	if job.Error != "" {
+		line += ": " + job.Error
+	}
+	if o.last[rec.ID] != line {
+		o.last[rec.ID] = line
+		o.logf("%s", line)
+	}
+}
+
+// collect reads an ended batch's results into the checkpoint and drops its
+// record. Results already in the checkpoint (a collection cut short) are
+// skipped; requests the provider returned no result for are failed.
+func (o *offline) collect(ctx context.Context, rec *BatchRecord, job providers.BatchJob) error {
+	st := o.cfg.Store
+	inRec := make(map[string]bool, len(rec.IDs))
+	for _, id := range rec.IDs {
+		inRec[id] = true
+	}
+	latency := max(o.now().Sub(rec.Created), 0)
+	if job.Error == "" {
+		err := o.cfg.Client.Results(ctx, job, func(r providers.BatchResult) error {
+			id := r.CustomID
+			if orig, ok := rec.Mapped[id]; ok {
+				id = orig
+			}
+			if !inRec[id] || st.Done(id) || (!r.OK() && st.Failed(id)) {
+				return nil
+			}
+			l := o.resultLine(id, &r, latency)
+			if r.OK() {
+				o.c.InputTokens.Add(r.Usage.InputTokens)
+				o.c.OutputTokens.Add(r.Usage.OutputTokens)
+			}
+			return o.write(id, l, r.OK())
+		})
+		if err != nil {
+			return err
+		}
+	}
+	code, msg := "missing_result", "the provider returned no result for this request; rerun to retry it"
+	switch {
+	case job.Error != "":
+		code, msg = "batch_failed", "the batch failed as a whole: "+job.Error
+	case job.Status == "expired":
+		code, msg = "batch_expired", "the request was not processed before the batch expired"
+	case job.Status == "cancelled":
+		code, msg = "batch_cancelled", "the request was not processed: the batch was cancelled"
+	}
+	for _, id := range rec.IDs {
+		if st.Done(id) || st.Failed(id) {
+			continue
+		}
+		l := Line{CustomID: id, Error: &LineError{Code: code, Message: msg},
+			Llmrun: LineDetails{Provider: o.cfg.Client.Name(), Mode: "batch", LatencyMS: latency.Milliseconds()}}
+		if err := o.write(id, &l, false); err != nil {
+			return err
+		}
+	}
+	if err := o.forget(rec); err != nil {
+		return err
+	}
+	o.logf("collected batch %s (%s)", rec.ID, job.Status)
+	return nil
+}
+
+// resultLine converts a batch result into the common output line.
+func (o *offline) resultLine(id string, r *providers.BatchResult, latency time.Duration) *Line {
+	model := r.Model
+	if model == "" && len(r.Body) > 0 {
+		model = gjson.GetBytes(r.Body, "model").String()
+	}
+	l := &Line{
+		CustomID: id,
+		Llmrun: LineDetails{
+			Provider:     o.cfg.Client.Name(),
+			Model:        model,
+			Mode:         "batch",
+			LatencyMS:    latency.Milliseconds(),
+			InputTokens:  r.Usage.InputTokens,
+			OutputTokens: r.Usage.OutputTokens,
+		},
+	}
+	if r.Outcome == providers.OutcomeSucceeded || r.Outcome == providers.OutcomeErrored {
+		l.Llmrun.Attempts = 1
+	}
+	if r.Status != 0 || r.Body != nil {
+		l.Response = &LineResp{StatusCode: r.Status, RequestID: r.RequestID, Body: r.Body}
+	}
+	if !r.OK() {
+		l.Error = &LineError{Code: r.Outcome, Message: r.Outcome}
+		if r.Err != nil {
+			l.Error.Message = r.Err.Error()
+			switch {
+			case r.Err.Code != "":
+				l.Error.Code = r.Err.Code
+			case r.Err.Type != "":
+				l.Error.Code = r.Err.Type
+			}
+		}
+	}
+	return l
+}
+
+// write appends a line to the output (ok) or the errors file and counts it.
+func (o *offline) write(id string, l *Line, ok bool) error {
+	b, err := l.Marshal()
+	if err != nil {
+		return fmt.Errorf("encoding result for %s: %w", id, err)
+	}
+	if ok {
+		err = o.cfg.Store.AppendResult(id, b)
+	} else {
+		err = o.cfg.Store.AppendError(id, b)
+	}
+	if errors.Is(err, checkpoint.ErrAlreadyDone) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("writing results: %w", err)
+	}
+	o.wrote[id] = true
+	if ok {
+		o.c.Succeeded.Add(1)
+	} else {
+		o.c.Failed.Add(1)
+	}
+	o.c.Attempts.Add(int64(l.Llmrun.Attempts))
+	return nil
+}
+
+func (o *offline) summarize(wall time.Duration) *Summary {
+	c := o.c
+	s := &Summary{
+		Requests:       c.Total.Load(),
+		Skipped:        c.Skipped.Load(),
+		Succeeded:      c.Succeeded.Load(),
+		Failed:         c.Failed.Load(),
+		Attempts:       c.Attempts.Load(),
+		InputTokens:    c.InputTokens.Load(),
+		OutputTokens:   c.OutputTokens.Load(),
+		WallSeconds:    wall.Seconds(),
+		RetriesByCause: map[string]int64{},
+	}
+	s.Pending = max(s.Requests-s.Skipped-s.Succeeded-s.Failed, 0)
+	if answered := s.Succeeded + s.Failed; answered > 0 {
+		s.AttemptsPerRequest = float64(s.Attempts) / float64(answered)
+	}
+	return s
+}
