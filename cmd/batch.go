@@ -1,0 +1,258 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llmrun/llmrun/checkpoint"
+	"github.com/llmrun/llmrun/limiter"
+	"github.com/llmrun/llmrun/providers"
+	"github.com/llmrun/llmrun/runner"
+	"github.com/llmrun/llmrun/runner/retry"
+)
+
+// BatchOptions are the batch command's flags.
+type BatchOptions struct {
+	Input, Output, Errors, Summary string
+
+	Provider, BaseURL, Model, System string
+	MaxTokens                        int
+	Stream                           bool
+	Fallback                         []string
+
+	Concurrency                          int
+	RPM, ITPM, OTPM, TPM, Headroom       float64
+	Burst                                time.Duration
+	Pool                                 string
+	MaxAttempts                          int
+	BackoffBase, BackoffMax              time.Duration
+	RequestTimeout, FirstByte, Idle      time.Duration
+	RetryBudget                          float64
+	BreakerThreshold                     int
+	BreakerCooldown, MaxOutage           time.Duration
+	RequireJSON                          bool
+	JSONSchema                           string
+	MinChars                             int
+	Fsync                                string
+	NoRetryFailed, Force, Quiet          bool
+	Grace                                time.Duration
+	Seed                                 uint64
+	ProgressInterval                     time.Duration
+	// Offline holds --mode and the batch API route's flags (batchmode.go).
+	Offline OfflineOptions
+}
+
+func newBatchCmd(io *IO, runF func(*BatchOptions) error) *cobra.Command {
+	o := &BatchOptions{}
+	c := &cobra.Command{
+		Use:   "batch INPUT.jsonl",
+		Short: "Run every request of a JSONL file, resuming where an earlier run stopped",
+		Long: `Run every request of INPUT.jsonl and write one result line per request to the output file
+(OpenAI batch output format) and one line per finally failed request to the errors file.
+Rerunning the same command resumes: requests already in the output are skipped.
+
+Input lines may be OpenAI batch lines {"custom_id","method","url","body"}, Anthropic batch lines
+{"custom_id","params"} or simple lines {"custom_id"?,"prompt","system"?,"model"?,"max_tokens"?}.
+
+Keys come from OPENAI_API_KEY / ANTHROPIC_API_KEY, endpoints from OPENAI_BASE_URL /
+ANTHROPIC_BASE_URL (or --base-url). --provider mock runs against a built-in mock server.
+
+` + exitCodesHelp,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Input = args[0]
+			if runF != nil {
+				return runF(o)
+			}
+			return runBatch(c.Context(), io, o)
+		},
+	}
+	f := c.Flags()
+	f.StringVarP(&o.Output, "output", "o", "", "output file (default: INPUT with .jsonl replaced by .out.jsonl)")
+	f.StringVar(&o.Errors, "errors", "", "errors file (default: INPUT with .jsonl replaced by .errors.jsonl)")
+	f.StringVar(&o.Summary, "summary", "", "also write the run summary as JSON to this file")
+	f.StringVar(&o.Provider, "provider", "", "openai, anthropic or mock (default: from the input's shape, then from which API key is set)")
+	f.StringVar(&o.BaseURL, "base-url", "", "API base URL (default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the provider's)")
+	f.StringVar(&o.Model, "model", "", "model for lines that name none")
+	f.StringVar(&o.System, "system", "", "system prompt for simple lines that give none")
+	f.IntVar(&o.MaxTokens, "max-tokens", 0, "output token cap for lines that set none (Anthropic default 1024)")
+	f.BoolVar(&o.Stream, "stream", true, "stream responses (the output is the same either way)")
+	f.StringSliceVar(&o.Fallback, "fallback", nil, "fallback chain provider:model[,provider:model...] tried when the primary gives up")
+	f.IntVar(&o.Concurrency, "concurrency", 8, "most requests in flight at once")
+	f.Float64Var(&o.RPM, "rpm", 0, "requests per minute (0: learn from headers)")
+	f.Float64Var(&o.ITPM, "itpm", 0, "input tokens per minute")
+	f.Float64Var(&o.OTPM, "otpm", 0, "output tokens per minute")
+	f.Float64Var(&o.TPM, "tpm", 0, "combined tokens per minute (OpenAI-style TPM)")
+	f.DurationVar(&o.Burst, "burst", time.Second, "how much refill a bucket may hold (providers enforce per-minute limits in short windows)")
+	f.Float64Var(&o.Headroom, "headroom", 1.0, "fraction of the limits to use")
+	f.StringVar(&o.Pool, "pool", "", "share one budget under this name instead of per provider+model")
+	f.IntVar(&o.MaxAttempts, "max-attempts", retry.DefaultMaxAttempts, "attempts per request, the first included")
+	f.DurationVar(&o.BackoffBase, "backoff-base", retry.DefaultBase, "backoff cap of the first retry (doubles per attempt)")
+	f.DurationVar(&o.BackoffMax, "backoff-max", retry.DefaultMax, "largest backoff cap")
+	f.DurationVar(&o.RequestTimeout, "request-timeout", retry.DefaultDeadline, "deadline for all attempts of one request")
+	f.DurationVar(&o.FirstByte, "first-byte-timeout", 2*time.Minute, "longest wait for a response to start")
+	f.DurationVar(&o.Idle, "idle-timeout", time.Minute, "longest silence inside a stream before it is cut and retried")
+	f.Float64Var(&o.RetryBudget, "retry-budget", retry.DefaultBudgetRatio, "retries allowed as a fraction of first attempts (sliding window)")
+	f.IntVar(&o.BreakerThreshold, "breaker-threshold", retry.DefaultThreshold, "consecutive failures that open the circuit breaker")
+	f.DurationVar(&o.BreakerCooldown, "breaker-cooldown", retry.DefaultCooldown, "wait before the breaker lets one probe through")
+	f.DurationVar(&o.MaxOutage, "max-outage", retry.DefaultMaxOutage, "stop (exit 3, resumable) when the provider stays down this long")
+	f.BoolVar(&o.RequireJSON, "require-json", false, "accept only answers whose content parses as JSON")
+	f.StringVar(&o.JSONSchema, "json-schema", "", "accept only answers valid against this JSON Schema file")
+	f.IntVar(&o.MinChars, "min-chars", 0, "accept only answers at least this long")
+	f.StringVar(&o.Fsync, "fsync", "batch", "durability: batch (group commit), always, never")
+	f.BoolVar(&o.NoRetryFailed, "no-retry-failed", false, "on rerun, keep earlier failures failed instead of retrying them")
+	f.BoolVar(&o.Force, "force", false, "resume although the input or settings changed since the checkpoint")
+	f.DurationVar(&o.Grace, "grace", 30*time.Second, "after the first interrupt, how long in-flight requests may finish")
+	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress output (the final summary line is still printed)")
+	f.Uint64Var(&o.Seed, "seed", 0, "seed for retry jitter (0: random)")
+	f.DurationVar(&o.ProgressInterval, "progress-interval", 5*time.Second, "interval of plain progress lines when stderr is not a terminal")
+	addOfflineFlags(f, &o.Offline)
+	return c
+}
+
+// derivePath turns x.jsonl into x<suffix>.
+func derivePath(input, suffix string) string {
+	base := strings.TrimSuffix(input, ".jsonl")
+	return base + suffix
+}
+
+func runBatch(ctx context.Context, io *IO, o *BatchOptions) error {
+	if o.Output == "" {
+		o.Output = derivePath(o.Input, ".out.jsonl")
+	}
+	if o.Errors == "" {
+		o.Errors = derivePath(o.Input, ".errors.jsonl")
+	}
+	if o.Concurrency <= 0 {
+		return usagef("--concurrency must be positive")
+	}
+	fsync, err := checkpoint.ParseFsyncMode(o.Fsync)
+	if err != nil {
+		return &usageError{err}
+	}
+	guard := retry.Guard{RequireJSON: o.RequireJSON, MinChars: o.MinChars}
+	if o.JSONSchema != "" {
+		s, err := retry.LoadSchema(o.JSONSchema)
+		if err != nil {
+			return &usageError{err}
+		}
+		guard.Schema = s
+	}
+
+	if o.Model == "" && strings.HasPrefix(o.Provider, "mock") {
+		o.Model = "mock-1"
+	}
+	env := newEnvironment(io, o)
+	defer env.close()
+	primary, err := env.route(o.Provider, o.Model, true)
+	if err != nil {
+		return err
+	}
+	routes := []runner.Route{primary}
+	for _, hop := range o.Fallback {
+		name, model, _ := strings.Cut(hop, ":")
+		rt, err := env.route(name, model, false)
+		if err != nil {
+			return err
+		}
+		routes = append(routes, rt)
+	}
+
+	src := &runner.Source{Path: o.Input, Parser: runner.Parser{
+		Format:   primary.Provider.Format(),
+		Defaults: runner.LineDefaults{Model: o.Model, MaxTokens: o.MaxTokens, System: o.System},
+	}}
+	check, err := src.Check()
+	if err != nil {
+		return err
+	}
+
+	info, err := checkpoint.Fingerprint(o.Input)
+	if err != nil {
+		return err
+	}
+	store, err := checkpoint.Open(checkpoint.Options{
+		Output:      o.Output,
+		Errors:      o.Errors,
+		Fsync:       fsync,
+		RetryFailed: !o.NoRetryFailed,
+		Input:       info,
+		Settings:    map[string]string{"provider": primary.Provider.Name(), "model": o.Model},
+		Force:       o.Force,
+		Warn:        func(msg string) { fmt.Fprintf(io.Err, "llmrun: warning: %s\n", msg) },
+	})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	seed := o.Seed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	interrupts := make(chan os.Signal, 2)
+	signal.Notify(interrupts, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(interrupts)
+
+	mode := runner.ProgressLog
+	switch {
+	case o.Quiet:
+		mode = runner.ProgressOff
+	case io.ErrIsTerminal:
+		mode = runner.ProgressBar
+	}
+	lim := limiter.New(limiter.Options{Defaults: limiter.Limits{
+		RPM: o.RPM, ITPM: o.ITPM, OTPM: o.OTPM, TPM: o.TPM,
+		Burst: o.Burst, Headroom: o.Headroom, Concurrency: o.Concurrency,
+		Auto: o.RPM == 0 && o.ITPM == 0 && o.OTPM == 0 && o.TPM == 0,
+	}})
+	sum, runErr, offline := runOffline(ctx, io, o, env, primary, src, check.Requests, store, interrupts)
+	if !offline {
+		sum, runErr = runner.Run(ctx, runner.Config{
+			Source:      src,
+			Total:       check.Requests,
+			Routes:      routes,
+			Store:       store,
+			Limiter:     lim,
+			Estimator:   limiter.NewEstimator(),
+			Policy:      retry.Policy{MaxAttempts: o.MaxAttempts, Deadline: o.RequestTimeout, Base: o.BackoffBase, Max: o.BackoffMax},
+			RetryBudget: retry.NewBudget(o.RetryBudget, retry.DefaultBudgetWindow, retry.DefaultBudgetAllowance),
+			Breaker:     retry.BreakerConfig{Threshold: o.BreakerThreshold, Cooldown: o.BreakerCooldown, MaxOutage: o.MaxOutage},
+			Guard:       guard,
+			Concurrency: o.Concurrency,
+			Grace:       o.Grace,
+			Interrupts:  interrupts,
+			Progress:    &runner.Progress{Mode: mode, Out: io.Err, Interval: o.ProgressInterval},
+			Rand:        rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		})
+	}
+	if cerr := store.Close(); cerr != nil && runErr == nil {
+		runErr = cerr
+	}
+	if sum != nil {
+		sum.ExitCode = ExitCode(runErr)
+		fmt.Fprintln(io.Err, sum.OneLine())
+		if runErr != nil && sum.ExitCode != ExitFailed && sum.ExitCode != ExitOK {
+			fmt.Fprintf(io.Err, "llmrun: resume with: %s\n", resumeCommand(o))
+		}
+		if o.Summary != "" {
+			if err := sum.WriteFile(o.Summary); err != nil && runErr == nil {
+				runErr = err
+			}
+		}
+	}
+	return runErr
+}
+
+// resumeCommand is the command line that resumes this run.
+func resumeCommand(o *BatchOptions) string {
+	return strings.Join(append([]string{"llmrun"}, os.Args[1:]...), " ")
+}

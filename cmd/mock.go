@@ -1,0 +1,66 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llmrun/llmrun/providers/mock"
+)
+
+func newMockCmd(io *IO) *cobra.Command {
+	var cfg mock.Config
+	var addr string
+	c := &cobra.Command{
+		Use:   "mock",
+		Short: "Serve the built-in mock provider (OpenAI and Anthropic wire formats) for tests and demos",
+		Long: `Serve a mock LLM provider speaking the OpenAI Chat Completions (/v1/chat/completions) and
+Anthropic Messages (/v1/messages) wire formats, plain and streamed, with deterministic answers,
+server-side limits (429 with retry-after and rate-limit headers) and injectable faults.
+GET /mock/stats returns its counters as JSON.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(io.Err, "llmrun mock: serving on http://%s (OpenAI base http://%s/v1)\n", ln.Addr(), ln.Addr())
+			return serve(c.Context(), ln, mock.New(cfg))
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&addr, "addr", "127.0.0.1:8080", "listen address")
+	f.IntVar(&cfg.Concurrency, "concurrency", 0, "most requests in flight before 429 (0: unlimited)")
+	f.Float64Var(&cfg.RPM, "rpm", 0, "requests per minute (0: unlimited)")
+	f.Float64Var(&cfg.ITPM, "itpm", 0, "input tokens per minute (0: unlimited)")
+	f.Float64Var(&cfg.OTPM, "otpm", 0, "output tokens per minute (0: unlimited)")
+	f.DurationVar(&cfg.Burst, "burst", time.Second, "bucket capacity in seconds of refill")
+	f.Float64Var(&cfg.OverloadRate, "overload-rate", 0, "fraction of attempts answered 529/503 overloaded")
+	f.Float64Var(&cfg.MidStreamRate, "midstream-rate", 0, "fraction of attempts failing after some content")
+	f.Float64Var(&cfg.ResetRate, "reset-rate", 0, "fraction of attempts whose connection is cut")
+	f.Float64Var(&cfg.ServerErrorRate, "server-error-rate", 0, "fraction of attempts answered 500")
+	f.BoolVar(&cfg.Outage, "outage", false, "answer 500 to everything")
+	f.BoolVar(&cfg.SpendCap, "spend-cap", false, "answer the spend-cap / insufficient_quota error to everything")
+	f.StringVar(&cfg.APIKey, "api-key", "", "require this API key (401 otherwise)")
+	f.DurationVar(&cfg.TokenDelay, "token-delay", 0, "delay per generated token (slow streams)")
+	f.Int64Var(&cfg.Seed, "seed", 1, "seed for fault selection and answers")
+	return c
+}
+
+// serve runs h on ln until ctx is cancelled.
+func serve(ctx context.Context, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

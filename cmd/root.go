@@ -1,0 +1,120 @@
+// Package cmd holds llmrun's cobra commands. Commands only parse flags into
+// options, build the parts and call the runner; every error becomes an exit
+// code in one place, Main.
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llmrun/llmrun/checkpoint"
+	"github.com/llmrun/llmrun/runner"
+)
+
+// Exit codes, documented in --help and the README.
+const (
+	ExitOK      = 0 // every request succeeded
+	ExitFailed  = 1 // some requests failed (they are in the errors file), or an I/O error
+	ExitUsage   = 2 // usage or input error: nothing was sent
+	ExitAborted = 3 // a fatal provider condition (auth, spend cap, outage) stopped the run; resumable
+)
+
+const exitCodesHelp = `Exit codes:
+  0    every request succeeded
+  1    some requests failed (see the errors file), or an I/O error
+  2    usage or input error (bad flag, bad input line, corrupt checkpoint): nothing was sent
+  3    aborted by a fatal provider condition (bad key, spend cap, outage longer than --max-outage);
+       rerun the same command to resume
+  130  interrupted by SIGINT (143: SIGTERM) after draining; rerun the same command to resume`
+
+// IO is where commands read and write; tests replace it.
+type IO struct {
+	In       io.Reader
+	Out, Err io.Writer
+	// ErrIsTerminal selects the progress bar over plain log lines.
+	ErrIsTerminal bool
+	// Getenv reads the environment (API keys, base URLs).
+	Getenv func(string) string
+}
+
+// usageError marks a bad invocation (exit 2).
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Errorf(format, args...)}
+}
+
+// NewRoot builds the command tree.
+func NewRoot(io *IO) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "llmrun",
+		Short: "Run batches of LLM requests within provider limits, resumably",
+		Long: `llmrun runs JSONL batches of LLM requests (OpenAI batch lines, Anthropic batch lines or
+simple {"prompt": ...} lines) against OpenAI, Anthropic and OpenAI-compatible servers. It schedules
+against the provider's rate limits instead of tripping them, retries what can succeed, checkpoints
+every result as it lands, and resumes where it stopped when rerun.
+
+` + exitCodesHelp,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(io.In)
+	root.SetOut(io.Out)
+	root.SetErr(io.Err)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &usageError{err} })
+	root.AddCommand(newBatchCmd(io, nil), newMockCmd(io), newStatusCmd(io), newCancelCmd(io))
+	return root
+}
+
+// Main runs llmrun with the process's arguments and returns its exit code.
+func Main() int {
+	io := &IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, ErrIsTerminal: isTerminal(os.Stderr), Getenv: os.Getenv}
+	return Execute(context.Background(), io, os.Args[1:])
+}
+
+// Execute runs the command line args and maps the outcome to an exit code.
+func Execute(ctx context.Context, io *IO, args []string) int {
+	root := NewRoot(io)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	code := ExitCode(err)
+	if err != nil && !errors.Is(err, runner.ErrFailures) {
+		fmt.Fprintf(io.Err, "llmrun: %v\n", err)
+	}
+	return code
+}
+
+// ExitCode maps an error to llmrun's exit status. It is the only place
+// that knows the mapping.
+func ExitCode(err error) int {
+	var (
+		ue  *usageError
+		ie  *runner.InputError
+		ce  *checkpoint.CorruptError
+		me  *checkpoint.MismatchError
+		le  *checkpoint.LockedError
+		ae  *runner.AbortError
+		sig *runner.InterruptedError
+	)
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &sig):
+		return runner.ExitSignalCode(sig.Signal)
+	case errors.As(err, &ae):
+		return ExitAborted
+	case errors.As(err, &ue), errors.As(err, &ie), errors.As(err, &ce), errors.As(err, &me), errors.As(err, &le):
+		return ExitUsage
+	case errors.Is(err, context.Canceled):
+		return 130
+	}
+	return ExitFailed
+}

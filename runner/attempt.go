@@ -1,0 +1,413 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/llmrun/llmrun/limiter"
+	"github.com/llmrun/llmrun/providers"
+	"github.com/llmrun/llmrun/runner/retry"
+)
+
+// outcome is how one route ended for a request.
+type outcome int
+
+const (
+	outSucceeded outcome = iota // answered; line written
+	outFailed                   // this hop gave up; the next hop may try
+	outPending                  // stopped (interrupt, abort, outage): not written, resumable
+)
+
+// hopResult carries what the last attempt on a hop left behind.
+type hopResult struct {
+	out      outcome
+	attempts int
+	err      error
+	resp     *providers.Response // the last error response's status/body, if any
+	errBody  []byte
+	status   int
+	reqID    string
+}
+
+// process takes one request through the fallback chain and hands the final
+// line to the sink. A request stopped by an interrupt or abort is not
+// written at all: it stays pending for the rerun.
+func (r *run) process(req *providers.Request) {
+	start := r.cfg.Now()
+	var last hopResult
+	attempts := 0
+	for hop, route := range r.cfg.Routes {
+		if hop > 0 && r.admitCtx.Err() != nil {
+			return
+		}
+		hreq, err := r.shape(req, route)
+		if err != nil {
+			last = hopResult{out: outFailed, err: err}
+			continue
+		}
+		res := r.tryRoute(hreq, route, hop < len(r.cfg.Routes)-1)
+		attempts += res.attempts
+		switch res.out {
+		case outPending:
+			return
+		case outSucceeded:
+			if hop > 0 {
+				r.c.FellBack.Add(1)
+			}
+			r.emit(req, route, hreq, res, attempts, start)
+			return
+		}
+		last = res
+	}
+	r.emitFailure(req, last, attempts, start)
+}
+
+// shape adapts a request to a route: the route's wire format and model.
+func (r *run) shape(req *providers.Request, route Route) (*providers.Request, error) {
+	from := r.cfg.Routes[0].Provider.Format()
+	to := route.Provider.Format()
+	if from == to && (route.Model == "" || route.Model == req.Model) {
+		return req, nil
+	}
+	body := req.Body
+	var err error
+	if from != to {
+		if body, err = providers.Translate(body, from, to); err != nil {
+			return nil, err
+		}
+	}
+	if route.Model != "" {
+		if body, err = sjson.SetBytes(body, "model", route.Model); err != nil {
+			return nil, err
+		}
+	}
+	out := *req
+	out.Body = body
+	out.Model = gjson.GetBytes(body, "model").String()
+	return &out, nil
+}
+
+// key names the budget and breaker a request shares with others.
+func (r *run) key(route Route, req *providers.Request) string {
+	if route.Pool != "" {
+		return route.Pool
+	}
+	p := route.Provider
+	return p.Name() + "|" + p.BaseURL() + "|" + req.Model
+}
+
+// cost is what one attempt reserves, by the provider's documented rules:
+// OpenAI counts input plus max_tokens against its token limits; Anthropic
+// counts input against ITPM and the output it expects against OTPM.
+func (r *run) cost(key string, route Route, req *providers.Request) limiter.Cost {
+	in := r.cfg.Estimator.InputTokens(key, req.Model, promptText(req.Body))
+	maxOut := int64(req.MaxTokens)
+	if maxOut <= 0 {
+		maxOut = defaultOutputReserve
+	}
+	out := maxOut
+	if route.Provider.Format() == providers.FormatAnthropic {
+		out = r.cfg.Estimator.ExpectedOutput(key, maxOut)
+	}
+	return limiter.Cost{Requests: 1, Input: in, Output: out}
+}
+
+// defaultOutputReserve is reserved for a request that sets no output cap.
+const defaultOutputReserve = 1024
+
+// promptText gathers the text a tokenizer should count: system and message
+// contents (strings or text blocks).
+func promptText(body []byte) []byte {
+	var b []byte
+	add := func(v gjson.Result) {
+		if v.Type == gjson.String {
+			b = append(b, v.Str...)
+			b = append(b, '\n')
+			return
+		}
+		v.ForEach(func(_, blk gjson.Result) bool {
+			if t := blk.Get("text"); t.Exists() {
+				b = append(b, t.Str...)
+				b = append(b, '\n')
+			}
+			return true
+		})
+	}
+	add(gjson.GetBytes(body, "system"))
+	gjson.GetBytes(body, "messages").ForEach(func(_, m gjson.Result) bool {
+		add(m.Get("content"))
+		return true
+	})
+	return b
+}
+
+// tryRoute makes attempts on one route until success, a final failure, or
+// a stop. canFallBack lets an open breaker send the request onwards instead
+// of holding it.
+func (r *run) tryRoute(req *providers.Request, route Route, canFallBack bool) hopResult {
+	key := r.key(route, req)
+	br := r.breaker(key)
+	start := r.cfg.Now()
+	// Estimate once per hop: tokenizing is the costliest step per request.
+	cost := r.cost(key, route, req)
+	var res hopResult
+	for n := 1; ; n++ {
+		ticket, out, ok := r.waitBreaker(br, canFallBack)
+		if !ok {
+			res.out = out
+			return res
+		}
+		resv, err := r.cfg.Limiter.Reserve(r.admitCtx, key, cost)
+		if err != nil {
+			br.Release(r.cfg.Now(), ticket)
+			res.out, res.err = outPending, err
+			if errors.Is(err, limiter.ErrTooLarge) {
+				res.out = outFailed
+			}
+			return res
+		}
+		if n == 1 {
+			r.cfg.RetryBudget.RecordFirst(r.cfg.Now())
+		}
+		res.attempts = n
+		resp, err := r.attempt(req, route, start)
+		if err == nil {
+			resv.Settle(limiter.Cost{Requests: 1, Input: resp.Usage.InputTokens, Output: resp.Usage.OutputTokens})
+			r.learn(key, cost, resp)
+			br.Success(r.cfg.Now(), ticket)
+			gerr := r.cfg.Guard.Check(resp.Text)
+			if gerr == nil {
+				res.out, res.resp, res.err = outSucceeded, resp, nil
+				return res
+			}
+			res.resp = resp
+			res.status, res.errBody, res.reqID = resp.Status, resp.Body, resp.RequestID
+			err = &providers.Error{Class: providers.ClassUnknown, Status: resp.Status, Code: "rejected_by_guard", Message: gerr.Error(), RequestID: resp.RequestID}
+		} else {
+			resv.Fail()
+			if r.workCtx.Err() != nil {
+				// Shutdown cut the attempt: the request stays pending.
+				br.Release(r.cfg.Now(), ticket)
+				res.out = outPending
+				return res
+			}
+			br.Observe(r.cfg.Now(), ticket, err)
+			r.observeFailure(key, err, &res)
+		}
+		res.err = err
+		class := providers.ClassOf(err)
+		if class.AbortsRun() {
+			r.abortRun(err)
+			res.out = outPending
+			return res
+		}
+		d := r.cfg.Policy.Decide(retry.AttemptOf(n, err, start), r.cfg.Now(), r.int64n)
+		if !d.Retry {
+			res.out = outFailed
+			return res
+		}
+		r.c.retried(class)
+		if !sleep(r.admitCtx, d.Delay) {
+			res.out = outPending
+			return res
+		}
+		if out, ok := r.waitRetryBudget(r.cfg.Policy.DeadlineAt(start)); !ok {
+			res.out = out
+			return res
+		}
+	}
+}
+
+// attempt sends one attempt under the request's deadline.
+func (r *run) attempt(req *providers.Request, route Route, start time.Time) (*providers.Response, error) {
+	r.c.Attempts.Add(1)
+	r.c.InFlight.Add(1)
+	defer r.c.InFlight.Add(-1)
+	ctx, cancel := context.WithDeadline(r.workCtx, r.cfg.Policy.DeadlineAt(start))
+	defer cancel()
+	resp, err := route.Provider.Send(ctx, req)
+	if err != nil && ctx.Err() == context.DeadlineExceeded && r.workCtx.Err() == nil {
+		err = &providers.Error{Class: providers.ClassTimeout, Message: "request deadline exceeded", Err: err}
+	}
+	return resp, err
+}
+
+// learn feeds a success back into the limiter and the estimator.
+func (r *run) learn(key string, estimate limiter.Cost, resp *providers.Response) {
+	r.c.InputTokens.Add(resp.Usage.InputTokens)
+	r.c.OutputTokens.Add(resp.Usage.OutputTokens)
+	r.cfg.Limiter.Observe(key, observation(resp.Limits))
+	r.cfg.Estimator.ObserveInput(key, estimate.Input, resp.Usage.InputTokens)
+	r.cfg.Estimator.ObserveOutput(key, resp.Usage.OutputTokens)
+}
+
+// observeFailure feeds a failed attempt into the limiter: its rate-limit
+// headers, and on a 429 the key-wide pause.
+func (r *run) observeFailure(key string, err error, res *hopResult) {
+	var pe *providers.Error
+	if !errors.As(err, &pe) {
+		return
+	}
+	res.status, res.errBody, res.reqID = pe.Status, pe.Body, pe.RequestID
+	r.cfg.Limiter.Observe(key, observation(pe.Limits))
+	if pe.Class == providers.ClassRateLimited {
+		r.c.RateLimited.Add(1)
+		r.cfg.Limiter.RateLimited(key)
+		if pe.HasRetryAfter {
+			r.cfg.Limiter.Pause(key, r.cfg.Now().Add(pe.RetryAfter))
+		}
+	}
+}
+
+// waitBreaker holds while the key's breaker is open and returns the
+// ticket for the next attempt. When it cannot, it says why: outFailed to
+// move the request to the next hop, outPending when the run is stopping
+// (outage longer than --max-outage, interrupt).
+func (r *run) waitBreaker(br *retry.Breaker, canFallBack bool) (retry.Ticket, outcome, bool) {
+	held := false
+	defer func() {
+		if held {
+			r.c.Holding.Add(-1)
+		}
+	}()
+	for {
+		now := r.cfg.Now()
+		changed := br.Changed()
+		if t, ok := br.Allow(now); ok {
+			return t, 0, true
+		}
+		if canFallBack {
+			return retry.Ticket{}, outFailed, false
+		}
+		if br.OutageExceeded(now) {
+			r.abortRun(fmt.Errorf("provider down for longer than --max-outage (%v)", br.Config().MaxOutage))
+			return retry.Ticket{}, outPending, false
+		}
+		if !held {
+			held = true
+			r.c.Holding.Add(1)
+		}
+		t := time.NewTimer(max(br.WaitTime(now), time.Millisecond))
+		select {
+		case <-t.C:
+		case <-changed:
+			t.Stop()
+		case <-r.admitCtx.Done():
+			t.Stop()
+			return retry.Ticket{}, outPending, false
+		}
+	}
+}
+
+// waitRetryBudget waits until the retry budget allows one more retry: a
+// struggling provider sees at most 1+ratio times the first-attempt load.
+// Past the request's deadline the request fails; a stop leaves it pending.
+func (r *run) waitRetryBudget(deadline time.Time) (outcome, bool) {
+	for {
+		now := r.cfg.Now()
+		if r.cfg.RetryBudget.TryRetry(now) {
+			return 0, true
+		}
+		if !now.Before(deadline) {
+			return outFailed, false
+		}
+		if !sleep(r.admitCtx, min(max(r.cfg.RetryBudget.WaitTime(now), 10*time.Millisecond), deadline.Sub(now))) {
+			return outPending, false
+		}
+	}
+}
+
+func observation(l providers.RateLimits) limiter.Observation {
+	return limiter.Observation{
+		Requests: limiter.Window(l.Requests),
+		Tokens:   limiter.Window(l.Tokens),
+		Input:    limiter.Window(l.InputTokens),
+		Output:   limiter.Window(l.OutputTokens),
+	}
+}
+
+// emit writes a success line.
+func (r *run) emit(req *providers.Request, route Route, hreq *providers.Request, res hopResult, attempts int, start time.Time) {
+	resp := res.resp
+	model := resp.Model
+	if model == "" {
+		model = hreq.Model
+	}
+	l := Line{
+		CustomID: req.ID,
+		Response: &LineResp{StatusCode: resp.Status, RequestID: resp.RequestID, Body: resp.Body},
+		Llmrun: LineDetails{
+			Provider:     route.Provider.Name(),
+			Model:        model,
+			Attempts:     attempts,
+			LatencyMS:    r.cfg.Now().Sub(start).Milliseconds(),
+			TTFTMS:       resp.TTFT.Milliseconds(),
+			InputTokens:  resp.Usage.InputTokens,
+			OutputTokens: resp.Usage.OutputTokens,
+		},
+	}
+	r.send(req.ID, &l, true)
+}
+
+// emitFailure writes an errors-file line.
+func (r *run) emitFailure(req *providers.Request, last hopResult, attempts int, start time.Time) {
+	l := Line{
+		CustomID: req.ID,
+		Error:    &LineError{Code: "error", Message: "failed"},
+		Llmrun: LineDetails{
+			Attempts:  attempts,
+			Model:     req.Model,
+			LatencyMS: r.cfg.Now().Sub(start).Milliseconds(),
+		},
+	}
+	if len(r.cfg.Routes) > 0 {
+		l.Llmrun.Provider = r.cfg.Routes[len(r.cfg.Routes)-1].Provider.Name()
+	}
+	if last.err != nil {
+		l.Error.Message = last.err.Error()
+		var pe *providers.Error
+		if errors.As(last.err, &pe) {
+			l.Error.Code = pe.Class.String()
+			if pe.Code != "" {
+				l.Error.Code = pe.Code
+			}
+		} else if errors.Is(last.err, limiter.ErrTooLarge) {
+			l.Error.Code = "too_large"
+		}
+	}
+	if last.status != 0 {
+		l.Response = &LineResp{StatusCode: last.status, RequestID: last.reqID, Body: last.errBody}
+	} else if last.resp != nil {
+		l.Response = &LineResp{StatusCode: last.resp.Status, RequestID: last.resp.RequestID, Body: last.resp.Body}
+	}
+	r.send(req.ID, &l, false)
+}
+
+func (r *run) send(id string, l *Line, ok bool) {
+	b, err := l.Marshal()
+	if err != nil {
+		// Marshal of our own struct fails only on a broken body; keep the
+		// request pending rather than writing a bad line.
+		r.stopAdmitting(fmt.Errorf("encoding result for %s: %w", id, err))
+		return
+	}
+	r.results <- result{id: id, line: b, ok: ok}
+}
+
+// statusWord summarises the run's state for progress.
+func (r *run) statusWord() string {
+	var parts []string
+	if r.holding() {
+		parts = append(parts, "provider down, holding")
+	}
+	if err := context.Cause(r.admitCtx); err != nil && r.admitCtx.Err() != nil {
+		parts = append(parts, "draining")
+	}
+	return strings.Join(parts, ", ")
+}

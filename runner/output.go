@@ -1,0 +1,67 @@
+package runner
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+
+	"github.com/tidwall/gjson"
+)
+
+// Line is one output or errors-file line: the OpenAI batch output format
+// plus an "llmrun" object with what the run learned about the request.
+type Line struct {
+	ID       string      `json:"id"`
+	CustomID string      `json:"custom_id"`
+	Response *LineResp   `json:"response"`
+	Error    *LineError  `json:"error"`
+	Llmrun   LineDetails `json:"llmrun"`
+}
+
+// LineResp is the provider's response: status, request id and body.
+type LineResp struct {
+	StatusCode int             `json:"status_code"`
+	RequestID  string          `json:"request_id"`
+	Body       json.RawMessage `json:"body"`
+}
+
+// LineError says why a request finally failed.
+type LineError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// LineDetails is llmrun's own record of a request.
+type LineDetails struct {
+	Provider     string `json:"provider"`
+	Model        string `json:"model"`
+	Mode         string `json:"mode,omitempty"`
+	Attempts     int    `json:"attempts"`
+	LatencyMS    int64  `json:"latency_ms"`
+	TTFTMS       int64  `json:"ttft_ms"`
+	InputTokens  int64  `json:"input_tokens"`
+	OutputTokens int64  `json:"output_tokens"`
+}
+
+// lineID is the output line's "id": stable for a custom_id, so rewriting a
+// line never changes it.
+func lineID(customID string) string {
+	sum := sha256.Sum256([]byte(customID))
+	return "llmrun_req_" + hex.EncodeToString(sum[:12])
+}
+
+// Marshal encodes the line. A body that is not valid JSON (an error page from
+// a proxy, say) is kept as a JSON string rather than breaking the line.
+func (l *Line) Marshal() ([]byte, error) {
+	if l.ID == "" {
+		l.ID = lineID(l.CustomID)
+	}
+	if l.Response != nil && (len(l.Response.Body) == 0 || !gjson.ValidBytes(l.Response.Body)) {
+		s, _ := json.Marshal(string(l.Response.Body))
+		if len(l.Response.Body) == 0 {
+			s = []byte("null")
+		}
+		l.Response.Body = s
+	}
+	return json.Marshal(l)
+}

@@ -1,0 +1,318 @@
+// Package runner is llmrun's pipeline: a streaming source of requests, a
+// bounded pool of workers that take each request through the limiter, the
+// provider and the retry policy, and one sink goroutine that writes every
+// result to the checkpoint as it lands.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/llmrun/llmrun/checkpoint"
+	"github.com/llmrun/llmrun/limiter"
+	"github.com/llmrun/llmrun/providers"
+	"github.com/llmrun/llmrun/runner/retry"
+)
+
+// Route is one hop of the fallback chain: a provider and the model it serves.
+type Route struct {
+	Provider providers.Provider
+	// Model, if set, replaces the request's model on this hop.
+	Model string
+	// Pool, if set, names the limiter/breaker key instead of provider+URL+model.
+	Pool string
+}
+
+// Config is everything one run needs. The cmd package builds it.
+type Config struct {
+	Source *Source
+	// Total is the number of requests in the source (from Source.Check).
+	Total int
+	// Routes is the primary route followed by the fallback hops.
+	Routes []Route
+	Store  *checkpoint.Store
+
+	Limiter   *limiter.Limiter
+	Estimator *limiter.Estimator
+
+	Policy      retry.Policy
+	RetryBudget *retry.Budget
+	Breaker     retry.BreakerConfig
+	Guard       retry.Guard
+
+	// Concurrency is the most attempts in flight at once (the limiter
+	// enforces it per key too); it also sizes the worker pool.
+	Concurrency int
+	// Grace is how long in-flight requests may finish after the first
+	// interrupt before they are cancelled.
+	Grace time.Duration
+	// Interrupts delivers SIGINT/SIGTERM; nil means none.
+	Interrupts <-chan os.Signal
+
+	Progress *Progress
+	Now      func() time.Time
+	Rand     *rand.Rand
+}
+
+// AbortError stops a run on a condition no retry can fix (bad key, spend
+// cap, an outage longer than --max-outage). Nothing pending is lost: the
+// run can be resumed.
+type AbortError struct{ Cause error }
+
+func (e *AbortError) Error() string {
+	return fmt.Sprintf("run aborted: %v; everything not done is still pending, fix the cause and rerun the same command to resume", e.Cause)
+}
+func (e *AbortError) Unwrap() error { return e.Cause }
+
+// InterruptedError reports a run stopped by a signal after draining.
+type InterruptedError struct{ Signal os.Signal }
+
+func (e *InterruptedError) Error() string { return fmt.Sprintf("interrupted by %v", e.Signal) }
+
+// ErrFailures means the run finished but some requests failed; they are in
+// the errors file.
+var ErrFailures = errors.New("some requests failed")
+
+// errStopAdmitting ends the producer once admissions stop.
+var errStopAdmitting = errors.New("admissions stopped")
+
+type run struct {
+	cfg Config
+	c   *Counters
+
+	admitCtx  context.Context // cancelled: no new attempts
+	stopAdmit context.CancelCauseFunc
+	workCtx   context.Context // cancelled: in-flight attempts end
+	stopWork  context.CancelCauseFunc
+
+	mu       sync.Mutex
+	abort    error
+	signal   os.Signal
+	breakers map[string]*retry.Breaker
+	rngMu    sync.Mutex
+
+	results chan result
+}
+
+type result struct {
+	id   string
+	line []byte
+	ok   bool
+}
+
+// Run runs the batch. It returns the summary and an error that says how the
+// run ended: nil (all succeeded), ErrFailures, *AbortError,
+// *InterruptedError, or a setup/IO error.
+func Run(ctx context.Context, cfg Config) (*Summary, error) {
+	c := new(Counters)
+	started := time.Now()
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 8
+	}
+	if cfg.RetryBudget == nil {
+		cfg.RetryBudget = retry.NewBudget(retry.DefaultBudgetRatio, retry.DefaultBudgetWindow, retry.DefaultBudgetAllowance)
+	}
+	r := &run{cfg: cfg, c: c, breakers: make(map[string]*retry.Breaker), results: make(chan result, 4*cfg.Concurrency)}
+	r.workCtx, r.stopWork = context.WithCancelCause(ctx)
+	r.admitCtx, r.stopAdmit = context.WithCancelCause(r.workCtx)
+	defer r.stopWork(nil)
+
+	go r.watchSignals()
+
+	sinkErr := make(chan error, 1)
+	go func() { sinkErr <- r.sink() }()
+
+	c.Total.Store(int64(cfg.Total))
+	if cfg.Progress != nil && cfg.Progress.Status == nil {
+		cfg.Progress.Status = r.statusWord
+	}
+	cfg.Progress.Start(c)
+	prodErr := r.produce()
+	close(r.results)
+	werr := <-sinkErr
+	cfg.Progress.Stop()
+	if ferr := cfg.Store.Flush(); werr == nil {
+		werr = ferr
+	}
+
+	sum := r.summarize(time.Since(started))
+	r.mu.Lock()
+	abort, sig := r.abort, r.signal
+	r.mu.Unlock()
+	switch {
+	case werr != nil:
+		return sum, fmt.Errorf("writing results: %w", werr)
+	case abort != nil:
+		sum.Aborted = abort.Error()
+		return sum, &AbortError{Cause: abort}
+	case sig != nil:
+		return sum, &InterruptedError{Signal: sig}
+	case prodErr != nil && !errors.Is(prodErr, errStopAdmitting):
+		return sum, prodErr
+	case ctx.Err() != nil:
+		return sum, ctx.Err()
+	case c.Failed.Load() > 0:
+		return sum, ErrFailures
+	}
+	return sum, nil
+}
+
+// produce streams the source into the worker pool and waits for the pool.
+func (r *run) produce() error {
+	g := new(errgroup.Group)
+	// Workers beyond the concurrency cap sleep in backoff or wait for
+	// budget without holding an in-flight slot (the limiter holds those).
+	g.SetLimit(2*r.cfg.Concurrency + 8)
+	err := r.cfg.Source.Each(func(req *providers.Request) error {
+		if r.cfg.Store.Done(req.ID) {
+			r.c.Skipped.Add(1)
+			return nil
+		}
+		if r.cfg.Store.Failed(req.ID) {
+			// Failed before and --no-retry-failed: it stays failed.
+			r.c.Failed.Add(1)
+			return nil
+		}
+		if r.admitCtx.Err() != nil {
+			return errStopAdmitting
+		}
+		g.Go(func() error {
+			r.process(req)
+			return nil
+		})
+		return nil
+	})
+	g.Wait()
+	return err
+}
+
+// stopAdmitting records why admissions stop (first cause wins).
+func (r *run) stopAdmitting(cause error) {
+	r.stopAdmit(cause)
+}
+
+// abortRun stops the run for a fatal provider condition.
+func (r *run) abortRun(cause error) {
+	r.mu.Lock()
+	if r.abort == nil {
+		r.abort = cause
+	}
+	r.mu.Unlock()
+	r.stopAdmitting(cause)
+}
+
+// watchSignals: the first signal stops admissions and gives in-flight work
+// Grace to finish; the second (or the end of the grace) cancels it.
+func (r *run) watchSignals() {
+	if r.cfg.Interrupts == nil {
+		return
+	}
+	select {
+	case sig := <-r.cfg.Interrupts:
+		r.mu.Lock()
+		r.signal = sig
+		r.mu.Unlock()
+		r.stopAdmitting(fmt.Errorf("interrupted by %v", sig))
+	case <-r.workCtx.Done():
+		return
+	}
+	grace := time.NewTimer(r.cfg.Grace)
+	defer grace.Stop()
+	select {
+	case <-r.cfg.Interrupts:
+		r.stopWork(errors.New("second interrupt"))
+	case <-grace.C:
+		r.stopWork(errors.New("grace period over"))
+	case <-r.workCtx.Done():
+	}
+}
+
+// ExitSignalCode is the conventional exit status for a signal (128+n).
+func ExitSignalCode(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return 130
+}
+
+// sink is the single writer to the checkpoint. A write error stops
+// admissions; results still arriving are dropped and stay pending.
+func (r *run) sink() error {
+	var werr error
+	for res := range r.results {
+		if werr != nil {
+			continue
+		}
+		var err error
+		if res.ok {
+			err = r.cfg.Store.AppendResult(res.id, res.line)
+		} else {
+			err = r.cfg.Store.AppendError(res.id, res.line)
+		}
+		if err != nil {
+			werr = err
+			r.stopAdmitting(fmt.Errorf("writing results: %w", err))
+			continue
+		}
+		if res.ok {
+			r.c.Succeeded.Add(1)
+		} else {
+			r.c.Failed.Add(1)
+		}
+	}
+	return werr
+}
+
+func (r *run) breaker(key string) *retry.Breaker {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b, ok := r.breakers[key]
+	if !ok {
+		b = retry.NewBreaker(r.cfg.Breaker)
+		r.breakers[key] = b
+	}
+	return b
+}
+
+// Holding reports whether some key's breaker is open, for progress.
+func (r *run) holding() bool { return r.c.Holding.Load() > 0 }
+
+// jitter draws from the run's seeded source under a lock (rand.Rand is not
+// safe for concurrent use).
+func (r *run) int64n(n int64) int64 {
+	if n <= 0 {
+		return 0
+	}
+	r.rngMu.Lock()
+	defer r.rngMu.Unlock()
+	return r.cfg.Rand.Int64N(n)
+}
+
+// sleep waits d or until ctx ends; it reports whether the full wait elapsed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

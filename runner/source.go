@@ -1,0 +1,300 @@
+package runner
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/llmrun/llmrun/providers"
+)
+
+// InputError is a problem with the input file, found before anything is
+// sent. It names the file and line (and, for a duplicate id, the first line).
+type InputError struct {
+	Path      string
+	Line      int
+	FirstLine int // for duplicate custom_ids: where the id first appeared
+	Msg       string
+}
+
+func (e *InputError) Error() string {
+	if e.FirstLine > 0 {
+		return fmt.Sprintf("%s:%d: %s (first seen at %s:%d)", e.Path, e.Line, e.Msg, e.Path, e.FirstLine)
+	}
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.Path, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.Path, e.Msg)
+}
+
+// LineDefaults fill in what simple lines (and bodies without them) leave out.
+type LineDefaults struct {
+	Model     string
+	MaxTokens int
+	System    string
+}
+
+// maxLine bounds one input line; a longer one is an input error, not an
+// out-of-memory kill.
+const maxLine = 64 << 20
+
+// Parser turns input lines into provider-shaped requests.
+type Parser struct {
+	// Format is the wire format of the provider the requests go to.
+	Format   providers.Format
+	Defaults LineDefaults
+}
+
+// Parse parses one non-blank input line (lineNo is 1-based). It accepts the
+// OpenAI batch shape {custom_id, method, url, body}, the Anthropic batch shape
+// {custom_id, params} and the simple shape {custom_id?, prompt, system?,
+// model?, max_tokens?}, and translates bodies to p.Format when needed.
+func (p *Parser) Parse(line []byte, lineNo int) (*providers.Request, error) {
+	if !gjson.ValidBytes(line) {
+		return nil, errors.New("not valid JSON")
+	}
+	root := gjson.ParseBytes(line)
+	if !root.IsObject() {
+		return nil, errors.New("not a JSON object")
+	}
+	req := &providers.Request{Line: lineNo}
+	idv := root.Get("custom_id")
+	switch {
+	case !idv.Exists() || idv.Type == gjson.Null:
+		req.ID = "line-" + strconv.Itoa(lineNo)
+	case idv.Type == gjson.String && idv.Str != "":
+		req.ID = idv.Str
+	default:
+		return nil, errors.New("custom_id must be a non-empty string")
+	}
+
+	var body []byte
+	var from providers.Format
+	switch {
+	case root.Get("body").Exists():
+		b := root.Get("body")
+		if !b.IsObject() {
+			return nil, errors.New("body must be a JSON object")
+		}
+		if m := root.Get("method"); m.Exists() && m.Str != "POST" {
+			return nil, fmt.Errorf("method %q is not supported (only POST)", m.Str)
+		}
+		if u := root.Get("url"); u.Exists() && u.Str != "/v1/chat/completions" && u.Str != "/chat/completions" {
+			return nil, fmt.Errorf("url %q is not supported (only /v1/chat/completions)", u.Str)
+		}
+		body, from = []byte(b.Raw), providers.FormatOpenAI
+	case root.Get("params").Exists():
+		b := root.Get("params")
+		if !b.IsObject() {
+			return nil, errors.New("params must be a JSON object")
+		}
+		body, from = []byte(b.Raw), providers.FormatAnthropic
+	case root.Get("prompt").Exists():
+		pr := root.Get("prompt")
+		if pr.Type != gjson.String || pr.Str == "" {
+			return nil, errors.New("prompt must be a non-empty string")
+		}
+		sp := providers.Prompt{
+			Prompt:    pr.Str,
+			System:    p.Defaults.System,
+			Model:     p.Defaults.Model,
+			MaxTokens: p.Defaults.MaxTokens,
+		}
+		if v := root.Get("system"); v.Exists() {
+			sp.System = v.String()
+		}
+		if v := root.Get("model"); v.Exists() {
+			sp.Model = v.String()
+		}
+		if v := root.Get("max_tokens"); v.Exists() {
+			if v.Type != gjson.Number || v.Int() <= 0 {
+				return nil, errors.New("max_tokens must be a positive integer")
+			}
+			sp.MaxTokens = int(v.Int())
+		}
+		if sp.Model == "" {
+			return nil, errors.New("no model: give the line a model or pass --model")
+		}
+		if p.Format == providers.FormatAnthropic && sp.MaxTokens == 0 {
+			sp.MaxTokens = defaultAnthropicMaxTokens
+		}
+		var err error
+		if body, err = sp.Build(p.Format); err != nil {
+			return nil, err
+		}
+		from = p.Format
+	default:
+		return nil, errors.New("line has no prompt, body or params")
+	}
+
+	if from != p.Format {
+		var err error
+		if body, err = providers.Translate(body, from, p.Format); err != nil {
+			return nil, fmt.Errorf("translating %s request to %s: %w", from, p.Format, err)
+		}
+	}
+	body, err := p.fillDefaults(body)
+	if err != nil {
+		return nil, err
+	}
+	req.Body = body
+	req.Model = gjson.GetBytes(body, "model").String()
+	req.MaxTokens = int(gjson.GetBytes(body, "max_tokens").Int())
+	if req.MaxTokens == 0 {
+		req.MaxTokens = int(gjson.GetBytes(body, "max_completion_tokens").Int())
+	}
+	if !gjson.GetBytes(body, "messages").IsArray() {
+		return nil, errors.New("request has no messages array")
+	}
+	return req, nil
+}
+
+// defaultAnthropicMaxTokens is used when an Anthropic request has no
+// max_tokens, which that API requires.
+const defaultAnthropicMaxTokens = 1024
+
+func (p *Parser) fillDefaults(body []byte) ([]byte, error) {
+	var err error
+	if m := gjson.GetBytes(body, "model"); !m.Exists() || m.Str == "" {
+		if p.Defaults.Model == "" {
+			return nil, errors.New("no model: give the request a model or pass --model")
+		}
+		if body, err = sjson.SetBytes(body, "model", p.Defaults.Model); err != nil {
+			return nil, err
+		}
+	}
+	if p.Format == providers.FormatAnthropic && !gjson.GetBytes(body, "max_tokens").Exists() {
+		mt := p.Defaults.MaxTokens
+		if mt == 0 {
+			mt = defaultAnthropicMaxTokens
+		}
+		if body, err = sjson.SetBytes(body, "max_tokens", mt); err != nil {
+			return nil, err
+		}
+	}
+	return body, nil
+}
+
+// lineReader yields the non-blank lines of a file with their numbers,
+// streaming: memory stays bounded by the longest line.
+type lineReader struct {
+	r    *bufio.Reader
+	n    int
+	buf  []byte
+	path string
+}
+
+func newLineReader(r io.Reader, path string) *lineReader {
+	return &lineReader{r: bufio.NewReaderSize(r, 256<<10), path: path}
+}
+
+// next returns the next non-blank line (valid until the following call) and
+// its 1-based number, or io.EOF.
+func (lr *lineReader) next() ([]byte, int, error) {
+	for {
+		lr.buf = lr.buf[:0]
+		for {
+			chunk, err := lr.r.ReadSlice('\n')
+			lr.buf = append(lr.buf, chunk...)
+			if len(lr.buf) > maxLine {
+				return nil, lr.n + 1, &InputError{Path: lr.path, Line: lr.n + 1, Msg: fmt.Sprintf("line longer than %d MiB", maxLine>>20)}
+			}
+			if errors.Is(err, bufio.ErrBufferFull) {
+				continue
+			}
+			if err == io.EOF {
+				if len(lr.buf) == 0 {
+					return nil, lr.n, io.EOF
+				}
+				break
+			}
+			if err != nil {
+				return nil, lr.n, fmt.Errorf("reading %s: %w", lr.path, err)
+			}
+			break
+		}
+		lr.n++
+		line := bytes.TrimSpace(lr.buf)
+		if len(line) > 0 {
+			return line, lr.n, nil
+		}
+	}
+}
+
+// Source reads requests from a JSONL file.
+type Source struct {
+	Path   string
+	Parser Parser
+}
+
+// CheckResult is what the validation pass learned.
+type CheckResult struct {
+	Requests int
+}
+
+// Check validates the whole file in one streaming pass before anything is
+// sent: every line parses, every id is unique. Only the ids are kept.
+func (s *Source) Check() (CheckResult, error) {
+	f, err := os.Open(s.Path)
+	if err != nil {
+		return CheckResult{}, &InputError{Path: s.Path, Msg: err.Error()}
+	}
+	defer f.Close()
+	seen := make(map[string]int)
+	lr := newLineReader(f, s.Path)
+	for {
+		line, n, err := lr.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return CheckResult{}, err
+		}
+		req, err := s.Parser.Parse(line, n)
+		if err != nil {
+			return CheckResult{}, &InputError{Path: s.Path, Line: n, Msg: err.Error()}
+		}
+		if first, dup := seen[req.ID]; dup {
+			return CheckResult{}, &InputError{Path: s.Path, Line: n, FirstLine: first, Msg: fmt.Sprintf("duplicate custom_id %q", req.ID)}
+		}
+		seen[req.ID] = n
+	}
+	if len(seen) == 0 {
+		return CheckResult{}, &InputError{Path: s.Path, Msg: "no requests in file"}
+	}
+	return CheckResult{Requests: len(seen)}, nil
+}
+
+// Each streams the file's requests to fn in file order, stopping at the
+// first error fn returns.
+func (s *Source) Each(fn func(*providers.Request) error) error {
+	f, err := os.Open(s.Path)
+	if err != nil {
+		return &InputError{Path: s.Path, Msg: err.Error()}
+	}
+	defer f.Close()
+	lr := newLineReader(f, s.Path)
+	for {
+		line, n, err := lr.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		req, err := s.Parser.Parse(line, n)
+		if err != nil {
+			return &InputError{Path: s.Path, Line: n, Msg: err.Error()}
+		}
+		if err := fn(req); err != nil {
+			return err
+		}
+	}
+}

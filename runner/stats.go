@@ -1,0 +1,55 @@
+package runner
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/llmrun/llmrun/providers"
+)
+
+// Counters are the live figures of a run, updated by workers and the sink
+// and read by progress and the summary. Safe for concurrent use.
+type Counters struct {
+	Total        atomic.Int64 // requests in the input
+	Skipped      atomic.Int64 // done in an earlier run
+	Succeeded    atomic.Int64
+	Failed       atomic.Int64
+	Attempts     atomic.Int64
+	Retries      atomic.Int64
+	RateLimited  atomic.Int64 // 429s seen
+	InFlight     atomic.Int64
+	InputTokens  atomic.Int64
+	OutputTokens atomic.Int64
+	FellBack     atomic.Int64 // requests answered by a fallback hop
+	Holding      atomic.Int64 // workers held by an open breaker
+
+	mu      sync.Mutex
+	byCause map[string]int64
+}
+
+// retried records one retry and its cause.
+func (c *Counters) retried(class providers.Class) {
+	c.Retries.Add(1)
+	c.mu.Lock()
+	if c.byCause == nil {
+		c.byCause = make(map[string]int64)
+	}
+	c.byCause[class.String()]++
+	c.mu.Unlock()
+}
+
+// RetriesByCause returns a copy of the retry counts by error class.
+func (c *Counters) RetriesByCause() map[string]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int64, len(c.byCause))
+	for k, v := range c.byCause {
+		out[k] = v
+	}
+	return out
+}
+
+// Done is the number of requests finished one way or another.
+func (c *Counters) Done() int64 {
+	return c.Skipped.Load() + c.Succeeded.Load() + c.Failed.Load()
+}

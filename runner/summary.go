@@ -1,0 +1,95 @@
+package runner
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/llmrun/llmrun/limiter"
+)
+
+// Summary is the end-of-run report: printed as one line on stderr and, with
+// --summary, written as JSON.
+type Summary struct {
+	Requests     int64   `json:"requests"`
+	Skipped      int64   `json:"skipped"`
+	Succeeded    int64   `json:"succeeded"`
+	Failed       int64   `json:"failed"`
+	Pending      int64   `json:"pending"`
+	Attempts     int64   `json:"attempts"`
+	Retries      int64   `json:"retries"`
+	RateLimited  int64   `json:"rate_limited"`
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	WallSeconds  float64 `json:"wall_seconds"`
+	ExitCode     int     `json:"exit_code"`
+
+	AttemptsPerRequest float64            `json:"attempts_per_request"`
+	RetriesByCause     map[string]int64   `json:"retries_by_cause"`
+	FellBack           int64              `json:"fell_back"`
+	FallbackRate       float64            `json:"fallback_rate"`
+	BreakerOpenings    int64              `json:"breaker_openings"`
+	HeldSeconds        float64            `json:"held_seconds"`
+	Limits             []limiter.KeyStats `json:"limits,omitempty"`
+	Aborted            string             `json:"aborted,omitempty"`
+}
+
+func (r *run) summarize(wall time.Duration) *Summary {
+	c := r.c
+	s := &Summary{
+		Requests:       c.Total.Load(),
+		Skipped:        c.Skipped.Load(),
+		Succeeded:      c.Succeeded.Load(),
+		Failed:         c.Failed.Load(),
+		Attempts:       c.Attempts.Load(),
+		Retries:        c.Retries.Load(),
+		RateLimited:    c.RateLimited.Load(),
+		InputTokens:    c.InputTokens.Load(),
+		OutputTokens:   c.OutputTokens.Load(),
+		WallSeconds:    wall.Seconds(),
+		RetriesByCause: c.RetriesByCause(),
+		FellBack:       c.FellBack.Load(),
+		Limits:         r.cfg.Limiter.Stats(),
+	}
+	s.Pending = s.Requests - s.Skipped - s.Succeeded - s.Failed
+	answered := s.Succeeded + s.Failed
+	if answered > 0 {
+		s.AttemptsPerRequest = float64(s.Attempts) / float64(answered)
+		s.FallbackRate = float64(s.FellBack) / float64(answered)
+	}
+	r.mu.Lock()
+	for _, b := range r.breakers {
+		st := b.Stats(r.cfg.Now())
+		s.BreakerOpenings += int64(st.Openings)
+		s.HeldSeconds += st.TimeHeld.Seconds()
+	}
+	r.mu.Unlock()
+	return s
+}
+
+// OneLine is the summary as the single line printed at the end of every run.
+func (s *Summary) OneLine() string {
+	line := fmt.Sprintf("llmrun: %d requests: %d succeeded, %d failed, %d skipped, %d pending; %d attempts (%d retries, %d rate-limited); %d in / %d out tokens; %.1fs",
+		s.Requests, s.Succeeded, s.Failed, s.Skipped, s.Pending, s.Attempts, s.Retries, s.RateLimited, s.InputTokens, s.OutputTokens, s.WallSeconds)
+	if s.FellBack > 0 {
+		line += fmt.Sprintf("; %d fell back", s.FellBack)
+	}
+	if s.BreakerOpenings > 0 {
+		line += fmt.Sprintf("; breaker opened %d times, held %.1fs", s.BreakerOpenings, s.HeldSeconds)
+	}
+	return line
+}
+
+// WriteFile writes the summary as indented JSON, atomically.
+func (s *Summary) WriteFile(path string) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
