@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -153,7 +154,7 @@ func runOffline(ctx context.Context, io *IO, o *BatchOptions, env *environment, 
 	// Live run, but batches are open: collect what has ended, once.
 	cfg.CollectOnly, cfg.NoWait, cfg.Log = true, true, io.Err
 	sum, err = runner.RunOffline(ctx, cfg)
-	if err != nil && err != runner.ErrFailures {
+	if err != nil && !errors.Is(err, runner.ErrFailures) {
 		return sum, err, true
 	}
 	if open, err = runner.OpenBatches(runner.StoreState(store)); err != nil {

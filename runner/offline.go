@@ -303,7 +303,13 @@ func (o *offline) submitPending(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return context.Cause(ctx)
 		}
-		n := o.cfg.Client.ItemSize(providers.BatchItem{CustomID: mappedIDFor(req), Body: req.Body})
+		// Size the item under the id it will be sent as (room left for the
+		// uniqueness suffix of a mapped id).
+		sent := req.ID
+		if !o.cfg.Client.ValidID(sent) {
+			sent = mappedIDFor(req) + "-00"
+		}
+		n := o.cfg.Client.ItemSize(providers.BatchItem{CustomID: sent, Body: req.Body})
 		if n > o.maxBytes {
 			return o.failOne(req, "too_large_for_batch", fmt.Sprintf("the request takes %d bytes in a batch, more than the batch limit of %d; run it with --mode sync", n, o.maxBytes))
 		}

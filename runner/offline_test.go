@@ -351,6 +351,23 @@ func TestOfflineSplitsByItemsAndBytes(t *testing.T) {
 			t.Errorf("%d submits", fc.submits)
 		}
 	})
+	t.Run("bytes counted under the id sent", func(t *testing.T) {
+		// Long valid ids are sent as they are: sizing them as short mapped
+		// ids would overfill the batch, which the fake rejects.
+		ids := []string{"aaaaaaaaaaaaaaa1", "aaaaaaaaaaaaaaa2", "aaaaaaaaaaaaaaa3", "aaaaaaaaaaaaaaa4"}
+		fx := newOfflineFixture(t, ids...)
+		fc := &fakeBatches{endAfter: 1}
+		probe := &Source{Path: fx.in, Parser: Parser{Format: providers.FormatOpenAI}}
+		var one int64
+		probe.Each(func(r *providers.Request) error {
+			one = fc.ItemSize(providers.BatchItem{CustomID: r.ID, Body: r.Body})
+			return nil
+		})
+		fc.maxBytes = 3*one - 10 // two fit; three would if sized under an 8-byte mapped id
+		if _, err, log := fx.run(t, context.Background(), fc, nil); err != nil || fc.submits != 2 {
+			t.Fatalf("%v, %d submits\n%s", err, fc.submits, log)
+		}
+	})
 	t.Run("one item too large", func(t *testing.T) {
 		fx := newOfflineFixture(t, "a", "b")
 		fc := &fakeBatches{endAfter: 1}
