@@ -1,0 +1,264 @@
+package providers
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+)
+
+// This file is the HTTP half every provider shares: one POST with a
+// first-byte bound, a response body whose reads are bounded by the idle
+// timeout, and the mapping of transport failures onto *Error. Providers only
+// deal with their wire format.
+
+// MaxErrorBody bounds how much of an error response is read: error bodies
+// are small, and a misbehaving proxy must not make us buffer a stream.
+const MaxErrorBody = 1 << 20
+
+// drainLimit and drainGrace bound the read to EOF after a stream's
+// terminator: reaching EOF returns the connection to the pool (so the next
+// request skips a TLS handshake), but a server that keeps the body open
+// after its terminator must not hold the caller up.
+const (
+	drainLimit = 64 << 10
+	drainGrace = 100 * time.Millisecond
+)
+
+// timeoutError is the cancel cause of our own timers. Being the cause (not
+// the ctx error) is what tells "our timer fired" from "the caller cancelled".
+type timeoutError struct {
+	what string
+	d    time.Duration
+}
+
+func (e *timeoutError) Error() string { return fmt.Sprintf("%s within %v", e.what, e.d) }
+
+// Timeout makes timeoutError a net.Error-style timeout for callers that
+// check errors.As(err, &interface{ Timeout() bool }).
+func (e *timeoutError) Timeout() bool { return true }
+
+// Post sends body as a JSON POST to url with header (cloned, never
+// modified) and returns the response as soon as its headers arrived.
+//
+// FirstByteTimeout bounds the wait for the headers and then, for the body,
+// the wait for its first bytes; IdleTimeout bounds every later read (see
+// Body). The returned response's Body must be closed on every path: closing
+// it aborts the request, so a provider stops generating for a reader that
+// stopped reading.
+//
+// Errors: when ctx is done the error is ctx.Err() itself, unwrapped, so the
+// runner can tell its own shutdown or deadline from a provider failure. Any
+// other failure is an *Error of ClassTimeout (our timers, dial or TLS
+// timeouts) or ClassNetwork (refused, reset, EOF, DNS), with the API key
+// redacted from its message.
+func (c *Config) Post(ctx context.Context, url string, header http.Header, body []byte) (*http.Response, error) {
+	rctx, cancel := context.WithCancelCause(ctx)
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		cancel(nil)
+		// A malformed URL fails every request the same way.
+		return nil, &Error{Class: ClassInvalid, Message: RedactString(err.Error(), c.APIKey), Err: err}
+	}
+	req.Header = header.Clone()
+	if req.Header == nil {
+		req.Header = make(http.Header, 1)
+	}
+	if req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	client := c.HTTPClient
+	if client == nil {
+		client = http.DefaultClient
+	}
+
+	var fired bool
+	var timer *time.Timer
+	if c.FirstByteTimeout > 0 {
+		cause := &timeoutError{"no response headers", c.FirstByteTimeout}
+		timer = time.AfterFunc(c.FirstByteTimeout, func() { cancel(cause) })
+	}
+	resp, err := client.Do(req)
+	if timer != nil {
+		// Stop reports false once the timer fired, even if the cancel
+		// races Do's return: the request is dead either way.
+		fired = !timer.Stop()
+	}
+	if err == nil && fired {
+		resp.Body.Close()
+		err = context.Cause(rctx)
+	}
+	if err != nil {
+		cancel(nil)
+		if fired {
+			return nil, c.transportError(ctx, &timeoutError{"no response headers", c.FirstByteTimeout})
+		}
+		return nil, c.transportError(ctx, err)
+	}
+	resp.Body = newBody(ctx, rctx, resp.Body, cancel, c.FirstByteTimeout, c.IdleTimeout, c.APIKey)
+	return resp, nil
+}
+
+// transportError maps a failed round trip or body read. See Post.
+func (c *Config) transportError(ctx context.Context, err error) error {
+	return mapTransport(ctx, err, c.APIKey)
+}
+
+func mapTransport(ctx context.Context, err error, key string) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return ctxErr
+	}
+	var pe *Error
+	if errors.As(err, &pe) {
+		return err // already mapped (a body read seen twice)
+	}
+	msg := RedactString(err.Error(), key)
+	var te *timeoutError
+	var ne net.Error
+	switch {
+	case errors.As(err, &te):
+		return &Error{Class: ClassTimeout, Message: msg, Err: err}
+	case errors.As(err, &ne) && ne.Timeout():
+		return &Error{Class: ClassTimeout, Message: msg, Err: err}
+	}
+	return &Error{Class: ClassNetwork, Message: msg, Err: err}
+}
+
+// body bounds each Read of a response body: a Read must return within the
+// first-byte timeout until the first bytes arrived, and within the idle
+// timeout after that; otherwise the request is cancelled and the Read fails
+// with a ClassTimeout *Error. One timer is re-armed per Read, so the steady
+// state allocates nothing.
+type body struct {
+	rc     io.ReadCloser
+	parent context.Context // the caller's
+	rctx   context.Context // the request's, cancelled by our timer
+	cancel context.CancelCauseFunc
+	first  time.Duration
+	idle   time.Duration
+	key    string
+	// timer and cause are set in newBody and never replaced, so Close and
+	// the timer goroutine may use them; the fields below them belong to the
+	// reading goroutine.
+	timer   *time.Timer
+	cause   *timeoutError // identifies our timer as the cancel cause; never mutated
+	started bool
+	err     error // sticky mapped error
+}
+
+func newBody(parent, rctx context.Context, rc io.ReadCloser, cancel context.CancelCauseFunc, first, idle time.Duration, key string) *body {
+	b := &body{rc: rc, parent: parent, rctx: rctx, cancel: cancel, first: first, idle: idle, key: key, cause: &timeoutError{what: "read"}}
+	b.timer = time.AfterFunc(time.Hour, b.fire)
+	b.timer.Stop()
+	return b
+}
+
+// fire runs on the timer goroutine.
+func (b *body) fire() { b.cancel(b.cause) }
+
+func (b *body) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	d, what := b.idle, "no stream data"
+	if !b.started && b.first > 0 {
+		d, what = b.first, "no response body"
+	}
+	if d > 0 {
+		b.timer.Reset(d)
+	}
+	n, err := b.rc.Read(p)
+	fired := d > 0 && !b.timer.Stop()
+	if n > 0 {
+		b.started = true
+	}
+	if err == nil || err == io.EOF {
+		return n, err
+	}
+	// The timer may also have fired just after an earlier Read returned;
+	// the cancel cause tells, whichever Read sees the failure.
+	if fired || context.Cause(b.rctx) == error(b.cause) {
+		err = &timeoutError{what, d}
+	}
+	b.err = mapTransport(b.parent, err, b.key)
+	return n, b.err
+}
+
+// Close aborts the request if the body was not read to its end (the
+// transport closes the connection, which is how the provider learns to stop
+// generating), and releases the request's context.
+func (b *body) Close() error {
+	b.timer.Stop()
+	err := b.rc.Close()
+	b.cancel(nil)
+	return err
+}
+
+// Drain reads what is left of a stream body after its terminator, briefly
+// and boundedly, so that reaching EOF returns the connection to the pool.
+// It does not close rc. Bodies not returned by Post are left alone.
+func Drain(rc io.ReadCloser) {
+	b, ok := rc.(*body)
+	if !ok || b.err != nil {
+		return
+	}
+	b.started = true
+	idle := b.idle
+	b.idle = drainGrace
+	if idle > 0 {
+		b.idle = min(idle, drainGrace)
+	}
+	_, _ = io.CopyN(io.Discard, b, drainLimit)
+	b.idle = idle
+}
+
+// ReadErrorBody reads at most MaxErrorBody bytes of r (an error response
+// body) and redacts key from them. A read failure keeps what was read: a
+// partial error body still explains more than none.
+func ReadErrorBody(r io.Reader, key string) []byte {
+	b, _ := io.ReadAll(io.LimitReader(r, MaxErrorBody))
+	return Redact(b, key)
+}
+
+// StatusError builds the *Error of a non-2xx response from what every
+// provider shares: the status class, the request id from requestIDHeader,
+// the retry-after hint, the rate-limit headers and the (bounded, redacted)
+// body. Providers then refine Class, Type, Code and Message from the body.
+// The caller still closes resp.Body.
+func (c *Config) StatusError(resp *http.Response, requestIDHeader string) *Error {
+	now := c.Clock()()
+	ra, ok := ParseRetryAfter(resp.Header, now)
+	return &Error{
+		Class:         ClassifyStatus(resp.StatusCode),
+		Status:        resp.StatusCode,
+		RequestID:     resp.Header.Get(requestIDHeader),
+		RetryAfter:    ra,
+		HasRetryAfter: ok,
+		Body:          ReadErrorBody(resp.Body, c.APIKey),
+		Limits:        ParseRateLimits(resp.Header, now),
+	}
+}
+
+// StreamError maps a failure while reading a 2xx stream: the caller's
+// cancellation stays ctx.Err(); our timeouts stay ClassTimeout; anything else
+// (a reset or cut connection) is ClassMidStream, because the answer was
+// already under way and its partial text is lost. Status and RequestID are
+// filled in from the response.
+func StreamError(ctx context.Context, err error, status int, requestID string) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return ctxErr
+	}
+	var pe *Error
+	if !errors.As(err, &pe) {
+		pe = &Error{Class: ClassMidStream, Message: err.Error(), Err: err}
+	} else if pe.Class != ClassTimeout {
+		pe = &Error{Class: ClassMidStream, Message: "stream broken: " + pe.Message, Err: pe.Err}
+	}
+	pe.Status = status
+	pe.RequestID = requestID
+	return pe
+}
