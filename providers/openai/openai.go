@@ -1,0 +1,228 @@
+// Package openai is the Chat Completions provider (api.openai.com and the
+// servers that speak its format: vLLM, Ollama, OpenRouter, Azure).
+//
+// Streamed answers are reassembled into exactly the body a non-streaming
+// call returns, so the output file does not depend on whether streaming was
+// used, and the runner sees one Response shape either way.
+package openai
+
+import (
+	"context"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/llmrun/llmrun/providers"
+	"github.com/llmrun/llmrun/providers/sse"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// Provider sends Chat Completions requests. It is safe for concurrent use:
+// all of its fields are read-only after New.
+type Provider struct {
+	cfg    providers.Config
+	url    string
+	header http.Header
+}
+
+var _ providers.Provider = (*Provider)(nil)
+
+// New returns a Provider posting to cfg.BaseURL + "/chat/completions"
+// (cmd resolves the default base URL). A nil cfg.HTTPClient is replaced by
+// providers.NewHTTPClient, once, so every Send shares one connection pool.
+func New(cfg providers.Config) *Provider {
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = providers.NewHTTPClient(0)
+	}
+	return &Provider{
+		cfg: cfg,
+		url: strings.TrimRight(cfg.BaseURL, "/") + "/chat/completions",
+		header: http.Header{
+			"Authorization": {"Bearer " + cfg.APIKey},
+			"Content-Type":  {"application/json"},
+		},
+	}
+}
+
+// Name returns "openai".
+func (p *Provider) Name() string { return "openai" }
+
+// Format returns providers.FormatOpenAI.
+func (p *Provider) Format() providers.Format { return providers.FormatOpenAI }
+
+// BaseURL returns the configured API root.
+func (p *Provider) BaseURL() string { return p.cfg.BaseURL }
+
+// Send makes one attempt of req. It never retries. Errors are *providers.Error,
+// except that a done ctx yields ctx.Err() itself.
+func (p *Provider) Send(ctx context.Context, req *providers.Request) (*providers.Response, error) {
+	body, err := p.prepare(req.Body)
+	if err != nil {
+		return nil, &providers.Error{Class: providers.ClassInvalid, Message: "request body: " + err.Error(), Err: err}
+	}
+	now := p.cfg.Clock()
+	start := now()
+	resp, err := p.cfg.Post(ctx, p.url, p.header, body)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	at := now()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, p.statusError(resp)
+	}
+	out := &providers.Response{
+		Status:    resp.StatusCode,
+		RequestID: resp.Header.Get("x-request-id"),
+		Limits:    providers.ParseRateLimits(resp.Header, at),
+		TTFT:      at.Sub(start),
+	}
+	if p.cfg.Stream && !isJSON(resp.Header) {
+		if err := p.readStream(ctx, resp.Body, out, start); err != nil {
+			return nil, err
+		}
+		providers.Drain(resp.Body)
+		return out, nil
+	}
+	return out, p.readPlain(ctx, resp.Body, out)
+}
+
+// isJSON reports a plain JSON answer, which some OpenAI-compatible servers
+// send even when asked to stream.
+func isJSON(h http.Header) bool {
+	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
+	return mt == "application/json"
+}
+
+// prepare sets the stream flags the configuration asks for. The caller's
+// body is never modified (sjson copies), because retries resend it.
+func (p *Provider) prepare(in []byte) ([]byte, error) {
+	if !gjson.ValidBytes(in) {
+		return nil, errInvalidJSON
+	}
+	if p.cfg.Stream {
+		out, err := sjson.SetBytes(in, "stream", true)
+		if err == nil {
+			// Without include_usage a stream carries no token counts.
+			out, err = sjson.SetBytes(out, "stream_options.include_usage", true)
+		}
+		return out, err
+	}
+	out := in
+	var err error
+	for _, k := range [...]string{"stream", "stream_options"} { // stream_options is rejected without stream
+		if err == nil && gjson.GetBytes(out, k).Exists() {
+			out, err = sjson.DeleteBytes(out, k)
+		}
+	}
+	return out, err
+}
+
+type constError string
+
+func (e constError) Error() string { return string(e) }
+
+const errInvalidJSON = constError("not valid JSON")
+
+// statusError classifies a non-2xx answer: the status class, refined by
+// the body's error.type/code (insufficient_quota stops the run: retrying
+// cannot help until someone pays).
+func (p *Provider) statusError(resp *http.Response) error {
+	e := p.cfg.StatusError(resp, "x-request-id")
+	fillError(e, gjson.ParseBytes(e.Body))
+	if e.Message == "" && !gjson.ValidBytes(e.Body) {
+		// A proxy's HTML or text page: its start is the best message there is.
+		e.Message = strings.TrimSpace(string(e.Body[:min(len(e.Body), 200)]))
+	}
+	if e.Type == "insufficient_quota" || e.Code == "insufficient_quota" {
+		e.Class = providers.ClassQuota
+	}
+	return e
+}
+
+// fillError copies type, code and message from an OpenAI error body
+// ({"error":{...}}), or from a top-level object as vLLM sends them.
+func fillError(e *providers.Error, root gjson.Result) {
+	obj := root.Get("error")
+	if !obj.IsObject() {
+		obj = root
+	}
+	e.Type = obj.Get("type").String()
+	e.Code = obj.Get("code").String()
+	e.Message = obj.Get("message").String()
+}
+
+// readPlain reads a non-streaming answer. Body is kept as received.
+func (p *Provider) readPlain(ctx context.Context, r io.Reader, out *providers.Response) error {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return providers.StreamError(ctx, err, out.Status, out.RequestID)
+	}
+	if !gjson.ValidBytes(b) {
+		return &providers.Error{Class: providers.ClassMidStream, Status: out.Status, RequestID: out.RequestID,
+			Message: "response body is not valid JSON", Body: providers.Redact(b[:min(len(b), providers.MaxErrorBody)], p.cfg.APIKey)}
+	}
+	root := gjson.ParseBytes(b)
+	if root.Get("error").IsObject() && !root.Get("choices").Exists() {
+		e := &providers.Error{Class: providers.ClassMidStream, Status: out.Status, RequestID: out.RequestID, Body: providers.Redact(b, p.cfg.APIKey)}
+		fillError(e, root)
+		return e
+	}
+	out.Body = b
+	out.Model = root.Get("model").String()
+	out.Text = root.Get("choices.0.message.content").String()
+	out.Usage = usage(root.Get("usage"))
+	return nil
+}
+
+func usage(u gjson.Result) providers.Usage {
+	return providers.Usage{InputTokens: u.Get("prompt_tokens").Int(), OutputTokens: u.Get("completion_tokens").Int()}
+}
+
+// readStream decodes an SSE answer into out. It stops at [DONE] without
+// waiting for EOF; EOF before [DONE] is a failure, because the answer may
+// be cut anywhere.
+func (p *Provider) readStream(ctx context.Context, r io.Reader, out *providers.Response, start time.Time) error {
+	var a assembler
+	now := p.cfg.Clock()
+	dec := sse.NewDecoder(r)
+	ttft := false
+	for dec.Next() {
+		data := dec.Event().Data
+		if isDone(data) {
+			out.Body = a.body()
+			out.Model = a.model()
+			out.Text = a.text()
+			out.Usage = usage(gjson.ParseBytes(a.usage))
+			return nil
+		}
+		if len(data) == 0 {
+			continue
+		}
+		if err := a.chunk(data); err != nil {
+			err.Status, err.RequestID = out.Status, out.RequestID
+			err.Message = providers.RedactString(err.Message, p.cfg.APIKey)
+			err.Body = providers.Redact(err.Body, p.cfg.APIKey)
+			return err
+		}
+		if !ttft && a.content {
+			ttft = true
+			out.TTFT = now().Sub(start)
+		}
+	}
+	if err := dec.Err(); err != nil {
+		return providers.StreamError(ctx, err, out.Status, out.RequestID)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return &providers.Error{Class: providers.ClassMidStream, Status: out.Status, RequestID: out.RequestID, Message: "stream ended before [DONE]"}
+}
+
+// isDone reports the [DONE] terminator (the SDKs match it as a prefix).
+func isDone(data []byte) bool {
+	return len(data) >= 6 && string(data[:6]) == "[DONE]"
+}

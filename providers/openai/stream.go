@@ -1,0 +1,407 @@
+package openai
+
+import (
+	"slices"
+	"strconv"
+	"unsafe"
+
+	"github.com/llmrun/llmrun/providers"
+	"github.com/tidwall/gjson"
+)
+
+// assembler rebuilds a non-streaming chat.completion body from stream
+// chunks. Text is kept JSON-escaped exactly as it arrived: concatenating
+// the insides of JSON string literals gives a valid literal (escapes never
+// span chunks, and a surrogate pair split across chunks is rejoined), so no
+// delta is ever unescaped or re-escaped. Per chunk it allocates nothing
+// beyond the growth of the buffers it keeps.
+type assembler struct {
+	// Raw JSON values from the first chunk that carried them.
+	id, created, modelRaw, fingerprint, tier []byte
+	choices                                  []*choice
+	usage                                    []byte // raw, from the final usage chunk
+	// content is set once any delta carried text or a tool call: the
+	// moment TTFT measures.
+	content bool
+	scratch *choice // the choice being updated by the current chunk
+	err     *providers.Error
+}
+
+type choice struct {
+	index    int
+	role     []byte // raw JSON string
+	fields   []field
+	calls    []toolCall
+	finish   []byte // raw; nil until a non-null finish_reason
+	logprobs logprobs
+}
+
+// field is one string field of the message (content, refusal, and any
+// other string a server streams, such as reasoning_content), escaped.
+type field struct {
+	name string // unescaped key, for lookups
+	key  string // raw key as received, quotes included, for output
+	buf  []byte
+}
+
+type toolCall struct {
+	index          int
+	id, typ, name  []byte // raw JSON
+	args           []byte // escaped inside of the arguments string
+	hasArgs, named bool
+}
+
+// logprobs accumulates the items of logprobs.content and logprobs.refusal.
+type logprobs struct {
+	seen             bool
+	content, refusal []byte // comma-separated raw items
+	hasC, hasR       bool
+}
+
+// view returns b as a string without copying. gjson results taken from it
+// alias b, which the SSE decoder reuses, so they are used within the event
+// and everything kept is copied out with append.
+func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// inner strips the quotes of a raw JSON string.
+func inner(raw string) string { return raw[1 : len(raw)-1] }
+
+func keep(dst []byte, raw string) []byte { return append(dst[:0], raw...) }
+
+// chunk applies one data event. An "error" object ends the stream.
+func (a *assembler) chunk(data []byte) *providers.Error {
+	s := view(data)
+	if !gjson.Valid(s) {
+		return &providers.Error{Class: providers.ClassMidStream, Message: "stream chunk is not valid JSON", Body: append([]byte(nil), data...)}
+	}
+	gjson.Parse(s).ForEach(a.topLevel)
+	if a.err != nil && a.err.Body == nil {
+		a.err.Body = append([]byte(nil), data...)
+	}
+	return a.err
+}
+
+func (a *assembler) topLevel(k, v gjson.Result) bool {
+	switch k.Str {
+	case "id":
+		if a.id == nil {
+			a.id = keep(a.id, v.Raw)
+		}
+	case "created":
+		if a.created == nil {
+			a.created = keep(a.created, v.Raw)
+		}
+	case "model":
+		if a.modelRaw == nil {
+			a.modelRaw = keep(a.modelRaw, v.Raw)
+		}
+	case "system_fingerprint":
+		if a.fingerprint == nil || (v.Type == gjson.String && string(a.fingerprint) == "null") {
+			a.fingerprint = keep(a.fingerprint, v.Raw)
+		}
+	case "service_tier":
+		if a.tier == nil || v.Type == gjson.String {
+			a.tier = keep(a.tier, v.Raw)
+		}
+	case "choices":
+		v.ForEach(a.choice)
+	case "usage":
+		if v.IsObject() {
+			a.usage = keep(a.usage, v.Raw)
+		}
+	case "error":
+		if v.Type == gjson.Null {
+			return true
+		}
+		a.err = &providers.Error{Class: providers.ClassMidStream}
+		if v.IsObject() {
+			fillError(a.err, v)
+		} else {
+			a.err.Message = v.String()
+		}
+		if a.err.Message == "" {
+			a.err.Message = "error event in stream"
+		}
+		return false
+	}
+	return true
+}
+
+// choice applies one element of a chunk's choices.
+func (a *assembler) choice(_, c gjson.Result) bool {
+	idx := c.Get("index")
+	if idx.Type != gjson.Number {
+		return true
+	}
+	ch := a.get(int(idx.Int()))
+	a.scratch = ch
+	c.ForEach(a.choiceField)
+	return true
+}
+
+func (a *assembler) choiceField(k, v gjson.Result) bool {
+	ch := a.scratch
+	switch k.Str {
+	case "delta":
+		v.ForEach(a.deltaField)
+	case "finish_reason":
+		if v.Type == gjson.String {
+			ch.finish = keep(ch.finish, v.Raw)
+		}
+	case "logprobs":
+		if v.IsObject() {
+			ch.logprobs.seen = true
+			v.ForEach(a.logprobField)
+		}
+	}
+	return true
+}
+
+func (a *assembler) logprobField(k, v gjson.Result) bool {
+	lp := &a.scratch.logprobs
+	var dst *[]byte
+	switch k.Str {
+	case "content":
+		dst = &lp.content
+		lp.hasC = lp.hasC || v.IsArray()
+	case "refusal":
+		dst = &lp.refusal
+		lp.hasR = lp.hasR || v.IsArray()
+	default:
+		return true
+	}
+	v.ForEach(func(_, item gjson.Result) bool {
+		if len(*dst) > 0 {
+			*dst = append(*dst, ',')
+		}
+		*dst = append(*dst, item.Raw...)
+		return true
+	})
+	return true
+}
+
+func (a *assembler) deltaField(k, v gjson.Result) bool {
+	ch := a.scratch
+	switch {
+	case k.Str == "role":
+		if v.Type == gjson.String {
+			ch.role = keep(ch.role, v.Raw)
+		}
+	case k.Str == "tool_calls":
+		v.ForEach(a.toolCall)
+	case v.Type == gjson.String:
+		in := inner(v.Raw)
+		f := ch.field(k)
+		f.buf = append(f.buf, in...)
+		if in != "" {
+			a.content = true
+		}
+	}
+	return true
+}
+
+// toolCall applies one tool_calls delta: the first carries id, type and
+// function.name; later ones carry fragments of function.arguments.
+func (a *assembler) toolCall(_, v gjson.Result) bool {
+	ch := a.scratch
+	idx := int(v.Get("index").Int())
+	var tc *toolCall
+	for i := range ch.calls {
+		if ch.calls[i].index == idx {
+			tc = &ch.calls[i]
+		}
+	}
+	if tc == nil {
+		ch.calls = append(ch.calls, toolCall{index: idx})
+		tc = &ch.calls[len(ch.calls)-1]
+	}
+	a.content = true
+	if id := v.Get("id"); id.Type == gjson.String {
+		tc.id = keep(tc.id, id.Raw)
+	}
+	if t := v.Get("type"); t.Type == gjson.String {
+		tc.typ = keep(tc.typ, t.Raw)
+	}
+	fn := v.Get("function")
+	if n := fn.Get("name"); n.Type == gjson.String {
+		tc.name = keep(tc.name, n.Raw)
+		tc.named = true
+	}
+	if args := fn.Get("arguments"); args.Type == gjson.String {
+		tc.args = append(tc.args, inner(args.Raw)...)
+		tc.hasArgs = true
+	}
+	return true
+}
+
+// get returns the choice with index i, creating it. Streams have few
+// choices, so a linear scan beats a map.
+func (a *assembler) get(i int) *choice {
+	for _, c := range a.choices {
+		if c.index == i {
+			return c
+		}
+	}
+	c := &choice{index: i}
+	a.choices = append(a.choices, c)
+	return c
+}
+
+func (c *choice) field(k gjson.Result) *field {
+	if f := c.lookup(k.Str); f != nil {
+		return f
+	}
+	// k may alias the decoder's buffer: copy it, once per field and stream.
+	c.fields = append(c.fields, field{name: string([]byte(k.Str)), key: string([]byte(k.Raw))})
+	return &c.fields[len(c.fields)-1]
+}
+
+func (c *choice) lookup(name string) *field {
+	for i := range c.fields {
+		if c.fields[i].name == name {
+			return &c.fields[i]
+		}
+	}
+	return nil
+}
+
+// body writes the chat.completion the stream amounted to, in the field
+// order of a non-streaming answer.
+func (a *assembler) body() []byte {
+	n := 256 + len(a.usage)
+	for _, c := range a.choices {
+		for _, f := range c.fields {
+			n += len(f.buf) + len(f.name) + 8
+		}
+		for _, t := range c.calls {
+			n += len(t.args) + 128
+		}
+		n += len(c.logprobs.content) + len(c.logprobs.refusal) + 128
+	}
+	b := make([]byte, 0, n)
+	b = append(b, `{"id":`...)
+	b = raw(b, a.id, `""`)
+	b = append(b, `,"object":"chat.completion","created":`...)
+	b = raw(b, a.created, `0`)
+	b = append(b, `,"model":`...)
+	b = raw(b, a.modelRaw, `""`)
+	if a.tier != nil {
+		b = append(b, `,"service_tier":`...)
+		b = append(b, a.tier...)
+	}
+	if a.fingerprint != nil {
+		b = append(b, `,"system_fingerprint":`...)
+		b = append(b, a.fingerprint...)
+	}
+	b = append(b, `,"choices":[`...)
+	choices := slices.Clone(a.choices)
+	slices.SortStableFunc(choices, func(x, y *choice) int { return x.index - y.index })
+	for i, c := range choices {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = c.appendJSON(b)
+	}
+	b = append(b, ']')
+	if a.usage != nil {
+		b = append(b, `,"usage":`...)
+		b = append(b, a.usage...)
+	}
+	return append(b, '}')
+}
+
+func (c *choice) appendJSON(b []byte) []byte {
+	b = append(b, `{"index":`...)
+	b = strconv.AppendInt(b, int64(c.index), 10)
+	b = append(b, `,"message":{"role":`...)
+	b = raw(b, c.role, `"assistant"`)
+	for _, name := range [...]string{"content", "refusal"} {
+		b = append(b, `,"`...)
+		b = append(b, name...)
+		b = append(b, `":`...)
+		if f := c.lookup(name); f != nil {
+			b = quoted(b, f.buf)
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	for _, f := range c.fields {
+		if f.name == "content" || f.name == "refusal" {
+			continue
+		}
+		b = append(b, ',')
+		b = append(b, f.key...)
+		b = append(b, ':')
+		b = quoted(b, f.buf)
+	}
+	if len(c.calls) > 0 {
+		calls := slices.Clone(c.calls)
+		slices.SortStableFunc(calls, func(x, y toolCall) int { return x.index - y.index })
+		b = append(b, `,"tool_calls":[`...)
+		for i, t := range calls {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"id":`...)
+			b = raw(b, t.id, `""`)
+			b = append(b, `,"type":`...)
+			b = raw(b, t.typ, `"function"`)
+			b = append(b, `,"function":{"name":`...)
+			b = raw(b, t.name, `""`)
+			b = append(b, `,"arguments":`...)
+			b = quoted(b, t.args)
+			b = append(b, `}}`...)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `},"logprobs":`...)
+	if c.logprobs.seen {
+		b = append(b, `{"content":`...)
+		b = array(b, c.logprobs.content, c.logprobs.hasC)
+		b = append(b, `,"refusal":`...)
+		b = array(b, c.logprobs.refusal, c.logprobs.hasR)
+		b = append(b, '}')
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"finish_reason":`...)
+	b = raw(b, c.finish, "null")
+	return append(b, '}')
+}
+
+func raw(b, v []byte, dflt string) []byte {
+	if v == nil {
+		return append(b, dflt...)
+	}
+	return append(b, v...)
+}
+
+func quoted(b, escaped []byte) []byte {
+	b = append(b, '"')
+	b = append(b, escaped...)
+	return append(b, '"')
+}
+
+func array(b, items []byte, has bool) []byte {
+	if !has {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	b = append(b, items...)
+	return append(b, ']')
+}
+
+func (a *assembler) model() string { return gjson.Parse(string(a.modelRaw)).String() }
+
+// text is the unescaped content of the first choice.
+func (a *assembler) text() string {
+	for _, c := range a.choices {
+		if c.index != 0 {
+			continue
+		}
+		if f := c.lookup("content"); f != nil {
+			return gjson.Parse(string(quoted(nil, f.buf))).String()
+		}
+	}
+	return ""
+}
