@@ -39,16 +39,14 @@ type choice struct {
 // field is one string field of the message (content, refusal, and any
 // other string a server streams, such as reasoning_content), escaped.
 type field struct {
-	name string // unescaped key, for lookups
-	key  string // raw key as received, quotes included, for output
-	buf  []byte
+	key string // raw key as received, quotes included
+	buf []byte
 }
 
 type toolCall struct {
-	index          int
-	id, typ, name  []byte // raw JSON
-	args           []byte // escaped inside of the arguments string
-	hasArgs, named bool
+	index         int
+	id, typ, name []byte // raw JSON
+	args          []byte // escaped inside of the arguments string
 }
 
 // logprobs accumulates the items of logprobs.content and logprobs.refusal.
@@ -58,66 +56,63 @@ type logprobs struct {
 	hasC, hasR       bool
 }
 
-// view returns b as a string without copying. gjson results taken from it
+// view returns b as a string without copying. The raw slices taken from it
 // alias b, which the SSE decoder reuses, so they are used within the event
 // and everything kept is copied out with append.
 func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
-// inner strips the quotes of a raw JSON string.
-func inner(raw string) string { return raw[1 : len(raw)-1] }
-
 func keep(dst []byte, raw string) []byte { return append(dst[:0], raw...) }
 
-// chunk applies one data event. An "error" object ends the stream.
+// chunk applies one data event. An "error" member ends the stream.
 func (a *assembler) chunk(data []byte) *providers.Error {
 	s := view(data)
 	if !gjson.Valid(s) {
 		return &providers.Error{Class: providers.ClassMidStream, Message: "stream chunk is not valid JSON", Body: append([]byte(nil), data...)}
 	}
-	gjson.Parse(s).ForEach(a.topLevel)
-	if a.err != nil && a.err.Body == nil {
+	providers.EachMember(s, a.topLevel)
+	if a.err != nil {
 		a.err.Body = append([]byte(nil), data...)
 	}
 	return a.err
 }
 
-func (a *assembler) topLevel(k, v gjson.Result) bool {
-	switch k.Str {
-	case "id":
+func (a *assembler) topLevel(k, v string) bool {
+	switch k {
+	case `"id"`:
 		if a.id == nil {
-			a.id = keep(a.id, v.Raw)
+			a.id = keep(a.id, v)
 		}
-	case "created":
+	case `"created"`:
 		if a.created == nil {
-			a.created = keep(a.created, v.Raw)
+			a.created = keep(a.created, v)
 		}
-	case "model":
+	case `"model"`:
 		if a.modelRaw == nil {
-			a.modelRaw = keep(a.modelRaw, v.Raw)
+			a.modelRaw = keep(a.modelRaw, v)
 		}
-	case "system_fingerprint":
-		if a.fingerprint == nil || (v.Type == gjson.String && string(a.fingerprint) == "null") {
-			a.fingerprint = keep(a.fingerprint, v.Raw)
+	case `"system_fingerprint"`:
+		if a.fingerprint == nil || (v != "null" && string(a.fingerprint) == "null") {
+			a.fingerprint = keep(a.fingerprint, v)
 		}
-	case "service_tier":
-		if a.tier == nil || v.Type == gjson.String {
-			a.tier = keep(a.tier, v.Raw)
+	case `"service_tier"`:
+		if a.tier == nil || v != "null" {
+			a.tier = keep(a.tier, v)
 		}
-	case "choices":
-		v.ForEach(a.choice)
-	case "usage":
-		if v.IsObject() {
-			a.usage = keep(a.usage, v.Raw)
+	case `"choices"`:
+		providers.EachElement(v, a.choice)
+	case `"usage"`:
+		if v != "null" {
+			a.usage = keep(a.usage, v)
 		}
-	case "error":
-		if v.Type == gjson.Null {
+	case `"error"`:
+		if v == "null" {
 			return true
 		}
 		a.err = &providers.Error{Class: providers.ClassMidStream}
-		if v.IsObject() {
-			fillError(a.err, v)
+		if e := gjson.Parse(v); e.IsObject() {
+			fillError(a.err, e)
 		} else {
-			a.err.Message = v.String()
+			a.err.Message = e.String()
 		}
 		if a.err.Message == "" {
 			a.err.Message = "error event in stream"
@@ -127,74 +122,84 @@ func (a *assembler) topLevel(k, v gjson.Result) bool {
 	return true
 }
 
-// choice applies one element of a chunk's choices.
-func (a *assembler) choice(_, c gjson.Result) bool {
-	idx := c.Get("index")
-	if idx.Type != gjson.Number {
+// choice applies one element of a chunk's choices. Members are visited in
+// any order, so the index is looked up first.
+func (a *assembler) choice(c string) bool {
+	idx := -1
+	providers.EachMember(c, func(k, v string) bool {
+		if k == `"index"` {
+			if n, err := strconv.Atoi(v); err == nil {
+				idx = n
+			}
+			return false
+		}
+		return true
+	})
+	if idx < 0 {
 		return true
 	}
-	ch := a.get(int(idx.Int()))
-	a.scratch = ch
-	c.ForEach(a.choiceField)
+	a.scratch = a.get(idx)
+	providers.EachMember(c, a.choiceField)
 	return true
 }
 
-func (a *assembler) choiceField(k, v gjson.Result) bool {
+func (a *assembler) choiceField(k, v string) bool {
 	ch := a.scratch
-	switch k.Str {
-	case "delta":
-		v.ForEach(a.deltaField)
-	case "finish_reason":
-		if v.Type == gjson.String {
-			ch.finish = keep(ch.finish, v.Raw)
+	switch k {
+	case `"delta"`:
+		providers.EachMember(v, a.deltaField)
+	case `"finish_reason"`:
+		if v != "null" {
+			ch.finish = keep(ch.finish, v)
 		}
-	case "logprobs":
-		if v.IsObject() {
+	case `"logprobs"`:
+		if v != "null" {
 			ch.logprobs.seen = true
-			v.ForEach(a.logprobField)
+			providers.EachMember(v, a.logprobField)
 		}
 	}
 	return true
 }
 
-func (a *assembler) logprobField(k, v gjson.Result) bool {
+func (a *assembler) logprobField(k, v string) bool {
 	lp := &a.scratch.logprobs
 	var dst *[]byte
-	switch k.Str {
-	case "content":
+	switch k {
+	case `"content"`:
 		dst = &lp.content
-		lp.hasC = lp.hasC || v.IsArray()
-	case "refusal":
+		lp.hasC = lp.hasC || v != "null"
+	case `"refusal"`:
 		dst = &lp.refusal
-		lp.hasR = lp.hasR || v.IsArray()
+		lp.hasR = lp.hasR || v != "null"
 	default:
 		return true
 	}
-	v.ForEach(func(_, item gjson.Result) bool {
+	providers.EachElement(v, func(item string) bool {
 		if len(*dst) > 0 {
 			*dst = append(*dst, ',')
 		}
-		*dst = append(*dst, item.Raw...)
+		*dst = append(*dst, item...)
 		return true
 	})
 	return true
 }
 
-func (a *assembler) deltaField(k, v gjson.Result) bool {
+func (a *assembler) deltaField(k, v string) bool {
 	ch := a.scratch
-	switch {
-	case k.Str == "role":
-		if v.Type == gjson.String {
-			ch.role = keep(ch.role, v.Raw)
+	switch k {
+	case `"role"`:
+		if v != "null" {
+			ch.role = keep(ch.role, v)
 		}
-	case k.Str == "tool_calls":
-		v.ForEach(a.toolCall)
-	case v.Type == gjson.String:
-		in := inner(v.Raw)
-		f := ch.field(k)
-		f.buf = append(f.buf, in...)
-		if in != "" {
-			a.content = true
+	case `"tool_calls"`:
+		providers.EachElement(v, a.toolCall)
+	default:
+		if in, ok := providers.StringInside(v); ok {
+			f := ch.field(k)
+			f.buf = append(f.buf, in...)
+			if in != "" {
+				a.content = true
+			}
 		}
 	}
 	return true
@@ -202,9 +207,10 @@ func (a *assembler) deltaField(k, v gjson.Result) bool {
 
 // toolCall applies one tool_calls delta: the first carries id, type and
 // function.name; later ones carry fragments of function.arguments.
-func (a *assembler) toolCall(_, v gjson.Result) bool {
+func (a *assembler) toolCall(v string) bool {
 	ch := a.scratch
-	idx := int(v.Get("index").Int())
+	r := gjson.Parse(v)
+	idx := int(r.Get("index").Int())
 	var tc *toolCall
 	for i := range ch.calls {
 		if ch.calls[i].index == idx {
@@ -216,21 +222,25 @@ func (a *assembler) toolCall(_, v gjson.Result) bool {
 		tc = &ch.calls[len(ch.calls)-1]
 	}
 	a.content = true
-	if id := v.Get("id"); id.Type == gjson.String {
+	if id := r.Get("id"); id.Type == gjson.String {
 		tc.id = keep(tc.id, id.Raw)
 	}
-	if t := v.Get("type"); t.Type == gjson.String {
+	if t := r.Get("type"); t.Type == gjson.String {
 		tc.typ = keep(tc.typ, t.Raw)
 	}
-	fn := v.Get("function")
-	if n := fn.Get("name"); n.Type == gjson.String {
-		tc.name = keep(tc.name, n.Raw)
-		tc.named = true
-	}
-	if args := fn.Get("arguments"); args.Type == gjson.String {
-		tc.args = append(tc.args, inner(args.Raw)...)
-		tc.hasArgs = true
-	}
+	providers.EachMember(r.Get("function").Raw, func(k, v string) bool {
+		switch k {
+		case `"name"`:
+			if v != "null" {
+				tc.name = keep(tc.name, v)
+			}
+		case `"arguments"`:
+			if in, ok := providers.StringInside(v); ok {
+				tc.args = append(tc.args, in...)
+			}
+		}
+		return true
+	})
 	return true
 }
 
@@ -247,18 +257,19 @@ func (a *assembler) get(i int) *choice {
 	return c
 }
 
-func (c *choice) field(k gjson.Result) *field {
-	if f := c.lookup(k.Str); f != nil {
+// field returns the field with raw key k, creating it.
+func (c *choice) field(k string) *field {
+	if f := c.lookup(k); f != nil {
 		return f
 	}
-	// k may alias the decoder's buffer: copy it, once per field and stream.
-	c.fields = append(c.fields, field{name: string([]byte(k.Str)), key: string([]byte(k.Raw))})
+	// k aliases the decoder's buffer: copy it, once per field and stream.
+	c.fields = append(c.fields, field{key: string([]byte(k))})
 	return &c.fields[len(c.fields)-1]
 }
 
-func (c *choice) lookup(name string) *field {
+func (c *choice) lookup(key string) *field {
 	for i := range c.fields {
-		if c.fields[i].name == name {
+		if c.fields[i].key == key {
 			return &c.fields[i]
 		}
 	}
@@ -271,7 +282,7 @@ func (a *assembler) body() []byte {
 	n := 256 + len(a.usage)
 	for _, c := range a.choices {
 		for _, f := range c.fields {
-			n += len(f.buf) + len(f.name) + 8
+			n += len(f.buf) + len(f.key) + 8
 		}
 		for _, t := range c.calls {
 			n += len(t.args) + 128
@@ -315,18 +326,18 @@ func (c *choice) appendJSON(b []byte) []byte {
 	b = strconv.AppendInt(b, int64(c.index), 10)
 	b = append(b, `,"message":{"role":`...)
 	b = raw(b, c.role, `"assistant"`)
-	for _, name := range [...]string{"content", "refusal"} {
-		b = append(b, `,"`...)
-		b = append(b, name...)
-		b = append(b, `":`...)
-		if f := c.lookup(name); f != nil {
+	for _, key := range [...]string{`"content"`, `"refusal"`} {
+		b = append(b, ',')
+		b = append(b, key...)
+		b = append(b, ':')
+		if f := c.lookup(key); f != nil {
 			b = quoted(b, f.buf)
 		} else {
 			b = append(b, "null"...)
 		}
 	}
 	for _, f := range c.fields {
-		if f.name == "content" || f.name == "refusal" {
+		if f.key == `"content"` || f.key == `"refusal"` {
 			continue
 		}
 		b = append(b, ',')
@@ -399,7 +410,7 @@ func (a *assembler) text() string {
 		if c.index != 0 {
 			continue
 		}
-		if f := c.lookup("content"); f != nil {
+		if f := c.lookup(`"content"`); f != nil {
 			return gjson.Parse(string(quoted(nil, f.buf))).String()
 		}
 	}
