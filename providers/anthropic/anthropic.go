@@ -1,0 +1,242 @@
+// Package anthropic is the Messages API provider (and, in batch.go, the
+// Message Batches client).
+//
+// Streamed answers are reassembled into exactly the message a
+// non-streaming call returns, so the output file does not depend on whether
+// streaming was used.
+package anthropic
+
+import (
+	"context"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/llmrun/llmrun/providers"
+	"github.com/llmrun/llmrun/providers/sse"
+)
+
+// apiVersion is the anthropic-version every request carries; the response
+// shapes this package parses are those of this version.
+const apiVersion = "2023-06-01"
+
+// spendLimitPrefix starts the message of the 400 Anthropic returns when a
+// self-set spend limit is reached: no retry helps until someone raises it.
+const spendLimitPrefix = "You have reached your specified API usage limits"
+
+// Provider sends Messages requests. It is safe for concurrent use: all of
+// its fields are read-only after New.
+type Provider struct {
+	cfg    providers.Config
+	url    string
+	header http.Header
+}
+
+var _ providers.Provider = (*Provider)(nil)
+
+// New returns a Provider posting to cfg.BaseURL + "/v1/messages" (cmd
+// resolves the default base URL). A nil cfg.HTTPClient is replaced by
+// providers.NewHTTPClient, once, so every Send shares one connection pool.
+func New(cfg providers.Config) *Provider {
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = providers.NewHTTPClient(0)
+	}
+	return &Provider{
+		cfg: cfg,
+		url: strings.TrimRight(cfg.BaseURL, "/") + "/v1/messages",
+		header: http.Header{
+			"X-Api-Key":         {cfg.APIKey},
+			"Anthropic-Version": {apiVersion},
+			"Content-Type":      {"application/json"},
+		},
+	}
+}
+
+// Name returns "anthropic".
+func (p *Provider) Name() string { return "anthropic" }
+
+// Format returns providers.FormatAnthropic.
+func (p *Provider) Format() providers.Format { return providers.FormatAnthropic }
+
+// BaseURL returns the configured API root.
+func (p *Provider) BaseURL() string { return p.cfg.BaseURL }
+
+// Send makes one attempt of req. It never retries. Errors are *providers.Error,
+// except that a done ctx yields ctx.Err() itself.
+func (p *Provider) Send(ctx context.Context, req *providers.Request) (*providers.Response, error) {
+	body, err := p.prepare(req.Body)
+	if err != nil {
+		return nil, &providers.Error{Class: providers.ClassInvalid, Message: "request body: " + err.Error(), Err: err}
+	}
+	now := p.cfg.Clock()
+	start := now()
+	resp, err := p.cfg.Post(ctx, p.url, p.header, body)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	at := now()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, p.statusError(resp)
+	}
+	out := &providers.Response{
+		Status:    resp.StatusCode,
+		RequestID: resp.Header.Get("request-id"),
+		Limits:    providers.ParseRateLimits(resp.Header, at),
+		TTFT:      at.Sub(start),
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if p.cfg.Stream && mt != "application/json" {
+		if err := p.readStream(ctx, resp.Body, out, start); err != nil {
+			return nil, err
+		}
+		providers.Drain(resp.Body)
+		return out, nil
+	}
+	return out, p.readPlain(ctx, resp.Body, out)
+}
+
+type constError string
+
+func (e constError) Error() string { return string(e) }
+
+const errInvalidJSON = constError("not valid JSON")
+
+// prepare sets or removes the stream flag. The caller's body is never
+// modified (sjson copies), because retries resend it.
+func (p *Provider) prepare(in []byte) ([]byte, error) {
+	if !gjson.ValidBytes(in) {
+		return nil, errInvalidJSON
+	}
+	if p.cfg.Stream {
+		return sjson.SetBytes(in, "stream", true)
+	}
+	if gjson.GetBytes(in, "stream").Exists() {
+		return sjson.DeleteBytes(in, "stream")
+	}
+	return in, nil
+}
+
+// statusError classifies a non-2xx answer (wire-formats §2.5, §2.6).
+func (p *Provider) statusError(resp *http.Response) error {
+	e := p.cfg.StatusError(resp, "request-id")
+	root := gjson.ParseBytes(e.Body)
+	fillError(e, root)
+	if e.Message == "" && !gjson.ValidBytes(e.Body) {
+		// Cloudflare's 413 page, a proxy's 502: the start is the best message.
+		e.Message = strings.TrimSpace(string(e.Body[:min(len(e.Body), 200)]))
+	}
+	switch {
+	case e.Code == "enforced_spend_limit_reached",
+		e.Status == 402, e.Type == "billing_error",
+		e.Status == 400 && strings.HasPrefix(e.Message, spendLimitPrefix):
+		// Spend caps and billing: retrying fails until someone pays or
+		// the month turns, so the run stops.
+		e.Class = providers.ClassQuota
+	case e.Status == 529, e.Type == "overloaded_error":
+		e.Class = providers.ClassOverloaded
+	}
+	return e
+}
+
+// fillError copies an Anthropic error body ({"type":"error","error":{...},
+// "request_id"}) into e; error.details.error_code lands in Code.
+func fillError(e *providers.Error, root gjson.Result) {
+	obj := root.Get("error")
+	e.Type = obj.Get("type").String()
+	e.Message = obj.Get("message").String()
+	e.Code = obj.Get("details.error_code").String()
+	if e.RequestID == "" {
+		e.RequestID = root.Get("request_id").String()
+	}
+}
+
+// readPlain reads a non-streaming answer. Body is kept as received.
+func (p *Provider) readPlain(ctx context.Context, r io.Reader, out *providers.Response) error {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return providers.StreamError(ctx, err, out.Status, out.RequestID)
+	}
+	if !gjson.ValidBytes(b) {
+		return &providers.Error{Class: providers.ClassMidStream, Status: out.Status, RequestID: out.RequestID,
+			Message: "response body is not valid JSON", Body: providers.Redact(b[:min(len(b), providers.MaxErrorBody)], p.cfg.APIKey)}
+	}
+	root := gjson.ParseBytes(b)
+	if root.Get("type").String() == "error" {
+		e := &providers.Error{Class: providers.ClassMidStream, Status: out.Status, RequestID: out.RequestID, Body: providers.Redact(b, p.cfg.APIKey)}
+		fillError(e, root)
+		return e
+	}
+	out.Body = b
+	out.Model = root.Get("model").String()
+	var text strings.Builder
+	root.Get("content").ForEach(func(_, block gjson.Result) bool {
+		if block.Get("type").String() == "text" {
+			text.WriteString(block.Get("text").String())
+		}
+		return true
+	})
+	out.Text = text.String()
+	out.Usage = usage(root.Get("usage"))
+	return nil
+}
+
+// usage totals the input side: cache writes and reads are input tokens too,
+// and the limiter must count them.
+func usage(u gjson.Result) providers.Usage {
+	return providers.Usage{
+		InputTokens:  u.Get("input_tokens").Int() + u.Get("cache_creation_input_tokens").Int() + u.Get("cache_read_input_tokens").Int(),
+		OutputTokens: u.Get("output_tokens").Int(),
+	}
+}
+
+// readStream decodes an SSE answer into out. It stops at message_stop
+// without waiting for EOF; EOF before message_stop is a failure.
+func (p *Provider) readStream(ctx context.Context, r io.Reader, out *providers.Response, start time.Time) error {
+	var a assembler
+	now := p.cfg.Clock()
+	dec := sse.NewDecoder(r)
+	ttft := false
+	for dec.Next() {
+		ev := dec.Event()
+		done, err := a.event(ev.Name, ev.Data)
+		if err != nil {
+			err.Status = out.Status
+			if err.RequestID == "" {
+				err.RequestID = out.RequestID
+			}
+			err.Message = providers.RedactString(err.Message, p.cfg.APIKey)
+			err.Body = providers.Redact(err.Body, p.cfg.APIKey)
+			return err
+		}
+		if done {
+			body, err := a.body()
+			if err != nil {
+				err.Status, err.RequestID = out.Status, out.RequestID
+				return err
+			}
+			out.Body = body
+			root := gjson.ParseBytes(body)
+			out.Model = root.Get("model").String()
+			out.Text = a.text()
+			out.Usage = usage(root.Get("usage"))
+			return nil
+		}
+		if !ttft && a.content {
+			ttft = true
+			out.TTFT = now().Sub(start)
+		}
+	}
+	if err := dec.Err(); err != nil {
+		return providers.StreamError(ctx, err, out.Status, out.RequestID)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return &providers.Error{Class: providers.ClassMidStream, Status: out.Status, RequestID: out.RequestID, Message: "stream ended before message_stop"}
+}
