@@ -14,7 +14,6 @@ import (
 
 	"github.com/llmrun/llmrun/checkpoint"
 	"github.com/llmrun/llmrun/limiter"
-	"github.com/llmrun/llmrun/providers"
 	"github.com/llmrun/llmrun/runner"
 	"github.com/llmrun/llmrun/runner/retry"
 )
@@ -28,24 +27,24 @@ type BatchOptions struct {
 	Stream                           bool
 	Fallback                         []string
 
-	Concurrency                          int
-	RPM, ITPM, OTPM, TPM, Headroom       float64
-	Burst                                time.Duration
-	Pool                                 string
-	MaxAttempts                          int
-	BackoffBase, BackoffMax              time.Duration
-	RequestTimeout, FirstByte, Idle      time.Duration
-	RetryBudget                          float64
-	BreakerThreshold                     int
-	BreakerCooldown, MaxOutage           time.Duration
-	RequireJSON                          bool
-	JSONSchema                           string
-	MinChars                             int
-	Fsync                                string
-	NoRetryFailed, Force, Quiet          bool
-	Grace                                time.Duration
-	Seed                                 uint64
-	ProgressInterval                     time.Duration
+	Concurrency                     int
+	RPM, ITPM, OTPM, TPM, Headroom  float64
+	Burst                           time.Duration
+	Pool                            string
+	MaxAttempts                     int
+	BackoffBase, BackoffMax         time.Duration
+	RequestTimeout, FirstByte, Idle time.Duration
+	RetryBudget                     float64
+	BreakerThreshold                int
+	BreakerCooldown, MaxOutage      time.Duration
+	RequireJSON                     bool
+	JSONSchema                      string
+	MinChars                        int
+	Fsync                           string
+	NoRetryFailed, Force, Quiet     bool
+	Grace                           time.Duration
+	Seed                            uint64
+	ProgressInterval                time.Duration
 	// Offline holds --mode and the batch API route's flags (batchmode.go).
 	Offline OfflineOptions
 }

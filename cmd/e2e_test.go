@@ -26,7 +26,7 @@ type cli struct {
 	stdout bytes.Buffer
 }
 
-func (c *cli) run(t *testing.T, args ...string) int {
+func (c *cli) run(t testing.TB, args ...string) int {
 	t.Helper()
 	c.stderr.Reset()
 	c.stdout.Reset()
@@ -35,7 +35,7 @@ func (c *cli) run(t *testing.T, args ...string) int {
 }
 
 // mockServer starts the mock over loopback HTTP.
-func mockServer(t *testing.T, cfg mock.Config) (*mock.Server, string) {
+func mockServer(t testing.TB, cfg mock.Config) (*mock.Server, string) {
 	t.Helper()
 	m := mock.New(cfg)
 	srv := httptest.NewServer(m)
