@@ -29,7 +29,7 @@ type BatchOptions struct {
 
 	Concurrency                     int
 	RPM, ITPM, OTPM, TPM, Headroom  float64
-	Burst                           time.Duration
+	Burst, Skew                     time.Duration
 	Pool                            string
 	MaxAttempts                     int
 	BackoffBase, BackoffMax         time.Duration
@@ -92,6 +92,7 @@ ANTHROPIC_BASE_URL (or --base-url). --provider mock runs against a built-in mock
 	f.Float64Var(&o.TPM, "tpm", 0, "combined tokens per minute (OpenAI-style TPM)")
 	f.DurationVar(&o.Burst, "burst", time.Second, "how much refill a bucket may hold (providers enforce per-minute limits in short windows)")
 	f.Float64Var(&o.Headroom, "headroom", 1.0, "fraction of the limits to use")
+	f.DurationVar(&o.Skew, "skew", limiter.DefaultSkew, "how long after sending the provider may count a request; that much refill is kept in reserve")
 	f.StringVar(&o.Pool, "pool", "", "share one budget under this name instead of per provider+model")
 	f.IntVar(&o.MaxAttempts, "max-attempts", retry.DefaultMaxAttempts, "attempts per request, the first included")
 	f.DurationVar(&o.BackoffBase, "backoff-base", retry.DefaultBase, "backoff cap of the first retry (doubles per attempt)")
@@ -210,7 +211,7 @@ func runBatch(ctx context.Context, io *IO, o *BatchOptions) error {
 	}
 	lim := limiter.New(limiter.Options{Defaults: limiter.Limits{
 		RPM: o.RPM, ITPM: o.ITPM, OTPM: o.OTPM, TPM: o.TPM,
-		Burst: o.Burst, Headroom: o.Headroom, Concurrency: o.Concurrency,
+		Burst: o.Burst, Headroom: o.Headroom, Concurrency: o.Concurrency, Skew: o.Skew,
 		Auto: o.RPM == 0 && o.ITPM == 0 && o.OTPM == 0 && o.TPM == 0,
 	}})
 	sum, runErr, offline := runOffline(ctx, io, o, env, primary, src, check.Requests, store, interrupts)

@@ -59,7 +59,9 @@ func (c *lazyCodec) get() tokenizer.Codec {
 // estKey is one key's calibration and output history.
 type estKey struct {
 	mu    sync.Mutex
-	ratio float64 // reported / estimated, smoothed; starts at 1
+	ratio float64 // reported / raw estimate, smoothed; starts at 1
+	// calibrated is set by the first observation.
+	calibrated bool
 	outs  []int64 // ring of recent output sizes
 	next  int
 	n     int64 // observations so far
@@ -128,29 +130,45 @@ func (e *Estimator) RawInputTokens(model string, text []byte) int64 {
 }
 
 // InputTokens estimates the input tokens of text sent to model under key:
-// RawInputTokens times the key's calibration ratio (reported/estimated,
-// smoothed, starting at 1), rounded up.
+// Calibrate(key, RawInputTokens(model, text)).
 func (e *Estimator) InputTokens(key, model string, text []byte) int64 {
-	raw := e.RawInputTokens(model, text)
+	return e.Calibrate(key, e.RawInputTokens(model, text))
+}
+
+// Calibrate scales a raw estimate by key's calibration ratio
+// (reported/raw, smoothed, starting at 1), rounded up.
+func (e *Estimator) Calibrate(key string, raw int64) int64 {
 	k := e.key(key)
 	k.mu.Lock()
 	r := k.ratio
 	k.mu.Unlock()
-	return int64(math.Ceil(float64(raw) * r))
+	// The epsilon keeps float noise (100 × 1.3000000000000003) from rounding a
+	// whole number up.
+	return int64(math.Ceil(float64(raw)*r - 1e-6))
 }
 
-// ObserveInput calibrates key: estimated is what InputTokens returned for a
+// ObserveInput calibrates key: raw is the RawInputTokens estimate of a
 // request, reported the input tokens its response counted (those that count
 // against the input budget). The ratio moves geometrically toward
-// reported/estimated, one observation weighing calibAlpha.
-func (e *Estimator) ObserveInput(key string, estimated, reported int64) {
-	if estimated <= 0 || reported <= 0 {
+// reported/raw, one observation weighing calibAlpha. Because the target is
+// measured against the raw estimate, responses to requests estimated
+// before an earlier correction do not apply that correction again (a
+// burst of such responses cannot overshoot).
+func (e *Estimator) ObserveInput(key string, raw, reported int64) {
+	if raw <= 0 || reported <= 0 {
 		return
 	}
-	q := min(max(float64(reported)/float64(estimated), calibMin), calibMax)
+	q := min(max(float64(reported)/float64(raw), calibMin), calibMax)
 	k := e.key(key)
 	k.mu.Lock()
-	k.ratio = min(max(k.ratio*math.Pow(q, calibAlpha), calibMin), calibMax)
+	if !k.calibrated {
+		// The first observation is taken whole: it is the best estimate
+		// there is, and the requests admitted right after it would
+		// otherwise all carry the uncalibrated error.
+		k.ratio, k.calibrated = q, true
+	} else {
+		k.ratio = min(max(math.Pow(k.ratio, 1-calibAlpha)*math.Pow(q, calibAlpha), calibMin), calibMax)
+	}
 	k.mu.Unlock()
 }
 

@@ -69,13 +69,22 @@ func TestCalibrationConverges(t *testing.T) {
 	if got := e.InputTokens("k", "claude-sonnet-4-5", text); got != 100 {
 		t.Fatalf("uncalibrated estimate %d, want 100", got)
 	}
-	// The provider really counts 1.3× what we estimate.
+	// The provider really counts 1.3× what we estimate. The first report
+	// is taken whole; later ones (here a burst of responses to requests
+	// all estimated before any calibration) must not overshoot.
+	raw := e.RawInputTokens("claude-sonnet-4-5", text)
 	for range 40 {
-		est := e.InputTokens("k", "claude-sonnet-4-5", text)
-		e.ObserveInput("k", est, 130)
+		e.ObserveInput("k", raw, 130)
+		if got := e.InputTokens("k", "claude-sonnet-4-5", text); got != 130 {
+			t.Fatalf("calibrated estimate %d, want 130 (ratio %v)", got, e.Ratio("k"))
+		}
 	}
-	if got := e.InputTokens("k", "claude-sonnet-4-5", text); got < 129 || got > 131 {
-		t.Fatalf("calibrated estimate %d, want ≈130 (ratio %v)", got, e.Ratio("k"))
+	// A changed ratio is followed smoothly.
+	for range 60 {
+		e.ObserveInput("k", raw, 110)
+	}
+	if got := e.InputTokens("k", "claude-sonnet-4-5", text); got < 110 || got > 111 {
+		t.Fatalf("recalibrated estimate %d, want ≈110 (ratio %v)", got, e.Ratio("k"))
 	}
 	// Calibration is per key.
 	if got := e.InputTokens("other", "claude-sonnet-4-5", text); got != 100 {
@@ -132,8 +141,9 @@ func TestEstimatorConcurrentUse(t *testing.T) {
 		wg.Go(func() {
 			key := fmt.Sprint("k", g%3)
 			for i := range 200 {
-				est := e.InputTokens(key, "gpt-4o", []byte("The quick brown fox jumps over the lazy dog."))
-				e.ObserveInput(key, est, est+int64(i%3))
+				raw := e.RawInputTokens("gpt-4o", []byte("The quick brown fox jumps over the lazy dog."))
+				_ = e.Calibrate(key, raw)
+				e.ObserveInput(key, raw, raw+int64(i%3))
 				e.ObserveOutput(key, int64(i))
 				_ = e.ExpectedOutput(key, 1000)
 			}

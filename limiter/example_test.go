@@ -17,7 +17,8 @@ func Example() {
 	const key = "anthropic|https://api.anthropic.com|claude-sonnet-4-5"
 
 	prompt := []byte("Summarise: the quick brown fox jumps over the lazy dog.")
-	in := est.InputTokens(key, "claude-sonnet-4-5", prompt)
+	raw := est.RawInputTokens("claude-sonnet-4-5", prompt) // once per request: tokenizing costs
+	in := est.Calibrate(key, raw)
 	out := est.ExpectedOutput(key, 1024) // max_tokens until outputs have been seen
 	r, err := l.Reserve(ctx, key, limiter.Cost{Requests: 1, Input: in, Output: out})
 	if err != nil {
@@ -34,7 +35,7 @@ func Example() {
 		Tokens:   limiter.Window{Limit: -1, Remaining: -1},
 	})
 	r.Settle(limiter.Cost{Requests: 1, Input: usedIn, Output: usedOut})
-	est.ObserveInput(key, in, usedIn)
+	est.ObserveInput(key, raw, usedIn)
 	est.ObserveOutput(key, usedOut)
 
 	// A 429 instead would be: r.Fail(); l.Pause(key, now+retryAfter); l.RateLimited(key).

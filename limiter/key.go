@@ -39,6 +39,9 @@ type keyState struct {
 	blocked Dimension           // what blocks q[0], for wait accounting
 
 	inflight int
+	// out is what in-flight reservations hold per bucket; cum is the
+	// cumulative net charge per bucket (reservations plus reconciliation).
+	out, cum [numBuckets]float64
 	// Auto-mode concurrency window (TCP-like): cwnd slots, slow start below
 	// ssthresh, +1 per window of successes above it, halved on a 429.
 	cwnd, ssthresh float64
@@ -77,6 +80,7 @@ func normalize(lim Limits) Limits {
 	if lim.Concurrency < 0 {
 		lim.Concurrency = 0
 	}
+	lim.Skew = max(lim.Skew, 0)
 	return lim
 }
 
@@ -222,7 +226,7 @@ func (k *keyState) reserveAt(now time.Time, c Cost) (time.Duration, Dimension) {
 		if !b.on() {
 			continue
 		}
-		if need := c.amount(i) - b.level; need > eps {
+		if need := k.need(b, c.amount(i)) - b.level; need > eps {
 			if d := durationOf(need / b.rate); d > wait || dim == DimNone {
 				wait, dim = max(d, 1), Dimension(i+1)
 			}
@@ -237,12 +241,24 @@ func (k *keyState) reserveAt(now time.Time, c Cost) (time.Duration, Dimension) {
 	for i := range k.b {
 		if k.b[i].on() {
 			k.b[i].level -= c.amount(i)
+			k.out[i] += c.amount(i)
+			k.cum[i] += c.amount(i)
 		}
 	}
 	k.inflight++
 	k.seq++
 	k.reservations++
 	return 0, DimNone
+}
+
+// need is the level bucket b must hold to admit amount: amount plus the
+// skew margin (see Limits.Skew), but never more than the capacity, so a
+// request as large as the bucket is still admitted when it is full.
+func (k *keyState) need(b *bucket, amount float64) float64 {
+	if amount <= 0 {
+		return amount
+	}
+	return min(amount+b.rate*k.conf.Skew.Seconds(), max(b.cap, amount))
 }
 
 // charged records which buckets exist, so a reservation reconciles only the
@@ -269,6 +285,8 @@ func (k *keyState) finishAt(now time.Time, mask uint8, seq uint64, reserved, act
 			continue
 		}
 		d := reserved.amount(i) - actual.amount(i)
+		k.out[i] -= reserved.amount(i)
+		k.cum[i] -= d
 		if d > 0 {
 			b.level = max(b.level, min(b.level+d, b.cap))
 		} else {
@@ -321,7 +339,7 @@ func (k *keyState) pauseAt(now, until time.Time) {
 
 // observeAt lowers buckets to what the provider says remains and, in Auto
 // mode, takes limits from *-limit-* headers.
-func (k *keyState) observeAt(now time.Time, o Observation) {
+func (k *keyState) observeAt(now time.Time, o Observation, headersAt time.Time, after *[numBuckets]float64) {
 	k.syncAt(now)
 	ws := [numBuckets]Window{o.Requests, o.Input, o.Output, o.Tokens}
 	if k.conf.Auto {
@@ -343,9 +361,17 @@ func (k *keyState) observeAt(now time.Time, o Observation) {
 		if w == (Window{}) || w.Remaining < 0 {
 			continue // unknown
 		}
-		if b := &k.b[i]; b.on() {
-			b.level = min(b.level, float64(w.Remaining))
+		b := &k.b[i]
+		if !b.on() {
+			continue
 		}
+		// What the provider may not have counted when it wrote the header.
+		unseen := k.out[i]
+		if after != nil {
+			unseen = k.cum[i] - after[i]
+		}
+		refill := b.rate * max(now.Sub(headersAt), 0).Seconds()
+		b.level = min(b.level, float64(w.Remaining)+refill-unseen)
 	}
 }
 

@@ -186,7 +186,7 @@ func TestNegativeBucketDelaysLaterAdmissions(t *testing.T) {
 func TestObserveClampsOnlyDown(t *testing.T) {
 	unknown := Window{Limit: -1, Remaining: -1}
 	k := newKey(Limits{RPM: 600, ITPM: 60000}) // caps 10 and 1000
-	k.observeAt(t0, Observation{Requests: Window{Limit: 600, Remaining: 3}, Input: unknown, Output: unknown, Tokens: unknown})
+	k.observeAt(t0, Observation{Requests: Window{Limit: 600, Remaining: 3}, Input: unknown, Output: unknown, Tokens: unknown}, t0, nil)
 	if got := k.b[0].level; got != 3 {
 		t.Fatalf("requests level = %v, want lowered to 3", got)
 	}
@@ -194,7 +194,7 @@ func TestObserveClampsOnlyDown(t *testing.T) {
 		t.Fatalf("input level = %v, want untouched 1000", got)
 	}
 	// A later, larger remaining must not raise it (it may be stale).
-	k.observeAt(t0, Observation{Requests: Window{Limit: 600, Remaining: 500}, Input: Window{Limit: 60000, Remaining: 59000}})
+	k.observeAt(t0, Observation{Requests: Window{Limit: 600, Remaining: 500}, Input: Window{Limit: 60000, Remaining: 59000}}, t0, nil)
 	if got := k.b[0].level; got != 3 {
 		t.Fatalf("requests level = %v, want still 3", got)
 	}
@@ -203,7 +203,7 @@ func TestObserveClampsOnlyDown(t *testing.T) {
 		t.Fatalf("explicit limits changed: %v %v", k.effective(0), k.effective(1))
 	}
 	// Zero windows (Observation{} fields left unset) are unknown, not "0 left".
-	k.observeAt(at(time.Second), Observation{})
+	k.observeAt(at(time.Second), Observation{}, at(time.Second), nil)
 	if got := k.b[0].level; got != 10 {
 		t.Fatalf("zero Observation lowered the bucket: %v", got)
 	}
@@ -219,7 +219,7 @@ func TestObserveAutoLearnsLimitsBelowExplicitCeiling(t *testing.T) {
 		Input:    Window{Limit: 60000, Remaining: 59000},
 		Output:   Window{Limit: -1, Remaining: -1},
 		Tokens:   Window{Limit: -1, Remaining: -1},
-	})
+	}, t0, nil)
 	if got := k.effective(0); got != 120 {
 		t.Fatalf("RPM = %v: a header raised an explicit limit", got)
 	}
@@ -229,7 +229,7 @@ func TestObserveAutoLearnsLimitsBelowExplicitCeiling(t *testing.T) {
 	if k.b[1].level != 1000 {
 		t.Fatalf("new input bucket level = %v, want full 1000", k.b[1].level)
 	}
-	k.observeAt(t0, Observation{Requests: Window{Limit: 60, Remaining: 60}})
+	k.observeAt(t0, Observation{Requests: Window{Limit: 60, Remaining: 60}}, t0, nil)
 	if got := k.effective(0); got != 60 {
 		t.Fatalf("RPM = %v, want learned 60 (below the explicit 120)", got)
 	}
@@ -408,5 +408,25 @@ func TestNormalize(t *testing.T) {
 	want := Limits{Burst: time.Second, Headroom: 1}
 	if got != want {
 		t.Fatalf("normalize = %+v, want %+v", got, want)
+	}
+}
+
+// TestSkewMargin: with Skew, admission keeps rate×Skew in the bucket
+// beyond the cost (but never asks for more than the capacity), so a
+// provider that counts the request up to Skew later is not overrun.
+func TestSkewMargin(t *testing.T) {
+	k := newKeyState("k", Limits{ITPM: 60000, Skew: 100 * time.Millisecond}, t0) // 1000/s, capacity 1000, margin 100
+	if _, dim := k.reserveAt(t0, Cost{Input: 850}); dim != DimNone {
+		t.Fatalf("full bucket refused 850 + 100 margin: %v", dim)
+	}
+	// Level 150: 100 more needs 200, i.e. 50 ms of refill.
+	wait, dim := k.reserveAt(t0, Cost{Input: 100})
+	if dim != DimInput || wait != 50*time.Millisecond {
+		t.Fatalf("wait %v on %v, want 50ms on input", wait, dim)
+	}
+	// A request of the whole capacity needs only the capacity.
+	k2 := newKeyState("k", Limits{ITPM: 60000, Skew: 100 * time.Millisecond}, t0)
+	if _, dim := k2.reserveAt(t0, Cost{Input: 1000}); dim != DimNone {
+		t.Fatalf("full bucket refused a capacity-sized request: %v", dim)
 	}
 }

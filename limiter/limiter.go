@@ -45,7 +45,19 @@ type Limits struct {
 	// then +1 per round), halves on RateLimited; *-limit-* headers passed
 	// to Observe set the buckets, never above explicit numbers.
 	Auto bool
+	// Skew is how long after admission the provider may count a request
+	// (network and queueing delay; zero for none, DefaultSkew in the CLI).
+	// A provider whose bucket is full when we admit but counts the request
+	// Skew later has wasted Skew of refill we counted on, so we would
+	// overrun it by rate×Skew: admissions therefore keep rate×Skew in each
+	// bucket beyond the cost. It costs that much throughput once, not per
+	// request.
+	Skew time.Duration
 }
+
+// DefaultSkew covers the time between admission and the provider counting
+// the request on a typical keep-alive connection: the CLI's default.
+const DefaultSkew = 100 * time.Millisecond
 
 // Options configures a Limiter. The zero value is usable: no limits, real
 // clock and timers.
@@ -168,6 +180,25 @@ type Reservation struct {
 	seq  uint64
 	mask uint8
 	done bool // guarded by k.mu
+	// after is the key's cumulative charges right after this admission:
+	// what was charged since then is what a header computed when this
+	// request reached the provider cannot know about.
+	after [numBuckets]float64
+}
+
+// Observe applies the rate-limit headers of this attempt's response, which
+// the provider computed at headersAt or before (when the request reached
+// it). Like Limiter.Observe it learns limits in Auto mode and only ever
+// lowers buckets, but it lowers each to what the header says remained,
+// plus the refill since headersAt, minus everything this key admitted after
+// this reservation (requests the provider may not have seen yet). A bare
+// remaining count would forget those and let the key overrun the limit
+// by whatever is in flight. It may be called before or after Settle/Fail.
+func (r *Reservation) Observe(o Observation, headersAt time.Time) {
+	k := r.k
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.observeAt(r.l.now(), o, headersAt, &r.after)
 }
 
 // Cost returns what the reservation took.
@@ -236,7 +267,7 @@ func (l *Limiter) Reserve(ctx context.Context, key string, c Cost) (*Reservation
 
 // newReservation wraps the admission reserveAt just made.
 func (k *keyState) newReservation(l *Limiter, c Cost) *Reservation {
-	return &Reservation{l: l, k: k, cost: c, seq: k.seq, mask: k.charged()}
+	return &Reservation{l: l, k: k, cost: c, seq: k.seq, mask: k.charged(), after: k.cum}
 }
 
 // wait is Reserve's slow path: w is queued. It requires k.mu held and
@@ -290,15 +321,19 @@ func (l *Limiter) wait(ctx context.Context, k *keyState, w *waiter, now time.Tim
 	}
 }
 
-// Observe lowers key's buckets to what o says remains (never raises them: a
-// header may be stale) and, in Auto mode, sets the key's limits from o's
-// Limit fields (never above explicit numbers). Windows with Limit and
-// Remaining of -1, or zero Windows, are ignored.
+// Observe applies rate-limit headers that belong to no reservation: in Auto
+// mode it sets the key's limits from o's Limit fields (never above explicit
+// numbers), and it lowers each bucket to what o says remained minus
+// everything still in flight on the key (a header cannot know about
+// requests the provider has not seen yet). Prefer Reservation.Observe,
+// which knows which admissions came after the observed request. Windows
+// with Limit and Remaining of -1, or zero Windows, are ignored.
 func (l *Limiter) Observe(key string, o Observation) {
 	k := l.key(key)
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.observeAt(l.now(), o)
+	now := l.now()
+	k.observeAt(now, o, now, nil)
 }
 
 // Pause stops all admissions for key until the given instant (a 429 with

@@ -456,3 +456,53 @@ func TestAutoLearnsFromObserve(t *testing.T) {
 		r2.Fail()
 	})
 }
+
+// TestReservationObserveCountsUnseenAdmissions: a header computed when
+// request A reached the provider cannot know about B, admitted after A.
+// Clamping to the bare remaining count would forget B's charge and let the
+// key overrun the limit by whatever is in flight.
+func TestReservationObserveCountsUnseenAdmissions(t *testing.T) {
+	now := time.Unix(1000, 0)
+	l := New(Options{Defaults: Limits{ITPM: 60000}, Now: func() time.Time { return now }}) // 1000/s, capacity 1000
+	ctx := context.Background()
+	a, err := l.Reserve(ctx, "k", Cost{Requests: 1, Input: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := l.Reserve(ctx, "k", Cost{Requests: 1, Input: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	level := func() float64 {
+		k := l.key("k")
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		k.syncAt(now)
+		return k.b[1].level
+	}
+	if got := level(); got != 800 {
+		t.Fatalf("level %v after two reservations, want 800", got)
+	}
+	// Another client used 400 tokens: when A arrived the provider had 500 left.
+	headersAt := now
+	now = now.Add(100 * time.Millisecond) // A's stream ends later; 100 tokens refilled meanwhile
+	a.Settle(Cost{Requests: 1, Input: 100})
+	a.Observe(Observation{Input: Window{Limit: 60000, Remaining: 500}}, headersAt)
+	// The provider now holds 500 + 100 refill - 100 (B) = 500.
+	if got := level(); got != 500 {
+		t.Fatalf("level %v after the header, want 500 (remaining + refill - B)", got)
+	}
+	// A stale header showing more than we hold never raises the bucket.
+	b.Observe(Observation{Input: Window{Limit: 60000, Remaining: 1000}}, now)
+	if got := level(); got != 500 {
+		t.Fatalf("level %v: a header raised the bucket", got)
+	}
+	b.Settle(Cost{Requests: 1, Input: 100})
+	// Without a reservation, everything in flight counts as unseen.
+	c, _ := l.Reserve(ctx, "k", Cost{Requests: 1, Input: 200}) // level 300, 200 in flight
+	l.Observe("k", Observation{Input: Window{Limit: 60000, Remaining: 400}})
+	if got := level(); got != 200 {
+		t.Fatalf("level %v after a reservation-less header, want 400 - 200 in flight", got)
+	}
+	c.Fail()
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -105,8 +106,8 @@ func (r *run) key(route Route, req *providers.Request) string {
 // cost is what one attempt reserves, by the provider's documented rules:
 // OpenAI counts input plus max_tokens against its token limits; Anthropic
 // counts input against ITPM and the output it expects against OTPM.
-func (r *run) cost(key string, route Route, req *providers.Request) limiter.Cost {
-	in := r.cfg.Estimator.InputTokens(key, req.Model, promptText(req.Body))
+func (r *run) cost(key string, route Route, req *providers.Request, rawInput int64) limiter.Cost {
+	in := r.cfg.Estimator.Calibrate(key, rawInput)
 	maxOut := int64(req.MaxTokens)
 	if maxOut <= 0 {
 		maxOut = defaultOutputReserve
@@ -154,8 +155,8 @@ func (r *run) tryRoute(req *providers.Request, route Route, canFallBack bool) ho
 	key := r.key(route, req)
 	br := r.breaker(key)
 	start := r.cfg.Now()
-	// Estimate once per hop: tokenizing is the costliest step per request.
-	cost := r.cost(key, route, req)
+	// Tokenize once per hop: it is the costliest step per request.
+	raw := r.cfg.Estimator.RawInputTokens(req.Model, promptText(req.Body))
 	var res hopResult
 	for n := 1; ; n++ {
 		ticket, out, ok := r.waitBreaker(br, canFallBack)
@@ -163,8 +164,15 @@ func (r *run) tryRoute(req *providers.Request, route Route, canFallBack bool) ho
 			res.out = out
 			return res
 		}
-		resv, err := r.cfg.Limiter.Reserve(r.admitCtx, key, cost)
+		release, err := r.firstOnKey(key)
 		if err != nil {
+			br.Release(r.cfg.Now(), ticket)
+			res.out = outPending
+			return res
+		}
+		resv, err := r.cfg.Limiter.Reserve(r.admitCtx, key, r.cost(key, route, req, raw))
+		if err != nil {
+			release()
 			br.Release(r.cfg.Now(), ticket)
 			res.out, res.err = outPending, err
 			if errors.Is(err, limiter.ErrTooLarge) {
@@ -176,10 +184,14 @@ func (r *run) tryRoute(req *providers.Request, route Route, canFallBack bool) ho
 			r.cfg.RetryBudget.RecordFirst(r.cfg.Now())
 		}
 		res.attempts = n
+		sent := r.cfg.Now()
 		resp, err := r.attempt(req, route, start)
 		if err == nil {
 			resv.Settle(limiter.Cost{Requests: 1, Input: resp.Usage.InputTokens, Output: resp.Usage.OutputTokens})
-			r.learn(key, cost, resp)
+			// The headers came before the first token at the latest.
+			resv.Observe(observation(resp.Limits), sent.Add(resp.TTFT))
+			r.learn(key, raw, resp)
+			release()
 			br.Success(r.cfg.Now(), ticket)
 			gerr := r.cfg.Guard.Check(resp.Text)
 			if gerr == nil {
@@ -191,6 +203,7 @@ func (r *run) tryRoute(req *providers.Request, route Route, canFallBack bool) ho
 			err = &providers.Error{Class: providers.ClassUnknown, Status: resp.Status, Code: "rejected_by_guard", Message: gerr.Error(), RequestID: resp.RequestID}
 		} else {
 			resv.Fail()
+			release()
 			if r.workCtx.Err() != nil {
 				// Shutdown cut the attempt: the request stays pending.
 				br.Release(r.cfg.Now(), ticket)
@@ -198,7 +211,7 @@ func (r *run) tryRoute(req *providers.Request, route Route, canFallBack bool) ho
 				return res
 			}
 			br.Observe(r.cfg.Now(), ticket, err)
-			r.observeFailure(key, err, &res)
+			r.observeFailure(key, resv, err, &res)
 		}
 		res.err = err
 		class := providers.ClassOf(err)
@@ -239,23 +252,22 @@ func (r *run) attempt(req *providers.Request, route Route, start time.Time) (*pr
 }
 
 // learn feeds a success back into the limiter and the estimator.
-func (r *run) learn(key string, estimate limiter.Cost, resp *providers.Response) {
+func (r *run) learn(key string, rawInput int64, resp *providers.Response) {
 	r.c.InputTokens.Add(resp.Usage.InputTokens)
 	r.c.OutputTokens.Add(resp.Usage.OutputTokens)
-	r.cfg.Limiter.Observe(key, observation(resp.Limits))
-	r.cfg.Estimator.ObserveInput(key, estimate.Input, resp.Usage.InputTokens)
+	r.cfg.Estimator.ObserveInput(key, rawInput, resp.Usage.InputTokens)
 	r.cfg.Estimator.ObserveOutput(key, resp.Usage.OutputTokens)
 }
 
 // observeFailure feeds a failed attempt into the limiter: its rate-limit
 // headers, and on a 429 the key-wide pause.
-func (r *run) observeFailure(key string, err error, res *hopResult) {
+func (r *run) observeFailure(key string, resv *limiter.Reservation, err error, res *hopResult) {
 	var pe *providers.Error
 	if !errors.As(err, &pe) {
 		return
 	}
 	res.status, res.errBody, res.reqID = pe.Status, pe.Body, pe.RequestID
-	r.cfg.Limiter.Observe(key, observation(pe.Limits))
+	resv.Observe(observation(pe.Limits), r.cfg.Now())
 	if pe.Class == providers.ClassRateLimited {
 		r.c.RateLimited.Add(1)
 		r.cfg.Limiter.RateLimited(key)
@@ -303,6 +315,52 @@ func (r *run) waitBreaker(br *retry.Breaker, canFallBack bool) (retry.Ticket, ou
 			return retry.Ticket{}, outPending, false
 		}
 	}
+}
+
+// calibrationWait bounds how long the other requests of a key wait for the
+// key's first response (see firstOnKey).
+const calibrationWait = 5 * time.Second
+
+// keyGate holds a key's admissions until its first response is in.
+type keyGate struct {
+	done  chan struct{}
+	once  sync.Once
+	until time.Time
+}
+
+func (g *keyGate) open() { g.once.Do(func() { close(g.done) }) }
+
+// firstOnKey lets the first attempt on a key go alone: until its response
+// has calibrated the token estimate against the provider's own count (or
+// calibrationWait has passed), the others wait, so the opening burst, up
+// to a whole bucket, is not admitted on an uncalibrated estimate, which
+// would overrun a strict provider's limit by the estimate's error. The
+// caller calls release once the attempt is over.
+func (r *run) firstOnKey(key string) (release func(), err error) {
+	r.mu.Lock()
+	g, ok := r.gates[key]
+	if !ok {
+		g = &keyGate{done: make(chan struct{}), until: r.cfg.Now().Add(calibrationWait)}
+		r.gates[key] = g
+		r.mu.Unlock()
+		return g.open, nil
+	}
+	r.mu.Unlock()
+	select {
+	case <-g.done:
+		return func() {}, nil
+	default:
+	}
+	t := time.NewTimer(max(g.until.Sub(r.cfg.Now()), 0))
+	defer t.Stop()
+	select {
+	case <-g.done:
+	case <-t.C:
+		g.open()
+	case <-r.admitCtx.Done():
+		return nil, context.Cause(r.admitCtx)
+	}
+	return func() {}, nil
 }
 
 // waitRetryBudget waits until the retry budget allows one more retry: a

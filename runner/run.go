@@ -97,6 +97,7 @@ type run struct {
 	abort    error
 	signal   os.Signal
 	breakers map[string]*retry.Breaker
+	gates    map[string]*keyGate
 	rngMu    sync.Mutex
 
 	results chan result
@@ -126,7 +127,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if cfg.RetryBudget == nil {
 		cfg.RetryBudget = retry.NewBudget(retry.DefaultBudgetRatio, retry.DefaultBudgetWindow, retry.DefaultBudgetAllowance)
 	}
-	r := &run{cfg: cfg, c: c, breakers: make(map[string]*retry.Breaker), results: make(chan result, 4*cfg.Concurrency)}
+	r := &run{cfg: cfg, c: c, breakers: make(map[string]*retry.Breaker), gates: make(map[string]*keyGate), results: make(chan result, 4*cfg.Concurrency)}
 	r.workCtx, r.stopWork = context.WithCancelCause(ctx)
 	r.admitCtx, r.stopAdmit = context.WithCancelCause(r.workCtx)
 	defer r.stopWork(nil)
