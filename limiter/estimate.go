@@ -62,10 +62,10 @@ type estKey struct {
 	ratio float64 // reported / raw estimate, smoothed; starts at 1
 	// calibrated is set by the first observation.
 	calibrated bool
-	outs  []int64 // ring of recent output sizes
-	next  int
-	n     int64 // observations so far
-	p95   int64 // cached p95 of outs
+	outs       []int64 // ring of recent output sizes
+	next       int
+	n          int64 // observations so far
+	p95        int64 // cached p95 of outs
 }
 
 // NewEstimator returns an Estimator. Tokenizer vocabularies load on first
