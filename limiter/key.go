@@ -273,7 +273,8 @@ func (k *keyState) charged() (m uint8) {
 }
 
 // finishAt ends an admitted attempt: it reconciles the buckets it was charged
-// to from reserved to actual (refunds are capped at capacity, charges may make
+// to from reserved to actual (the caller decides whether the request charge
+// stays: it does for a sent request) (refunds are capped at capacity, charges may make
 // a level negative), frees its slot and, on success in Auto mode, grows the
 // concurrency window.
 func (k *keyState) finishAt(now time.Time, mask uint8, seq uint64, reserved, actual Cost, success bool) {
@@ -311,6 +312,16 @@ func (k *keyState) finishAt(now time.Time, mask uint8, seq uint64, reserved, act
 	}
 	k.inflight--
 	k.wakeHead()
+}
+
+// cancelAt ends an admission whose request was never sent: everything is
+// returned, the request charge too.
+func (k *keyState) cancelAt(now time.Time, mask uint8, seq uint64, reserved Cost) {
+	k.finishAt(now, mask, seq, reserved, Cost{}, false)
+	if b := &k.b[0]; b.on() && mask&1 != 0 {
+		b.level = max(b.level, min(b.level+reserved.amount(0), b.cap))
+		k.cum[0] -= reserved.amount(0)
+	}
 }
 
 // rateLimitedAt records a 429. In Auto mode it halves the concurrency window,

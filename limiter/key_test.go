@@ -430,3 +430,19 @@ func TestSkewMargin(t *testing.T) {
 		t.Fatalf("full bucket refused a capacity-sized request: %v", dim)
 	}
 }
+
+// TestCancelReturnsEverything: a reservation whose request was never sent
+// gives back the request charge too, and its slot.
+func TestCancelReturnsEverything(t *testing.T) {
+	k := newKey(Limits{RPM: 600, ITPM: 6000, OTPM: 6000, TPM: 12000, Concurrency: 1})
+	if _, dim := k.reserveAt(t0, Cost{1, 50, 80}); dim != DimNone {
+		t.Fatalf("not admitted: %v", dim)
+	}
+	k.cancelAt(t0, k.charged(), k.seq, Cost{1, 50, 80})
+	if got, want := levels(k), [4]float64{10, 100, 100, 200}; got != want {
+		t.Fatalf("levels = %v, want %v", got, want)
+	}
+	if k.inflight != 0 {
+		t.Fatalf("slot not released")
+	}
+}

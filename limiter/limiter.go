@@ -218,6 +218,19 @@ func (r *Reservation) Settle(actual Cost) { r.finish(actual, true) }
 // slot. Call it before RateLimited for the same attempt.
 func (r *Reservation) Fail() { r.finish(Cost{}, false) }
 
+// Cancel ends a reservation whose request was never sent: it returns
+// everything, the request charge included, and releases the slot.
+func (r *Reservation) Cancel() {
+	k := r.k
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if r.done {
+		return
+	}
+	r.done = true
+	k.cancelAt(r.l.now(), r.mask, r.seq, r.cost)
+}
+
 func (r *Reservation) finish(actual Cost, success bool) {
 	k := r.k
 	k.mu.Lock()

@@ -158,12 +158,16 @@ func (r *run) tryRoute(req *providers.Request, route Route, canFallBack bool) ho
 	// Tokenize once per hop: it is the costliest step per request.
 	raw := r.cfg.Estimator.RawInputTokens(req.Model, promptText(req.Body))
 	var res hopResult
+	// n counts the attempts the retry policy judges; attempts that failed
+	// because the provider is down (the breaker opened) do not count, as the
+	// request is held, not failed, while the provider recovers.
 	for n := 1; ; n++ {
-		ticket, out, ok := r.waitBreaker(br, canFallBack)
+		ticket, held, out, ok := r.waitBreaker(br, canFallBack)
 		if !ok {
 			res.out = out
 			return res
 		}
+		start = start.Add(held) // time held is not the request's fault
 		release, err := r.firstOnKey(key)
 		if err != nil {
 			br.Release(r.cfg.Now(), ticket)
@@ -180,10 +184,18 @@ func (r *run) tryRoute(req *providers.Request, route Route, canFallBack bool) ho
 			}
 			return res
 		}
+		if !br.Valid(ticket) {
+			// The breaker opened while we waited for the budget: this
+			// attempt must not reach a provider that is down.
+			resv.Cancel()
+			release()
+			n--
+			continue
+		}
 		if n == 1 {
 			r.cfg.RetryBudget.RecordFirst(r.cfg.Now())
 		}
-		res.attempts = n
+		res.attempts++
 		sent := r.cfg.Now()
 		resp, err := r.attempt(req, route, start)
 		if err == nil {
@@ -219,6 +231,12 @@ func (r *run) tryRoute(req *providers.Request, route Route, canFallBack bool) ho
 			r.abortRun(err)
 			res.out = outPending
 			return res
+		}
+		if retry.Unhealthy(class) && br.State(r.cfg.Now()) != retry.Closed {
+			// The provider is down: hold (waitBreaker) instead of failing.
+			r.c.retried(class)
+			n--
+			continue
 		}
 		d := r.cfg.Policy.Decide(retry.AttemptOf(n, err, start), r.cfg.Now(), r.int64n)
 		if !d.Retry {
@@ -278,13 +296,15 @@ func (r *run) observeFailure(key string, resv *limiter.Reservation, err error, r
 }
 
 // waitBreaker holds while the key's breaker is open and returns the
-// ticket for the next attempt. When it cannot, it says why: outFailed to
+// ticket for the next attempt and how long it held. When it cannot, it
+// says why: outFailed to
 // move the request to the next hop, outPending when the run is stopping
 // (outage longer than --max-outage, interrupt).
-func (r *run) waitBreaker(br *retry.Breaker, canFallBack bool) (retry.Ticket, outcome, bool) {
-	held := false
+func (r *run) waitBreaker(br *retry.Breaker, canFallBack bool) (t retry.Ticket, held time.Duration, out outcome, ok bool) {
+	start := r.cfg.Now()
+	holding := false
 	defer func() {
-		if held {
+		if holding {
 			r.c.Holding.Add(-1)
 		}
 	}()
@@ -292,27 +312,27 @@ func (r *run) waitBreaker(br *retry.Breaker, canFallBack bool) (retry.Ticket, ou
 		now := r.cfg.Now()
 		changed := br.Changed()
 		if t, ok := br.Allow(now); ok {
-			return t, 0, true
+			return t, now.Sub(start), 0, true
 		}
 		if canFallBack {
-			return retry.Ticket{}, outFailed, false
+			return retry.Ticket{}, 0, outFailed, false
 		}
 		if br.OutageExceeded(now) {
 			r.abortRun(fmt.Errorf("provider down for longer than --max-outage (%v)", br.Config().MaxOutage))
-			return retry.Ticket{}, outPending, false
+			return retry.Ticket{}, 0, outPending, false
 		}
-		if !held {
-			held = true
+		if !holding {
+			holding = true
 			r.c.Holding.Add(1)
 		}
-		t := time.NewTimer(max(br.WaitTime(now), time.Millisecond))
+		timer := time.NewTimer(max(br.WaitTime(now), time.Millisecond))
 		select {
-		case <-t.C:
+		case <-timer.C:
 		case <-changed:
-			t.Stop()
+			timer.Stop()
 		case <-r.admitCtx.Done():
-			t.Stop()
-			return retry.Ticket{}, outPending, false
+			timer.Stop()
+			return retry.Ticket{}, 0, outPending, false
 		}
 	}
 }
@@ -365,7 +385,11 @@ func (r *run) firstOnKey(key string) (release func(), err error) {
 
 // waitRetryBudget waits until the retry budget allows one more retry: a
 // struggling provider sees at most 1+ratio times the first-attempt load.
-// Past the request's deadline the request fails; a stop leaves it pending.
+// Once every request has made its first attempt, retries can no longer
+// crowd out first attempts and the concurrency cap and breaker bound the
+// load, so the tail of a run retries without waiting for first attempts
+// that will never come to refill the budget. Past the request's deadline
+// the request fails; a stop leaves it pending.
 func (r *run) waitRetryBudget(deadline time.Time) (outcome, bool) {
 	for {
 		now := r.cfg.Now()
@@ -375,7 +399,14 @@ func (r *run) waitRetryBudget(deadline time.Time) (outcome, bool) {
 		if !now.Before(deadline) {
 			return outFailed, false
 		}
-		if !sleep(r.admitCtx, min(max(r.cfg.RetryBudget.WaitTime(now), 10*time.Millisecond), deadline.Sub(now))) {
+		t := time.NewTimer(min(max(r.cfg.RetryBudget.WaitTime(now), 10*time.Millisecond), deadline.Sub(now)))
+		select {
+		case <-t.C:
+		case <-r.produced:
+			t.Stop()
+			return 0, true
+		case <-r.admitCtx.Done():
+			t.Stop()
 			return outPending, false
 		}
 	}

@@ -177,6 +177,20 @@ func (b *Breaker) Allow(now time.Time) (Ticket, bool) {
 	return Ticket{gen: b.gen, probe: true}, true
 }
 
+// Valid reports whether ticket t still lets its attempt start: false once
+// the breaker has changed state since Allow handed it out. A caller that
+// waited between Allow and sending (for the limiter, say) checks it last,
+// so attempts queued before an outage do not all reach the provider after
+// the breaker opened. A stale ticket needs no Release.
+func (b *Breaker) Valid(t Ticket) bool {
+	if b == nil {
+		return true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.current(t)
+}
+
 // current reports whether t is still live. current requires that b.mu is held.
 func (b *Breaker) current(t Ticket) bool {
 	if t.gen != b.gen {
