@@ -52,7 +52,10 @@ func (s strictScenario) run(t testing.TB) (time.Duration, int64, int64) {
 		b.WriteByte('\n')
 	}
 	os.WriteFile(in, []byte(b.String()), 0o644)
-	args := []string{"batch", in, "--provider", "openai", "--model", "m", "--quiet", "--concurrency", fmt.Sprint(s.clientConcurrency), "--summary", filepath.Join(dir, "sum.json")}
+	// Anthropic's wire format: its headers name input and output token
+	// limits (ITPM/OTPM), which is what the scenario limits; OpenAI's name
+	// one combined TPM.
+	args := []string{"batch", in, "--provider", "anthropic", "--model", "m", "--quiet", "--concurrency", fmt.Sprint(s.clientConcurrency), "--summary", filepath.Join(dir, "sum.json")}
 	if s.explicit {
 		args = append(args, "--rpm", fmt.Sprint(s.rpm), "--itpm", fmt.Sprint(s.itpm))
 	}

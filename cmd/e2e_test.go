@@ -173,7 +173,7 @@ func TestMidStreamFailuresRetriedWithoutSplicing(t *testing.T) {
 			in, prompts := promptFile(t, 60)
 			c := &cli{env: mockEnv(url)}
 			out := filepath.Join(t.TempDir(), "out.jsonl")
-			code := c.run(t, "batch", in, "--provider", provider, "--model", "m1", "-o", out, "--quiet", "--backoff-base", "1ms", "--backoff-max", "5ms", "--max-attempts", "10", "--retry-budget", "1")
+			code := c.run(t, "batch", in, "--provider", provider, "--model", "m1", "-o", out, "--quiet", "--backoff-base", "1ms", "--backoff-max", "5ms", "--max-attempts", "10", "--retry-budget", "1", "--breaker-threshold", "50")
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, c.stderr.String())
 			}

@@ -20,7 +20,8 @@ func newMockCmd(io *IO) *cobra.Command {
 		Use:   "mock",
 		Short: "Serve the built-in mock provider (OpenAI and Anthropic wire formats) for tests and demos",
 		Long: `Serve a mock LLM provider speaking the OpenAI Chat Completions (/v1/chat/completions) and
-Anthropic Messages (/v1/messages) wire formats, plain and streamed, with deterministic answers,
+Anthropic Messages (/v1/messages) wire formats, plain and streamed, and both batch APIs
+(OpenAI /v1/files + /v1/batches, Anthropic /v1/messages/batches), with deterministic answers,
 server-side limits (429 with retry-after and rate-limit headers) and injectable faults.
 GET /mock/stats returns its counters as JSON.`,
 		Args: cobra.NoArgs,
@@ -49,6 +50,9 @@ GET /mock/stats returns its counters as JSON.`,
 	f.StringVar(&cfg.APIKey, "api-key", "", "require this API key (401 otherwise)")
 	f.DurationVar(&cfg.TokenDelay, "token-delay", 0, "delay per generated token (slow streams)")
 	f.Int64Var(&cfg.Seed, "seed", 1, "seed for fault selection and answers")
+	f.DurationVar(&cfg.BatchDelay, "batch-delay", 0, "how long a provider batch takes to process")
+	f.Float64Var(&cfg.BatchFailRate, "batch-fail-rate", 0, "fraction of batch items answered with an error")
+	f.BoolVar(&cfg.BatchExpire, "batch-expire", false, "batches expire after part of their items (the rest: expired)")
 	return c
 }
 

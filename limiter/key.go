@@ -353,6 +353,13 @@ func (k *keyState) pauseAt(now, until time.Time) {
 func (k *keyState) observeAt(now time.Time, o Observation, headersAt time.Time, after *[numBuckets]float64) {
 	k.syncAt(now)
 	ws := [numBuckets]Window{o.Requests, o.Input, o.Output, o.Tokens}
+	if known(o.Input) || known(o.Output) {
+		// With separate input and output limits (Anthropic), the combined
+		// tokens window only restates the most restrictive of them; read as
+		// a combined budget it would charge input+output against the input
+		// limit.
+		ws[3] = Window{}
+	}
 	if k.conf.Auto {
 		changed := false
 		for i, w := range ws {
@@ -385,6 +392,9 @@ func (k *keyState) observeAt(now time.Time, o Observation, headersAt time.Time, 
 		b.level = min(b.level, float64(w.Remaining)+refill-unseen)
 	}
 }
+
+// known reports whether a header said anything about w.
+func known(w Window) bool { return w != (Window{}) && (w.Limit >= 0 || w.Remaining >= 0) }
 
 // popHead removes the admitted head at now and wakes the next one.
 func (k *keyState) popHead(now time.Time) {

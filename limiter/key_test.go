@@ -446,3 +446,26 @@ func TestCancelReturnsEverything(t *testing.T) {
 		t.Fatalf("slot not released")
 	}
 }
+
+// TestAutoIgnoresDerivedTokensWindow: Anthropic sends a tokens window that
+// restates the most restrictive of its input and output limits; learning it
+// as a combined budget would charge input+output against the input limit.
+func TestAutoIgnoresDerivedTokensWindow(t *testing.T) {
+	k := newKeyState("k", Limits{Auto: true}, t0)
+	k.observeAt(t0, Observation{
+		Requests: Window{Limit: 600, Remaining: 599},
+		Input:    Window{Limit: 60000, Remaining: 59000},
+		Output:   Window{Limit: -1, Remaining: -1},
+		Tokens:   Window{Limit: 60000, Remaining: 59000},
+	}, t0, nil)
+	if k.effective(1) != 60000 || k.effective(3) != 0 {
+		t.Fatalf("learned ITPM %v, TPM %v; want 60000 and none", k.effective(1), k.effective(3))
+	}
+	// OpenAI sends only the combined window: that one is learned.
+	k2 := newKeyState("k", Limits{Auto: true}, t0)
+	k2.observeAt(t0, Observation{Requests: Window{Limit: 600, Remaining: 599}, Tokens: Window{Limit: 150000, Remaining: 149000},
+		Input: Window{Limit: -1, Remaining: -1}, Output: Window{Limit: -1, Remaining: -1}}, t0, nil)
+	if k2.effective(3) != 150000 {
+		t.Fatalf("OpenAI TPM not learned: %v", k2.effective(3))
+	}
+}

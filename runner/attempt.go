@@ -184,7 +184,20 @@ func (r *run) tryRoute(req *providers.Request, route Route, canFallBack bool) ho
 			}
 			return res
 		}
+		// The run-wide in-flight cap (the limiter caps each key; a fallback
+		// chain has several keys), held only around the send (attempt
+		// releases it), never during a backoff or budget wait.
+		select {
+		case r.slots <- struct{}{}:
+		case <-r.admitCtx.Done():
+			resv.Cancel()
+			release()
+			br.Release(r.cfg.Now(), ticket)
+			res.out = outPending
+			return res
+		}
 		if !br.Valid(ticket) {
+			<-r.slots
 			// The breaker opened while we waited for the budget: this
 			// attempt must not reach a provider that is down.
 			resv.Cancel()
@@ -255,8 +268,10 @@ func (r *run) tryRoute(req *providers.Request, route Route, canFallBack bool) ho
 	}
 }
 
-// attempt sends one attempt under the request's deadline.
+// attempt sends one attempt under the request's deadline; the caller holds
+// a run slot, which attempt gives back.
 func (r *run) attempt(req *providers.Request, route Route, start time.Time) (*providers.Response, error) {
+	defer func() { <-r.slots }()
 	r.c.Attempts.Add(1)
 	r.c.InFlight.Add(1)
 	defer r.c.InFlight.Add(-1)
@@ -495,8 +510,19 @@ func (r *run) statusWord() string {
 	if r.holding() {
 		parts = append(parts, "provider down, holding")
 	}
-	if err := context.Cause(r.admitCtx); err != nil && r.admitCtx.Err() != nil {
+	if r.admitCtx.Err() != nil {
 		parts = append(parts, "draining")
+	}
+	var wait time.Duration
+	bound := limiter.DimNone
+	for _, st := range r.cfg.Limiter.Stats() {
+		wait += st.Wait
+		if st.Binding != limiter.DimNone {
+			bound = st.Binding
+		}
+	}
+	if bound != limiter.DimNone {
+		parts = append(parts, fmt.Sprintf("budget wait %s, bound by %s", wait.Round(time.Second), bound))
 	}
 	return strings.Join(parts, ", ")
 }

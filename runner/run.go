@@ -101,6 +101,8 @@ type run struct {
 	rngMu    sync.Mutex
 
 	results chan result
+	// slots holds one token per attempt in flight.
+	slots chan struct{}
 	// produced is closed once the source has fed every first attempt.
 	produced chan struct{}
 }
@@ -129,7 +131,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if cfg.RetryBudget == nil {
 		cfg.RetryBudget = retry.NewBudget(retry.DefaultBudgetRatio, retry.DefaultBudgetWindow, retry.DefaultBudgetAllowance)
 	}
-	r := &run{cfg: cfg, c: c, breakers: make(map[string]*retry.Breaker), gates: make(map[string]*keyGate), produced: make(chan struct{}), results: make(chan result, 4*cfg.Concurrency)}
+	r := &run{cfg: cfg, c: c, breakers: make(map[string]*retry.Breaker), gates: make(map[string]*keyGate), produced: make(chan struct{}), slots: make(chan struct{}, cfg.Concurrency), results: make(chan result, 4*cfg.Concurrency)}
 	r.workCtx, r.stopWork = context.WithCancelCause(ctx)
 	r.admitCtx, r.stopAdmit = context.WithCancelCause(r.workCtx)
 	defer r.stopWork(nil)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/llmrun/llmrun/limiter"
@@ -31,7 +32,7 @@ type Summary struct {
 	FallbackRate       float64            `json:"fallback_rate"`
 	BreakerOpenings    int64              `json:"breaker_openings"`
 	HeldSeconds        float64            `json:"held_seconds"`
-	Limits             []limiter.KeyStats `json:"limits,omitempty"`
+	Limits             []KeyLimits        `json:"limits,omitempty"`
 	Aborted            string             `json:"aborted,omitempty"`
 }
 
@@ -50,7 +51,7 @@ func (r *run) summarize(wall time.Duration) *Summary {
 		WallSeconds:    wall.Seconds(),
 		RetriesByCause: c.RetriesByCause(),
 		FellBack:       c.FellBack.Load(),
-		Limits:         r.cfg.Limiter.Stats(),
+		Limits:         keyLimits(r.cfg.Limiter.Stats()),
 	}
 	s.Pending = s.Requests - s.Skipped - s.Succeeded - s.Failed
 	answered := s.Succeeded + s.Failed
@@ -68,12 +69,59 @@ func (r *run) summarize(wall time.Duration) *Summary {
 	return s
 }
 
+// KeyLimits is one budget key's part of the summary: the limits in force
+// (learned ones included) and where the run waited.
+type KeyLimits struct {
+	Key           string             `json:"key"`
+	Learned       bool               `json:"learned"`
+	RPM           float64            `json:"rpm"`
+	ITPM          float64            `json:"itpm"`
+	OTPM          float64            `json:"otpm"`
+	TPM           float64            `json:"tpm"`
+	Concurrency   int                `json:"concurrency"`
+	WaitSeconds   float64            `json:"wait_seconds"`
+	WaitBySeconds map[string]float64 `json:"wait_by_seconds"`
+	BoundBy       string             `json:"bound_by"`
+	RateLimited   int64              `json:"rate_limited"`
+}
+
+func keyLimits(stats []limiter.KeyStats) []KeyLimits {
+	out := make([]KeyLimits, 0, len(stats))
+	for _, st := range stats {
+		kl := KeyLimits{
+			Key: st.Key, Learned: st.Learned,
+			RPM: st.Effective.RPM, ITPM: st.Effective.ITPM, OTPM: st.Effective.OTPM, TPM: st.Effective.TPM,
+			Concurrency: st.Effective.Concurrency,
+			WaitSeconds: st.Wait.Seconds(), WaitBySeconds: map[string]float64{},
+			RateLimited: st.RateLimited,
+		}
+		for d, w := range st.WaitBy {
+			if w > 0 && limiter.Dimension(d) != limiter.DimNone {
+				kl.WaitBySeconds[limiter.Dimension(d).String()] = w.Seconds()
+			}
+		}
+		if st.Binding != limiter.DimNone {
+			kl.BoundBy = st.Binding.String()
+		}
+		out = append(out, kl)
+	}
+	return out
+}
+
 // OneLine is the summary as the single line printed at the end of every run.
 func (s *Summary) OneLine() string {
 	line := fmt.Sprintf("llmrun: %d requests: %d succeeded, %d failed, %d skipped, %d pending; %d attempts (%d retries, %d rate-limited); %d in / %d out tokens; %.1fs",
 		s.Requests, s.Succeeded, s.Failed, s.Skipped, s.Pending, s.Attempts, s.Retries, s.RateLimited, s.InputTokens, s.OutputTokens, s.WallSeconds)
 	if s.FellBack > 0 {
 		line += fmt.Sprintf("; %d fell back", s.FellBack)
+	}
+	for _, k := range s.Limits {
+		if k.BoundBy != "" {
+			line += fmt.Sprintf("; waited %.1fs for the budget, bound by %s", k.WaitSeconds, k.BoundBy)
+		}
+		if k.Learned {
+			line += fmt.Sprintf("; learned limits: %s", learnedString(k))
+		}
 	}
 	if s.BreakerOpenings > 0 {
 		line += fmt.Sprintf("; breaker opened %d times, held %.1fs", s.BreakerOpenings, s.HeldSeconds)
@@ -92,4 +140,17 @@ func (s *Summary) WriteFile(path string) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+func learnedString(k KeyLimits) string {
+	var parts []string
+	for _, p := range []struct {
+		name string
+		v    float64
+	}{{"rpm", k.RPM}, {"itpm", k.ITPM}, {"otpm", k.OTPM}, {"tpm", k.TPM}} {
+		if p.v > 0 {
+			parts = append(parts, fmt.Sprintf("%s %g", p.name, p.v))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

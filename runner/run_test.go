@@ -1,0 +1,194 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/llmrun/llmrun/checkpoint"
+	"github.com/llmrun/llmrun/limiter"
+	"github.com/llmrun/llmrun/providers"
+	"github.com/llmrun/llmrun/runner/retry"
+)
+
+// slowProvider answers every request after latency (of the bubble's fake
+// time), or fails with the context's error when cancelled first.
+type slowProvider struct {
+	latency  time.Duration
+	sent     atomic.Int64
+	finished atomic.Int64
+	fail     func(n int64) error // optional: the error of the n-th send
+}
+
+func (p *slowProvider) Name() string             { return "fake" }
+func (p *slowProvider) Format() providers.Format { return providers.FormatOpenAI }
+func (p *slowProvider) BaseURL() string          { return "http://fake" }
+func (p *slowProvider) Send(ctx context.Context, req *providers.Request) (*providers.Response, error) {
+	n := p.sent.Add(1)
+	if p.fail != nil {
+		if err := p.fail(n); err != nil {
+			return nil, err
+		}
+	}
+	t := time.NewTimer(p.latency)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	p.finished.Add(1)
+	body := fmt.Sprintf(`{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"answer %s"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}`, req.ID)
+	return &providers.Response{Status: 200, Body: []byte(body), Text: "answer " + req.ID, Usage: providers.Usage{InputTokens: 3, OutputTokens: 2}}, nil
+}
+
+// testRun builds a run of n simple requests against p, checkpointed in dir.
+func testRun(t *testing.T, dir string, n int, p providers.Provider, mutate func(*Config)) (Config, *checkpoint.Store) {
+	t.Helper()
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, `{"custom_id":"r%03d","prompt":"p%d"}`+"\n", i, i)
+	}
+	in := filepath.Join(dir, "in.jsonl")
+	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := &Source{Path: in, Parser: Parser{Format: providers.FormatOpenAI, Defaults: LineDefaults{Model: "m"}}}
+	check, err := src.Check()
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := checkpoint.Open(checkpoint.Options{Output: filepath.Join(dir, "out.jsonl"), Errors: filepath.Join(dir, "err.jsonl"), RetryFailed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{
+		Source: src, Total: check.Requests, Routes: []Route{{Provider: p}}, Store: store,
+		Limiter: limiter.New(limiter.Options{}), Estimator: limiter.NewEstimator(),
+		Policy:      retry.Policy{Base: time.Millisecond, Max: 10 * time.Millisecond},
+		Concurrency: 4, Grace: 5 * time.Second,
+		Rand: rand.New(rand.NewPCG(1, 2)),
+	}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	return cfg, store
+}
+
+// TestInterruptDrainsWithinGrace: the first signal stops admissions and lets
+// in-flight requests finish (they are written); nothing else is sent.
+func TestInterruptDrainsWithinGrace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &slowProvider{latency: time.Second}
+		sigs := make(chan os.Signal, 2)
+		cfg, store := testRun(t, t.TempDir(), 20, p, func(c *Config) { c.Interrupts = sigs })
+		defer store.Close()
+		go func() {
+			// The key's first request goes alone (calibration), 0-1s; then
+			// four at a time: at 1.5s, 1 is done and 4 are in flight.
+			time.Sleep(1500 * time.Millisecond)
+			sigs <- syscall.SIGINT
+		}()
+		sum, err := Run(context.Background(), cfg)
+		var ie *InterruptedError
+		if !errors.As(err, &ie) || ExitSignalCode(ie.Signal) != 130 {
+			t.Fatalf("err = %v, want an interrupt (exit 130)", err)
+		}
+		if sum.Succeeded != 5 || p.sent.Load() != 5 || sum.Pending != 15 {
+			t.Fatalf("succeeded %d, sent %d, pending %d; want 5, 5, 15 (in-flight ones finish, nothing new starts)", sum.Succeeded, p.sent.Load(), sum.Pending)
+		}
+		if done, _ := store.Counts(); done != 5 {
+			t.Fatalf("checkpoint holds %d results, want 5", done)
+		}
+	})
+}
+
+// TestInterruptGraceExpires: in-flight requests that outlast the grace are
+// cancelled, not written: they stay pending for the rerun.
+func TestInterruptGraceExpires(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &slowProvider{latency: 10 * time.Second}
+		sigs := make(chan os.Signal, 2)
+		cfg, store := testRun(t, t.TempDir(), 20, p, func(c *Config) { c.Interrupts = sigs; c.Grace = 2 * time.Second })
+		defer store.Close()
+		start := time.Now()
+		go func() {
+			time.Sleep(time.Second)
+			sigs <- syscall.SIGTERM
+		}()
+		sum, err := Run(context.Background(), cfg)
+		var ie *InterruptedError
+		if !errors.As(err, &ie) || ExitSignalCode(ie.Signal) != 143 {
+			t.Fatalf("err = %v, want SIGTERM (exit 143)", err)
+		}
+		if took := time.Since(start); took != 3*time.Second {
+			t.Errorf("run took %v, want signal (1s) + grace (2s)", took)
+		}
+		if sum.Succeeded != 0 || sum.Failed != 0 || sum.Pending != 20 || p.finished.Load() != 0 {
+			t.Fatalf("summary %+v: cancelled requests must stay pending, not fail", sum)
+		}
+	})
+}
+
+// TestSecondInterruptCancelsAtOnce: a second signal does not wait for the grace.
+func TestSecondInterruptCancelsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &slowProvider{latency: 10 * time.Second}
+		sigs := make(chan os.Signal, 2)
+		cfg, store := testRun(t, t.TempDir(), 8, p, func(c *Config) { c.Interrupts = sigs; c.Grace = time.Minute })
+		defer store.Close()
+		start := time.Now()
+		go func() {
+			time.Sleep(time.Second)
+			sigs <- syscall.SIGINT
+			time.Sleep(time.Second)
+			sigs <- syscall.SIGINT
+		}()
+		if _, err := Run(context.Background(), cfg); err == nil {
+			t.Fatal("no error after two interrupts")
+		}
+		if took := time.Since(start); took != 2*time.Second {
+			t.Errorf("run took %v, want 2s (cancelled at the second signal)", took)
+		}
+	})
+}
+
+// TestBackoffDoesNotHoldASlot: a request sleeping in backoff holds no
+// in-flight slot, so others proceed meanwhile.
+func TestBackoffDoesNotHoldASlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &slowProvider{latency: 100 * time.Millisecond, fail: func(n int64) error {
+			if n == 1 {
+				return &providers.Error{Class: providers.ClassServer, Status: 500}
+			}
+			return nil
+		}}
+		cfg, store := testRun(t, t.TempDir(), 10, p, func(c *Config) {
+			c.Concurrency = 1
+			c.Policy = retry.Policy{Base: 10 * time.Second, Max: 10 * time.Second}
+			c.Rand = rand.New(rand.NewPCG(7, 7))
+			c.Limiter = limiter.New(limiter.Options{Defaults: limiter.Limits{Concurrency: 1}})
+		})
+		defer store.Close()
+		start := time.Now()
+		sum, err := Run(context.Background(), cfg)
+		if err != nil || sum.Succeeded != 10 {
+			t.Fatalf("err %v, summary %+v", err, sum)
+		}
+		// With one slot, the other nine (0.9s) run while the first sleeps
+		// up to 10s; had it held the slot, the run would take backoff + 1s.
+		backoffBound := 10*time.Second + 100*time.Millisecond
+		if took := time.Since(start); took > backoffBound {
+			t.Errorf("run took %v: the backoff sleep blocked other requests", took)
+		}
+	})
+}
