@@ -26,14 +26,14 @@ type Summary struct {
 	WallSeconds  float64 `json:"wall_seconds"`
 	ExitCode     int     `json:"exit_code"`
 
-	AttemptsPerRequest float64            `json:"attempts_per_request"`
-	RetriesByCause     map[string]int64   `json:"retries_by_cause"`
-	FellBack           int64              `json:"fell_back"`
-	FallbackRate       float64            `json:"fallback_rate"`
-	BreakerOpenings    int64              `json:"breaker_openings"`
-	HeldSeconds        float64            `json:"held_seconds"`
-	Limits             []KeyLimits        `json:"limits,omitempty"`
-	Aborted            string             `json:"aborted,omitempty"`
+	AttemptsPerRequest float64          `json:"attempts_per_request"`
+	RetriesByCause     map[string]int64 `json:"retries_by_cause"`
+	FellBack           int64            `json:"fell_back"`
+	FallbackRate       float64          `json:"fallback_rate"`
+	BreakerOpenings    int64            `json:"breaker_openings"`
+	HeldSeconds        float64          `json:"held_seconds"`
+	Limits             []KeyLimits      `json:"limits,omitempty"`
+	Aborted            string           `json:"aborted,omitempty"`
 }
 
 func (r *run) summarize(wall time.Duration) *Summary {
