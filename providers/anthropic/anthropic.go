@@ -9,7 +9,6 @@ package anthropic
 import (
 	"context"
 	"io"
-	"mime"
 	"net/http"
 	"strings"
 	"time"
@@ -32,9 +31,8 @@ const spendLimitPrefix = "You have reached your specified API usage limits"
 // Provider sends Messages requests. It is safe for concurrent use: all of
 // its fields are read-only after New.
 type Provider struct {
-	cfg    providers.Config
-	url    string
-	header http.Header
+	cfg  providers.Config
+	wire providers.Wire
 }
 
 var _ providers.Provider = (*Provider)(nil)
@@ -46,15 +44,20 @@ func New(cfg providers.Config) *Provider {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = providers.NewHTTPClient(0)
 	}
-	return &Provider{
-		cfg: cfg,
-		url: strings.TrimRight(cfg.BaseURL, "/") + "/v1/messages",
-		header: http.Header{
+	p := &Provider{cfg: cfg}
+	p.wire = providers.Wire{
+		URL: strings.TrimRight(cfg.BaseURL, "/") + "/v1/messages",
+		Header: http.Header{
 			"X-Api-Key":         {cfg.APIKey},
 			"Anthropic-Version": {apiVersion},
 			"Content-Type":      {"application/json"},
 		},
+		RequestIDHeader: "request-id",
+		StatusError:     p.statusError,
+		ReadStream:      p.readStream,
+		ReadPlain:       p.readPlain,
 	}
+	return p
 }
 
 // Name returns "anthropic".
@@ -73,45 +76,14 @@ func (p *Provider) Send(ctx context.Context, req *providers.Request) (*providers
 	if err != nil {
 		return nil, &providers.Error{Class: providers.ClassInvalid, Message: "request body: " + err.Error(), Err: err}
 	}
-	now := p.cfg.Clock()
-	start := now()
-	resp, err := p.cfg.Post(ctx, p.url, p.header, body)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	at := now()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, p.statusError(resp)
-	}
-	out := &providers.Response{
-		Status:    resp.StatusCode,
-		RequestID: resp.Header.Get("request-id"),
-		Limits:    providers.ParseRateLimits(resp.Header, at),
-		TTFT:      at.Sub(start),
-	}
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if p.cfg.Stream && mt != "application/json" {
-		if err := p.readStream(ctx, resp.Body, out, start); err != nil {
-			return nil, err
-		}
-		providers.Drain(resp.Body)
-		return out, nil
-	}
-	return out, p.readPlain(ctx, resp.Body, out)
+	return p.cfg.Exchange(ctx, &p.wire, body)
 }
-
-type constError string
-
-func (e constError) Error() string { return string(e) }
-
-const errInvalidJSON = constError("not valid JSON")
 
 // prepare sets or removes the stream flag. The caller's body is never
 // modified (sjson copies), because retries resend it.
 func (p *Provider) prepare(in []byte) ([]byte, error) {
 	if !gjson.ValidBytes(in) {
-		return nil, errInvalidJSON
+		return nil, providers.ErrInvalidJSON
 	}
 	if p.cfg.Stream {
 		return sjson.SetBytes(in, "stream", true)

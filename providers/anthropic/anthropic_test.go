@@ -479,8 +479,8 @@ func TestKeyRedaction(t *testing.T) {
 
 func TestProviderIdentity(t *testing.T) {
 	p := New(providers.Config{BaseURL: "https://api.anthropic.com"})
-	if p.Name() != "anthropic" || p.Format() != providers.FormatAnthropic || p.BaseURL() != "https://api.anthropic.com" || p.url != "https://api.anthropic.com/v1/messages" {
-		t.Fatalf("%s %v %s %s", p.Name(), p.Format(), p.BaseURL(), p.url)
+	if p.Name() != "anthropic" || p.Format() != providers.FormatAnthropic || p.BaseURL() != "https://api.anthropic.com" || p.wire.URL != "https://api.anthropic.com/v1/messages" {
+		t.Fatalf("%s %v %s %s", p.Name(), p.Format(), p.BaseURL(), p.wire.URL)
 	}
 	_, err := send(t, p, `{"model"`)
 	wantClass(t, err, providers.ClassInvalid)

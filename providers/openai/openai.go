@@ -9,7 +9,6 @@ package openai
 import (
 	"context"
 	"io"
-	"mime"
 	"net/http"
 	"strings"
 	"time"
@@ -23,9 +22,8 @@ import (
 // Provider sends Chat Completions requests. It is safe for concurrent use:
 // all of its fields are read-only after New.
 type Provider struct {
-	cfg    providers.Config
-	url    string
-	header http.Header
+	cfg  providers.Config
+	wire providers.Wire
 }
 
 var _ providers.Provider = (*Provider)(nil)
@@ -37,14 +35,19 @@ func New(cfg providers.Config) *Provider {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = providers.NewHTTPClient(0)
 	}
-	return &Provider{
-		cfg: cfg,
-		url: strings.TrimRight(cfg.BaseURL, "/") + "/chat/completions",
-		header: http.Header{
+	p := &Provider{cfg: cfg}
+	p.wire = providers.Wire{
+		URL: strings.TrimRight(cfg.BaseURL, "/") + "/chat/completions",
+		Header: http.Header{
 			"Authorization": {"Bearer " + cfg.APIKey},
 			"Content-Type":  {"application/json"},
 		},
+		RequestIDHeader: "x-request-id",
+		StatusError:     p.statusError,
+		ReadStream:      p.readStream,
+		ReadPlain:       p.readPlain,
 	}
+	return p
 }
 
 // Name returns "openai".
@@ -63,45 +66,14 @@ func (p *Provider) Send(ctx context.Context, req *providers.Request) (*providers
 	if err != nil {
 		return nil, &providers.Error{Class: providers.ClassInvalid, Message: "request body: " + err.Error(), Err: err}
 	}
-	now := p.cfg.Clock()
-	start := now()
-	resp, err := p.cfg.Post(ctx, p.url, p.header, body)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	at := now()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, p.statusError(resp)
-	}
-	out := &providers.Response{
-		Status:    resp.StatusCode,
-		RequestID: resp.Header.Get("x-request-id"),
-		Limits:    providers.ParseRateLimits(resp.Header, at),
-		TTFT:      at.Sub(start),
-	}
-	if p.cfg.Stream && !isJSON(resp.Header) {
-		if err := p.readStream(ctx, resp.Body, out, start); err != nil {
-			return nil, err
-		}
-		providers.Drain(resp.Body)
-		return out, nil
-	}
-	return out, p.readPlain(ctx, resp.Body, out)
-}
-
-// isJSON reports a plain JSON answer, which some OpenAI-compatible servers
-// send even when asked to stream.
-func isJSON(h http.Header) bool {
-	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
-	return mt == "application/json"
+	return p.cfg.Exchange(ctx, &p.wire, body)
 }
 
 // prepare sets the stream flags the configuration asks for. The caller's
 // body is never modified (sjson copies), because retries resend it.
 func (p *Provider) prepare(in []byte) ([]byte, error) {
 	if !gjson.ValidBytes(in) {
-		return nil, errInvalidJSON
+		return nil, providers.ErrInvalidJSON
 	}
 	if p.cfg.Stream {
 		out, err := sjson.SetBytes(in, "stream", true)
@@ -120,12 +92,6 @@ func (p *Provider) prepare(in []byte) ([]byte, error) {
 	}
 	return out, err
 }
-
-type constError string
-
-func (e constError) Error() string { return string(e) }
-
-const errInvalidJSON = constError("not valid JSON")
 
 // statusError classifies a non-2xx answer: the status class, refined by
 // the body's error.type/code (insufficient_quota stops the run: retrying

@@ -456,8 +456,8 @@ func TestInvalidRequestBody(t *testing.T) {
 
 func TestProviderIdentity(t *testing.T) {
 	p := New(providers.Config{BaseURL: "https://api.openai.com/v1"})
-	if p.Name() != "openai" || p.Format() != providers.FormatOpenAI || p.BaseURL() != "https://api.openai.com/v1" || p.url != "https://api.openai.com/v1/chat/completions" {
-		t.Fatalf("%s %v %s %s", p.Name(), p.Format(), p.BaseURL(), p.url)
+	if p.Name() != "openai" || p.Format() != providers.FormatOpenAI || p.BaseURL() != "https://api.openai.com/v1" || p.wire.URL != "https://api.openai.com/v1/chat/completions" {
+		t.Fatalf("%s %v %s %s", p.Name(), p.Format(), p.BaseURL(), p.wire.URL)
 	}
 	if p.cfg.HTTPClient == nil {
 		t.Fatal("no default client")

@@ -1,0 +1,67 @@
+package providers
+
+import (
+	"context"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"time"
+)
+
+// ErrInvalidJSON is the error of a request body that is not JSON.
+var ErrInvalidJSON = errors.New("not valid JSON")
+
+// Wire is what one provider's wire format plugs into Exchange: where to
+// send, how to read the answer and how to classify a refusal.
+type Wire struct {
+	URL    string
+	Header http.Header
+	// RequestIDHeader names the response header with the request id.
+	RequestIDHeader string
+	// StatusError classifies a non-2xx answer.
+	StatusError func(*http.Response) error
+	// ReadStream decodes an SSE body into out; start is when the request
+	// was sent (for the time to first token).
+	ReadStream func(ctx context.Context, r io.Reader, out *Response, start time.Time) error
+	// ReadPlain decodes a plain JSON body into out.
+	ReadPlain func(ctx context.Context, r io.Reader, out *Response) error
+}
+
+// Exchange makes one attempt: it posts body (already shaped, stream flags
+// set), classifies a non-2xx answer, and decodes a 2xx one as a stream when
+// the config streams, unless the server answered plain JSON (some
+// OpenAI-compatible servers do). The response body is always closed, so
+// the provider stops generating when we stop reading.
+func (c *Config) Exchange(ctx context.Context, w *Wire, body []byte) (*Response, error) {
+	now := c.Clock()
+	start := now()
+	resp, err := c.Post(ctx, w.URL, w.Header, body)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	at := now()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, w.StatusError(resp)
+	}
+	out := &Response{
+		Status:    resp.StatusCode,
+		RequestID: resp.Header.Get(w.RequestIDHeader),
+		Limits:    ParseRateLimits(resp.Header, at),
+		TTFT:      at.Sub(start),
+	}
+	if c.Stream && !isJSON(resp.Header) {
+		if err := w.ReadStream(ctx, resp.Body, out, start); err != nil {
+			return nil, err
+		}
+		Drain(resp.Body)
+		return out, nil
+	}
+	return out, w.ReadPlain(ctx, resp.Body, out)
+}
+
+func isJSON(h http.Header) bool {
+	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
+	return mt == "application/json"
+}
