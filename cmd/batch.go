@@ -170,6 +170,13 @@ func runBatch(ctx context.Context, io *IO, o *BatchOptions) error {
 		Format:   primary.Provider.Format(),
 		Defaults: runner.LineDefaults{Model: o.Model, MaxTokens: o.MaxTokens, System: o.System},
 	}}
+	limits := limiter.Limits{
+		RPM: o.RPM, ITPM: o.ITPM, OTPM: o.OTPM, TPM: o.TPM,
+		Burst: o.Burst, Headroom: o.Headroom, Concurrency: o.Concurrency, Skew: o.Skew,
+		Auto: o.RPM == 0 && o.ITPM == 0 && o.OTPM == 0 && o.TPM == 0,
+	}
+	estimator := limiter.NewEstimator()
+	src.Validate = runner.FitsLimits(limits, estimator)
 	check, err := src.Check()
 	if err != nil {
 		return err
@@ -209,11 +216,7 @@ func runBatch(ctx context.Context, io *IO, o *BatchOptions) error {
 	case io.ErrIsTerminal:
 		mode = runner.ProgressBar
 	}
-	lim := limiter.New(limiter.Options{Defaults: limiter.Limits{
-		RPM: o.RPM, ITPM: o.ITPM, OTPM: o.OTPM, TPM: o.TPM,
-		Burst: o.Burst, Headroom: o.Headroom, Concurrency: o.Concurrency, Skew: o.Skew,
-		Auto: o.RPM == 0 && o.ITPM == 0 && o.OTPM == 0 && o.TPM == 0,
-	}})
+	lim := limiter.New(limiter.Options{Defaults: limits})
 	sum, runErr, offline := runOffline(ctx, io, o, env, primary, src, check.Requests, store, interrupts)
 	if !offline {
 		sum, runErr = runner.Run(ctx, runner.Config{
@@ -222,7 +225,7 @@ func runBatch(ctx context.Context, io *IO, o *BatchOptions) error {
 			Routes:      routes,
 			Store:       store,
 			Limiter:     lim,
-			Estimator:   limiter.NewEstimator(),
+			Estimator:   estimator,
 			Policy:      retry.Policy{MaxAttempts: o.MaxAttempts, Deadline: o.RequestTimeout, Base: o.BackoffBase, Max: o.BackoffMax},
 			RetryBudget: retry.NewBudget(o.RetryBudget, retry.DefaultBudgetWindow, retry.DefaultBudgetAllowance),
 			Breaker:     retry.BreakerConfig{Threshold: o.BreakerThreshold, Cooldown: o.BreakerCooldown, MaxOutage: o.MaxOutage},

@@ -273,3 +273,49 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 		check(e.Name(), string(b))
 	}
 }
+
+// TestRequestLargerThanBudgetIsAnInputError: a request no minute's budget
+// could admit stops the run at the input check (exit 2, file:line), before
+// anything is sent, instead of hanging or failing mid-run.
+func TestRequestLargerThanBudgetIsAnInputError(t *testing.T) {
+	m, url := mockServer(t, mock.Config{})
+	in := filepath.Join(t.TempDir(), "in.jsonl")
+	os.WriteFile(in, []byte(`{"prompt":"small","max_tokens":10}`+"\n"+`{"prompt":"big","max_tokens":5000}`+"\n"), 0o644)
+	c := &cli{env: mockEnv(url)}
+	if code := c.run(t, "batch", in, "--provider", "anthropic", "--model", "m", "--quiet", "--otpm", "4000"); code != ExitUsage {
+		t.Fatalf("exit %d, want 2: %s", code, c.stderr.String())
+	}
+	if !strings.Contains(c.stderr.String(), in+":2:") || !strings.Contains(c.stderr.String(), "--otpm") {
+		t.Errorf("stderr %q does not name %s:2 and the limit", c.stderr.String(), in)
+	}
+	if m.Stats().Attempts != 0 {
+		t.Errorf("%d requests sent before the input check failed", m.Stats().Attempts)
+	}
+}
+
+// TestGuardRejectsAnswers: answers failing --min-chars are retried, then
+// reported with the last body, never written as successes.
+func TestGuardRejectsAnswers(t *testing.T) {
+	m, url := mockServer(t, mock.Config{})
+	in, prompts := promptFile(t, 3)
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	c := &cli{env: mockEnv(url)}
+	code := c.run(t, "batch", in, "--provider", "openai", "--model", "m", "-o", out, "--errors", out+".err", "--quiet",
+		"--min-chars", "100000", "--max-attempts", "2", "--backoff-base", "1ms", "--backoff-max", "2ms")
+	if code != ExitFailed {
+		t.Fatalf("exit %d, want 1: %s", code, c.stderr.String())
+	}
+	if got := readLines(t, out); len(got) != 0 {
+		t.Errorf("%d rejected answers written as results", len(got))
+	}
+	errs := readLines(t, out+".err")
+	for id := range prompts {
+		l := errs[id]
+		if l.Get("error.code").Str != "rejected_by_guard" || l.Get("llmrun.attempts").Int() != 2 || answerText(l) == "" {
+			t.Errorf("%s: errors line %s", id, l.Raw)
+		}
+	}
+	if m.Stats().Attempts != 6 {
+		t.Errorf("%d attempts, want 2 per request", m.Stats().Attempts)
+	}
+}

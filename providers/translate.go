@@ -176,10 +176,22 @@ func (t *translator) textBlocks(c gjson.Result, i int64) []string {
 			t.fail("messages[%d]: system content part of type %q", i, part.Get("type").String())
 			return false
 		}
-		out = append(out, `{"type":"text","text":`+part.Get("text").Raw+`}`)
+		out = append(out, `{"type":"text","text":`+t.text(part)+`}`)
 		return true
 	})
 	return out
+}
+
+// text returns the raw JSON string of a text block's text; a block whose
+// text is missing or not a string fails the translation (it would
+// otherwise produce invalid JSON).
+func (t *translator) text(block gjson.Result) string {
+	v := block.Get("text")
+	if v.Type != gjson.String {
+		t.fail("text block without a text string")
+		return `""`
+	}
+	return v.Raw
 }
 
 func (t *translator) toAnthropicContent(c gjson.Result, i int64) string {
@@ -194,7 +206,7 @@ func (t *translator) toAnthropicContent(c gjson.Result, i int64) string {
 	c.ForEach(func(_, part gjson.Result) bool {
 		switch typ := part.Get("type").String(); typ {
 		case "text":
-			parts = append(parts, `{"type":"text","text":`+part.Get("text").Raw+`}`)
+			parts = append(parts, `{"type":"text","text":`+t.text(part)+`}`)
 		case "image_url":
 			url := part.Get("image_url.url").String()
 			var b []byte
@@ -248,11 +260,11 @@ func (t *translator) anthropicToOpenAI(root gjson.Result) {
 				t.fail("system block of type %q", b.Get("type").String())
 				return false
 			}
-			parts = append(parts, `{"type":"text","text":`+b.Get("text").Raw+`}`)
+			parts = append(parts, `{"type":"text","text":`+t.text(b)+`}`)
 			return true
 		})
 		if len(parts) == 1 {
-			msgs = append(msgs, `{"role":"system","content":`+sys.Get("0.text").Raw+`}`)
+			msgs = append(msgs, `{"role":"system","content":`+t.text(sys.Get("0"))+`}`)
 		} else if len(parts) > 1 {
 			msgs = append(msgs, `{"role":"system","content":[`+strings.Join(parts, ",")+`]}`)
 		}
@@ -296,7 +308,7 @@ func (t *translator) toOpenAIContent(c gjson.Result, i int64) string {
 	c.ForEach(func(_, b gjson.Result) bool {
 		switch typ := b.Get("type").String(); typ {
 		case "text":
-			parts = append(parts, `{"type":"text","text":`+b.Get("text").Raw+`}`)
+			parts = append(parts, `{"type":"text","text":`+t.text(b)+`}`)
 		case "image":
 			src := b.Get("source")
 			var url string

@@ -75,7 +75,7 @@ func (p *Progress) Start(c *Counters) {
 					bar.Describe(p.describe(c))
 					_ = bar.Set64(c.Done())
 				} else {
-					fmt.Fprintf(p.Out, "llmrun: %s elapsed=%s\n", p.line(c), time.Since(start).Round(time.Second))
+					fmt.Fprintf(p.Out, "llmrun: %s %s\n", p.line(c), rateETA(c, time.Since(start)))
 				}
 			}
 		}
@@ -105,4 +105,18 @@ func (p *Progress) describe(c *Counters) string {
 func (p *Progress) line(c *Counters) string {
 	return fmt.Sprintf("done=%d/%d succeeded=%d failed=%d skipped=%d %s",
 		c.Done(), c.Total.Load(), c.Succeeded.Load(), c.Failed.Load(), c.Skipped.Load(), p.describe(c))
+}
+
+// rateETA is the answered-per-second rate since start and the time left
+// at that rate.
+func rateETA(c *Counters, elapsed time.Duration) string {
+	answered := c.Succeeded.Load() + c.Failed.Load()
+	s := fmt.Sprintf("elapsed=%s", elapsed.Round(time.Second))
+	if answered == 0 || elapsed <= 0 {
+		return s
+	}
+	rate := float64(answered) / elapsed.Seconds()
+	left := c.Total.Load() - c.Done()
+	eta := time.Duration(float64(left) / rate * float64(time.Second))
+	return fmt.Sprintf("%s rate=%.1f/s eta=%s", s, rate, eta.Round(time.Second))
 }

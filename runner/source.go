@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/providers"
 )
 
@@ -232,6 +233,37 @@ func (lr *lineReader) next() ([]byte, int, error) {
 type Source struct {
 	Path   string
 	Parser Parser
+	// Validate, if set, checks each request during Check (see FitsLimits).
+	Validate func(*providers.Request) error
+}
+
+// FitsLimits returns a Validate function that rejects a request no budget
+// under lim could ever admit (its input or output alone above a per-minute
+// limit), so such a request is an input error at the check, before
+// anything is sent, rather than a failure mid-run. Input is estimated as
+// bytes/4, tokenized exactly only when that comes near a limit.
+func FitsLimits(lim limiter.Limits, est *limiter.Estimator) func(*providers.Request) error {
+	return func(req *providers.Request) error {
+		out := int64(req.MaxTokens)
+		if out <= 0 {
+			out = defaultOutputReserve
+		}
+		text := promptText(req.Body)
+		in := int64(len(text)+3) / 4
+		near := func(limit float64) bool { return limit > 0 && float64(in) > limit/2 }
+		if near(lim.ITPM) || near(lim.TPM) {
+			in = est.RawInputTokens(req.Model, text)
+		}
+		switch {
+		case lim.ITPM > 0 && float64(in) > lim.ITPM:
+			return fmt.Errorf("about %d input tokens exceed --itpm %g: no minute's budget can admit this request", in, lim.ITPM)
+		case lim.OTPM > 0 && float64(out) > lim.OTPM:
+			return fmt.Errorf("max_tokens %d exceeds --otpm %g: no minute's budget can admit this request", out, lim.OTPM)
+		case lim.TPM > 0 && float64(in+out) > lim.TPM:
+			return fmt.Errorf("about %d input tokens + max_tokens %d exceed --tpm %g: no minute's budget can admit this request", in, out, lim.TPM)
+		}
+		return nil
+	}
 }
 
 // CheckResult is what the validation pass learned.
@@ -260,6 +292,11 @@ func (s *Source) Check() (CheckResult, error) {
 		req, err := s.Parser.Parse(line, n)
 		if err != nil {
 			return CheckResult{}, &InputError{Path: s.Path, Line: n, Msg: err.Error()}
+		}
+		if s.Validate != nil {
+			if err := s.Validate(req); err != nil {
+				return CheckResult{}, &InputError{Path: s.Path, Line: n, Msg: err.Error()}
+			}
 		}
 		if first, dup := seen[req.ID]; dup {
 			return CheckResult{}, &InputError{Path: s.Path, Line: n, FirstLine: first, Msg: fmt.Sprintf("duplicate custom_id %q", req.ID)}
