@@ -138,13 +138,9 @@ func runBatch(ctx context.Context, io *IO, o *BatchOptions) error {
 	if err != nil {
 		return &usageError{err}
 	}
-	guard := retry.Guard{RequireJSON: o.RequireJSON, MinChars: o.MinChars}
-	if o.JSONSchema != "" {
-		s, err := retry.LoadSchema(o.JSONSchema)
-		if err != nil {
-			return &usageError{err}
-		}
-		guard.Schema = s
+	guard, err := newGuard(o)
+	if err != nil {
+		return err
 	}
 
 	if o.Model == "" && strings.HasPrefix(o.Provider, "mock") {
@@ -209,13 +205,6 @@ func runBatch(ctx context.Context, io *IO, o *BatchOptions) error {
 	signal.Notify(interrupts, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(interrupts)
 
-	mode := runner.ProgressLog
-	switch {
-	case o.Quiet:
-		mode = runner.ProgressOff
-	case io.ErrIsTerminal:
-		mode = runner.ProgressBar
-	}
 	lim := limiter.New(limiter.Options{Defaults: limits})
 	sum, runErr, offline := runOffline(ctx, io, o, env, primary, src, check.Requests, store, interrupts)
 	if !offline {
@@ -233,7 +222,7 @@ func runBatch(ctx context.Context, io *IO, o *BatchOptions) error {
 			Concurrency: o.Concurrency,
 			Grace:       o.Grace,
 			Interrupts:  interrupts,
-			Progress:    &runner.Progress{Mode: mode, Out: io.Err, Interval: o.ProgressInterval},
+			Progress:    &runner.Progress{Mode: progressMode(io, o), Out: io.Err, Interval: o.ProgressInterval},
 			Rand:        rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		})
 	}
@@ -244,7 +233,7 @@ func runBatch(ctx context.Context, io *IO, o *BatchOptions) error {
 		sum.ExitCode = ExitCode(runErr)
 		fmt.Fprintln(io.Err, sum.OneLine())
 		if runErr != nil && sum.ExitCode != ExitFailed && sum.ExitCode != ExitOK {
-			fmt.Fprintf(io.Err, "llmrun: resume with: %s\n", resumeCommand(o))
+			fmt.Fprintf(io.Err, "llmrun: resume with: %s\n", resumeCommand())
 		}
 		if o.Summary != "" {
 			if err := sum.WriteFile(o.Summary); err != nil && runErr == nil {
@@ -255,7 +244,32 @@ func runBatch(ctx context.Context, io *IO, o *BatchOptions) error {
 	return runErr
 }
 
-// resumeCommand is the command line that resumes this run.
-func resumeCommand(o *BatchOptions) string {
+// resumeCommand is the command line that resumes this run: the same one.
+func resumeCommand() string {
 	return strings.Join(append([]string{"llmrun"}, os.Args[1:]...), " ")
+}
+
+// newGuard builds the answer guard from --require-json, --json-schema and
+// --min-chars.
+func newGuard(o *BatchOptions) (retry.Guard, error) {
+	g := retry.Guard{RequireJSON: o.RequireJSON, MinChars: o.MinChars}
+	if o.JSONSchema != "" {
+		s, err := retry.LoadSchema(o.JSONSchema)
+		if err != nil {
+			return g, &usageError{err}
+		}
+		g.Schema = s
+	}
+	return g, nil
+}
+
+// progressMode: nothing with --quiet, a bar on a terminal, log lines otherwise.
+func progressMode(io *IO, o *BatchOptions) runner.ProgressMode {
+	switch {
+	case o.Quiet:
+		return runner.ProgressOff
+	case io.ErrIsTerminal:
+		return runner.ProgressBar
+	}
+	return runner.ProgressLog
 }

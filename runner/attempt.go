@@ -205,7 +205,7 @@ func (r *run) tryRoute(req *providers.Request, route Route, canFallBack bool) ho
 			n--
 			continue
 		}
-		if n == 1 {
+		if res.attempts == 0 {
 			r.cfg.RetryBudget.RecordFirst(r.cfg.Now())
 		}
 		res.attempts++
