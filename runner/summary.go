@@ -117,7 +117,7 @@ func (s *Summary) OneLine() string {
 	}
 	for _, k := range s.Limits {
 		if k.BoundBy != "" {
-			line += fmt.Sprintf("; waited %.1fs for the budget, bound by %s", k.WaitSeconds, k.BoundBy)
+			line += fmt.Sprintf("; requests waited %.1fs in all for the budget, most for %s", k.WaitSeconds, k.BoundBy)
 		}
 		if k.Learned {
 			line += fmt.Sprintf("; learned limits: %s", learnedString(k))
