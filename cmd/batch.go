@@ -205,7 +205,7 @@ func runBatch(ctx context.Context, io *IO, o *BatchOptions) error {
 	signal.Notify(interrupts, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(interrupts)
 
-	lim := limiter.New(limiter.Options{Defaults: limits})
+	lim := limiter.AsBudget(limiter.New(limiter.Options{Defaults: limits}))
 	sum, runErr, offline := runOffline(ctx, io, o, env, primary, src, check.Requests, store, interrupts)
 	if !offline {
 		sum, runErr = runner.Run(ctx, runner.Config{

@@ -294,7 +294,7 @@ func (r *run) learn(key string, rawInput int64, resp *providers.Response) {
 
 // observeFailure feeds a failed attempt into the limiter: its rate-limit
 // headers, and on a 429 the key-wide pause.
-func (r *run) observeFailure(key string, resv *limiter.Reservation, err error, res *hopResult) {
+func (r *run) observeFailure(key string, resv limiter.Ticket, err error, res *hopResult) {
 	var pe *providers.Error
 	if !errors.As(err, &pe) {
 		return

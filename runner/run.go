@@ -40,7 +40,8 @@ type Config struct {
 	Routes []Route
 	Store  *checkpoint.Store
 
-	Limiter   *limiter.Limiter
+	// Limiter is the budget every attempt is admitted from (in-process or shared).
+	Limiter   limiter.Budget
 	Estimator *limiter.Estimator
 
 	Policy      retry.Policy

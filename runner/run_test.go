@@ -73,7 +73,7 @@ func testRun(t *testing.T, dir string, n int, p providers.Provider, mutate func(
 	}
 	cfg := Config{
 		Source: src, Total: check.Requests, Routes: []Route{{Provider: p}}, Store: store,
-		Limiter: limiter.New(limiter.Options{}), Estimator: limiter.NewEstimator(),
+		Limiter: limiter.AsBudget(limiter.New(limiter.Options{})), Estimator: limiter.NewEstimator(),
 		Policy:      retry.Policy{Base: time.Millisecond, Max: 10 * time.Millisecond},
 		Concurrency: 4, Grace: 5 * time.Second,
 		Rand: rand.New(rand.NewPCG(1, 2)),
@@ -176,7 +176,7 @@ func TestBackoffDoesNotHoldASlot(t *testing.T) {
 			c.Concurrency = 1
 			c.Policy = retry.Policy{Base: 10 * time.Second, Max: 10 * time.Second}
 			c.Rand = rand.New(rand.NewPCG(7, 7))
-			c.Limiter = limiter.New(limiter.Options{Defaults: limiter.Limits{Concurrency: 1}})
+			c.Limiter = limiter.AsBudget(limiter.New(limiter.Options{Defaults: limiter.Limits{Concurrency: 1}}))
 		})
 		defer store.Close()
 		start := time.Now()
