@@ -30,7 +30,7 @@ type BatchOptions struct {
 	Concurrency                     int
 	RPM, ITPM, OTPM, TPM, Headroom  float64
 	Burst, Skew                     time.Duration
-	Pool                            string
+	Pool, Shard                     string
 	MaxAttempts                     int
 	BackoffBase, BackoffMax         time.Duration
 	RequestTimeout, FirstByte, Idle time.Duration
@@ -94,6 +94,7 @@ ANTHROPIC_BASE_URL (or --base-url). --provider mock runs against a built-in mock
 	f.Float64Var(&o.Headroom, "headroom", 1.0, "fraction of the limits to use")
 	f.DurationVar(&o.Skew, "skew", limiter.DefaultSkew, "how long after sending the provider may count a request; that much refill is kept in reserve")
 	f.StringVar(&o.Pool, "pool", "", "share one budget under this name instead of per provider+model")
+	f.StringVar(&o.Shard, "shard", "", "I/N: run only shard I of N of the input (by custom_id hash), for N machines sharing one file; outputs default to INPUT.shard-I-of-N.out.jsonl")
 	f.IntVar(&o.MaxAttempts, "max-attempts", retry.DefaultMaxAttempts, "attempts per request, the first included")
 	f.DurationVar(&o.BackoffBase, "backoff-base", retry.DefaultBase, "backoff cap of the first retry (doubles per attempt)")
 	f.DurationVar(&o.BackoffMax, "backoff-max", retry.DefaultMax, "largest backoff cap")
@@ -125,11 +126,20 @@ func derivePath(input, suffix string) string {
 }
 
 func runBatch(ctx context.Context, io *IO, o *BatchOptions) error {
+	var shard runner.Shard
+	suffix := ""
+	if o.Shard != "" {
+		var err error
+		if shard, err = runner.ParseShard(o.Shard); err != nil {
+			return &usageError{err}
+		}
+		suffix = fmt.Sprintf(".shard-%d-of-%d", shard.I, shard.N)
+	}
 	if o.Output == "" {
-		o.Output = derivePath(o.Input, ".out.jsonl")
+		o.Output = derivePath(o.Input, suffix+".out.jsonl")
 	}
 	if o.Errors == "" {
-		o.Errors = derivePath(o.Input, ".errors.jsonl")
+		o.Errors = derivePath(o.Input, suffix+".errors.jsonl")
 	}
 	if o.Concurrency <= 0 {
 		return usagef("--concurrency must be positive")
@@ -162,7 +172,7 @@ func runBatch(ctx context.Context, io *IO, o *BatchOptions) error {
 		routes = append(routes, rt)
 	}
 
-	src := &runner.Source{Path: o.Input, Parser: runner.Parser{
+	src := &runner.Source{Path: o.Input, Shard: shard, Parser: runner.Parser{
 		Format:   primary.Provider.Format(),
 		Defaults: runner.LineDefaults{Model: o.Model, MaxTokens: o.MaxTokens, System: o.System},
 	}}
@@ -188,7 +198,7 @@ func runBatch(ctx context.Context, io *IO, o *BatchOptions) error {
 		Fsync:       fsync,
 		RetryFailed: !o.NoRetryFailed,
 		Input:       info,
-		Settings:    map[string]string{"provider": primary.Provider.Name(), "model": o.Model},
+		Settings:    map[string]string{"provider": primary.Provider.Name(), "model": o.Model, "shard": o.Shard},
 		Force:       o.Force,
 		Warn:        func(msg string) { fmt.Fprintf(io.Err, "llmrun: warning: %s\n", msg) },
 	})

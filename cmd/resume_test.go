@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -105,5 +106,37 @@ func TestStatusCommand(t *testing.T) {
 	}
 	if code := c.run(t, "status", filepath.Join(t.TempDir(), "none.jsonl")); code == 0 {
 		t.Errorf("status of a missing checkpoint succeeded: %s", c.stdout.String())
+	}
+}
+
+// TestShardsPartitionTheInput: N processes given the same file and
+// --shard I/N answer every request exactly once between them.
+func TestShardsPartitionTheInput(t *testing.T) {
+	m, url := mockServer(t, mock.Config{})
+	in, prompts := promptFile(t, 60)
+	c := &cli{env: mockEnv(url)}
+	seen := map[string]string{}
+	for i := 1; i <= 3; i++ {
+		shard := fmt.Sprintf("%d/3", i)
+		if code := c.run(t, "batch", in, "--provider", "openai", "--model", "m", "--quiet", "--shard", shard); code != 0 {
+			t.Fatalf("shard %s: exit %d: %s", shard, code, c.stderr.String())
+		}
+		out := strings.TrimSuffix(in, ".jsonl") + fmt.Sprintf(".shard-%d-of-3.out.jsonl", i)
+		lines := readLines(t, out)
+		if len(lines) == 0 || len(lines) == len(prompts) {
+			t.Errorf("shard %s answered %d of %d requests", shard, len(lines), len(prompts))
+		}
+		for id := range lines {
+			if prev, dup := seen[id]; dup {
+				t.Errorf("%s answered by shards %s and %s", id, prev, shard)
+			}
+			seen[id] = shard
+		}
+	}
+	if len(seen) != len(prompts) || m.Stats().Attempts != int64(len(prompts)) {
+		t.Fatalf("shards answered %d of %d requests with %d attempts", len(seen), len(prompts), m.Stats().Attempts)
+	}
+	if code := c.run(t, "batch", in, "--shard", "4/3", "--provider", "mock"); code != ExitUsage {
+		t.Errorf("--shard 4/3: exit %d, want 2", code)
 	}
 }

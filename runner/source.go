@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"os"
 	"strconv"
@@ -235,6 +236,34 @@ type Source struct {
 	Parser Parser
 	// Validate, if set, checks each request during Check (see FitsLimits).
 	Validate func(*providers.Request) error
+	// Shard, if set, keeps only the requests of one shard (see Shard).
+	Shard Shard
+}
+
+// Shard splits one input across N machines or processes without
+// coordination: shard I of N (1-based) takes the requests whose custom_id
+// hashes to I-1 modulo N. Every machine reads the same file and writes its
+// own output; together the shards answer every request exactly once. The
+// zero Shard takes everything.
+type Shard struct{ I, N int }
+
+// ParseShard parses "I/N" with 1 <= I <= N.
+func ParseShard(v string) (Shard, error) {
+	var sh Shard
+	if _, err := fmt.Sscanf(v, "%d/%d", &sh.I, &sh.N); err != nil || sh.N < 1 || sh.I < 1 || sh.I > sh.N || fmt.Sprintf("%d/%d", sh.I, sh.N) != v {
+		return Shard{}, fmt.Errorf("--shard wants I/N with 1 <= I <= N, not %q", v)
+	}
+	return sh, nil
+}
+
+// Has reports whether the request with this custom_id belongs to the shard.
+func (sh Shard) Has(id string) bool {
+	if sh.N <= 1 {
+		return true
+	}
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return int(h.Sum64()%uint64(sh.N)) == sh.I-1
 }
 
 // FitsLimits returns a Validate function that rejects a request no budget
@@ -268,6 +297,7 @@ func FitsLimits(lim limiter.Limits, est *limiter.Estimator) func(*providers.Requ
 
 // CheckResult is what the validation pass learned.
 type CheckResult struct {
+	// Requests counts the requests of the source's shard.
 	Requests int
 }
 
@@ -280,6 +310,7 @@ func (s *Source) Check() (CheckResult, error) {
 	}
 	defer f.Close()
 	seen := make(map[string]int)
+	mine := 0
 	lr := newLineReader(f, s.Path)
 	for {
 		line, n, err := lr.next()
@@ -302,11 +333,14 @@ func (s *Source) Check() (CheckResult, error) {
 			return CheckResult{}, &InputError{Path: s.Path, Line: n, FirstLine: first, Msg: fmt.Sprintf("duplicate custom_id %q", req.ID)}
 		}
 		seen[req.ID] = n
+		if s.Shard.Has(req.ID) {
+			mine++
+		}
 	}
 	if len(seen) == 0 {
 		return CheckResult{}, &InputError{Path: s.Path, Msg: "no requests in file"}
 	}
-	return CheckResult{Requests: len(seen)}, nil
+	return CheckResult{Requests: mine}, nil
 }
 
 // Each streams the file's requests to fn in file order, stopping at the
@@ -329,6 +363,9 @@ func (s *Source) Each(fn func(*providers.Request) error) error {
 		req, err := s.Parser.Parse(line, n)
 		if err != nil {
 			return &InputError{Path: s.Path, Line: n, Msg: err.Error()}
+		}
+		if !s.Shard.Has(req.ID) {
+			continue
 		}
 		if err := fn(req); err != nil {
 			return err

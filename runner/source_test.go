@@ -2,6 +2,7 @@ package runner
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -188,4 +189,32 @@ func FuzzParseLine(f *testing.F) {
 			t.Fatalf("accepted a bad request: %+v body=%s", req, req.Body)
 		}
 	})
+}
+
+func TestParseShard(t *testing.T) {
+	for _, bad := range []string{"0/3", "4/3", "1/0", "a/b", "1/3x", "2"} {
+		if _, err := ParseShard(bad); err == nil {
+			t.Errorf("ParseShard(%q) accepted", bad)
+		}
+	}
+	sh, err := ParseShard("2/3")
+	if err != nil || sh != (Shard{2, 3}) {
+		t.Fatalf("ParseShard(2/3) = %v, %v", sh, err)
+	}
+	// Every id lands in exactly one shard.
+	for i := range 1000 {
+		id := fmt.Sprint("id-", i)
+		n := 0
+		for s := 1; s <= 3; s++ {
+			if (Shard{s, 3}).Has(id) {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Fatalf("%s is in %d shards", id, n)
+		}
+	}
+	if !(Shard{}).Has("x") {
+		t.Error("the zero Shard must take everything")
+	}
 }
