@@ -4,16 +4,19 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/llmrun/llmrun/checkpoint"
 	"github.com/llmrun/llmrun/limiter"
+	"github.com/llmrun/llmrun/limiter/redisbudget"
 	"github.com/llmrun/llmrun/runner"
 	"github.com/llmrun/llmrun/runner/retry"
 )
@@ -30,7 +33,7 @@ type BatchOptions struct {
 	Concurrency                     int
 	RPM, ITPM, OTPM, TPM, Headroom  float64
 	Burst, Skew                     time.Duration
-	Pool, Shard                     string
+	Pool, Shard, Redis              string
 	MaxAttempts                     int
 	BackoffBase, BackoffMax         time.Duration
 	RequestTimeout, FirstByte, Idle time.Duration
@@ -94,6 +97,7 @@ ANTHROPIC_BASE_URL (or --base-url). --provider mock runs against a built-in mock
 	f.Float64Var(&o.Headroom, "headroom", 1.0, "fraction of the limits to use")
 	f.DurationVar(&o.Skew, "skew", limiter.DefaultSkew, "how long after sending the provider may count a request; that much refill is kept in reserve")
 	f.StringVar(&o.Pool, "pool", "", "share one budget under this name instead of per provider+model")
+	f.StringVar(&o.Redis, "redis", "", "redis://[user:pass@]host:port/db: share the budget (buckets, pauses, --concurrency) with every llmrun using this Redis; needs explicit --rpm/--itpm/--otpm/--tpm")
 	f.StringVar(&o.Shard, "shard", "", "I/N: run only shard I of N of the input (by custom_id hash), for N machines sharing one file; outputs default to INPUT.shard-I-of-N.out.jsonl")
 	f.IntVar(&o.MaxAttempts, "max-attempts", retry.DefaultMaxAttempts, "attempts per request, the first included")
 	f.DurationVar(&o.BackoffBase, "backoff-base", retry.DefaultBase, "backoff cap of the first retry (doubles per attempt)")
@@ -181,6 +185,15 @@ func runBatch(ctx context.Context, io *IO, o *BatchOptions) error {
 		Burst: o.Burst, Headroom: o.Headroom, Concurrency: o.Concurrency, Skew: o.Skew,
 		Auto: o.RPM == 0 && o.ITPM == 0 && o.OTPM == 0 && o.TPM == 0,
 	}
+	seed := o.Seed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	lim, closeBudget, err := newBudget(ctx, io, o, limits, seed)
+	if err != nil {
+		return err
+	}
+	defer closeBudget()
 	estimator := limiter.NewEstimator()
 	src.Validate = runner.FitsLimits(limits, estimator)
 	check, err := src.Check()
@@ -207,15 +220,10 @@ func runBatch(ctx context.Context, io *IO, o *BatchOptions) error {
 	}
 	defer store.Close()
 
-	seed := o.Seed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
 	interrupts := make(chan os.Signal, 2)
 	signal.Notify(interrupts, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(interrupts)
 
-	lim := limiter.AsBudget(limiter.New(limiter.Options{Defaults: limits}))
 	sum, runErr, offline := runOffline(ctx, io, o, env, primary, src, check.Requests, store, interrupts)
 	if !offline {
 		sum, runErr = runner.Run(ctx, runner.Config{
@@ -254,9 +262,48 @@ func runBatch(ctx context.Context, io *IO, o *BatchOptions) error {
 	return runErr
 }
 
-// resumeCommand is the command line that resumes this run: the same one.
+// resumeCommand is the command line that resumes this run: the same one,
+// with passwords in URLs (--redis, --base-url) masked.
 func resumeCommand() string {
-	return strings.Join(append([]string{"llmrun"}, os.Args[1:]...), " ")
+	args := []string{"llmrun"}
+	for _, a := range os.Args[1:] {
+		if u, err := url.Parse(a); err == nil && u.User != nil {
+			a = u.Redacted()
+		}
+		args = append(args, a)
+	}
+	return strings.Join(args, " ")
+}
+
+// newBudget is the in-process budget, or with --redis one shared through
+// Redis by every llmrun pointed at it.
+func newBudget(ctx context.Context, io *IO, o *BatchOptions, limits limiter.Limits, seed uint64) (limiter.Budget, func(), error) {
+	if o.Redis == "" {
+		return limiter.AsBudget(limiter.New(limiter.Options{Defaults: limits})), func() {}, nil
+	}
+	ropt, err := redis.ParseURL(o.Redis)
+	if err != nil {
+		return nil, nil, &usageError{fmt.Errorf("--redis: %w", err)}
+	}
+	rc := redis.NewClient(ropt)
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	err = rc.Ping(pctx).Err()
+	cancel()
+	if err != nil {
+		rc.Close()
+		return nil, nil, fmt.Errorf("--redis %s: %w", ropt.Addr, err)
+	}
+	rb, err := redisbudget.New(redisbudget.Options{
+		Client:   rc,
+		Defaults: limits,
+		Rand:     rand.New(rand.NewPCG(seed^1, seed)),
+		OnError:  func(err error) { fmt.Fprintf(io.Err, "llmrun: warning: %v\n", err) },
+	})
+	if err != nil { // no --rpm/--itpm/--otpm/--tpm: learning limits is per process
+		rc.Close()
+		return nil, nil, &usageError{err}
+	}
+	return rb, func() { rb.Close(); rc.Close() }, nil
 }
 
 // newGuard builds the answer guard from --require-json, --json-schema and

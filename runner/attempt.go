@@ -179,8 +179,13 @@ func (r *run) tryRoute(req *providers.Request, route Route, canFallBack bool) ho
 			release()
 			br.Release(r.cfg.Now(), ticket)
 			res.out, res.err = outPending, err
-			if errors.Is(err, limiter.ErrTooLarge) {
+			switch {
+			case errors.Is(err, limiter.ErrTooLarge):
 				res.out = outFailed
+			case r.admitCtx.Err() == nil:
+				// The budget itself failed (a shared budget's Redis is
+				// down): no request can be admitted safely.
+				r.abortRun(fmt.Errorf("budget: %w", err))
 			}
 			return res
 		}

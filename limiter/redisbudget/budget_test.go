@@ -1,0 +1,505 @@
+package redisbudget
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/llmrun/llmrun/limiter"
+)
+
+func TestNewValidates(t *testing.T) {
+	if _, err := New(Options{}); err == nil {
+		t.Error("New without a client: no error")
+	}
+	c := newClient(t)
+	if _, err := New(Options{Client: c, Defaults: limiter.Limits{Auto: true}}); !errors.Is(err, ErrAutoLimits) {
+		t.Errorf("New in Auto mode without numbers: err = %v, want ErrAutoLimits", err)
+	}
+	b, err := New(Options{Client: c, Defaults: limiter.Limits{Auto: true, RPM: 60}})
+	if err != nil {
+		t.Fatalf("New in Auto mode with numbers: %v", err)
+	}
+	defer b.Close()
+	if err := b.SetLimits("k", limiter.Limits{Auto: true}); !errors.Is(err, ErrAutoLimits) {
+		t.Errorf("SetLimits in Auto mode without numbers: err = %v, want ErrAutoLimits", err)
+	}
+	if got := b.Stats(); len(got) != 0 {
+		t.Errorf("Stats before any key: %v", got)
+	}
+}
+
+func TestReserveWaitsForRefill(t *testing.T) {
+	// 10 requests/s, a 100ms burst: one request, then one per 100ms.
+	b := newBudget(t, limiter.Limits{RPM: 600, Burst: 100 * time.Millisecond})
+	key := testKey(t)
+	ctx := context.Background()
+
+	start := time.Now()
+	t1, err := b.Reserve(ctx, key, limiter.Cost{Requests: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 50*time.Millisecond {
+		t.Errorf("first Reserve took %v, want at once", d)
+	}
+	t1.Settle(limiter.Cost{Requests: 1})
+
+	start = time.Now()
+	t2, err := b.Reserve(ctx, key, limiter.Cost{Requests: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := time.Since(start)
+	if d < 90*time.Millisecond || d > 300*time.Millisecond {
+		t.Errorf("second Reserve took %v, want about 100ms", d)
+	}
+	t2.Settle(limiter.Cost{Requests: 1})
+
+	st := b.Stats()
+	if len(st) != 1 || st[0].Key != key {
+		t.Fatalf("Stats = %+v", st)
+	}
+	s := st[0]
+	if s.Reservations != 2 || s.InFlight != 0 || s.Waiting != 0 {
+		t.Errorf("Stats: reservations %d, in flight %d, waiting %d; want 2, 0, 0", s.Reservations, s.InFlight, s.Waiting)
+	}
+	if s.Binding != limiter.DimRequests || s.Wait < 80*time.Millisecond {
+		t.Errorf("Stats: binding %v, wait %v; want requests, about 100ms", s.Binding, s.Wait)
+	}
+	if s.Configured.RPM != 600 || s.Configured.Burst != 100*time.Millisecond || s.Configured.Headroom != 1 {
+		t.Errorf("Stats: configured %+v", s.Configured)
+	}
+}
+
+func TestReserveTakesAllBucketsOrNone(t *testing.T) {
+	// Requests: plenty. Input: 1000/s, a 100ms burst holds 100.
+	b := newBudget(t, limiter.Limits{RPM: 6000, ITPM: 60000, Burst: 100 * time.Millisecond})
+	key := testKey(t)
+	if _, err := b.Reserve(context.Background(), key, limiter.Cost{Requests: 1, Input: 100}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := b.Reserve(ctx, key, limiter.Cost{Requests: 1, Input: 60}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Reserve with an empty input bucket: err = %v, want DeadlineExceeded", err)
+	}
+	// The requests bucket (capacity 10) lost only the first request.
+	lv, _ := levels(t, b, key)
+	if lv[0] < 9-1e-9 || lv[0] > 9+0.5 {
+		t.Errorf("requests level = %v, want 9 (the refused reservation took nothing)", lv[0])
+	}
+
+	start := time.Now()
+	if _, err := b.Reserve(context.Background(), key, limiter.Cost{Requests: 1, Input: 60}); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 20*time.Millisecond || d > 200*time.Millisecond {
+		t.Errorf("Reserve of 60 input took %v after the 20ms give-up, want about 40ms more", d)
+	}
+}
+
+func TestReserveTooLargeAndBeyondBurst(t *testing.T) {
+	b := newBudget(t, limiter.Limits{ITPM: 6000}) // 100/s, burst 1s holds 100
+	key := testKey(t)
+	_, err := b.Reserve(context.Background(), key, limiter.Cost{Input: 6001})
+	var tl *limiter.TooLargeError
+	if !errors.As(err, &tl) || !errors.Is(err, limiter.ErrTooLarge) || tl.Dimension != limiter.DimInput || tl.Limit != 6000 {
+		t.Fatalf("Reserve above the per-minute limit: err = %v", err)
+	}
+	// Above the burst but within the limit: the capacity rises to it and
+	// an idle key admits it at once.
+	start := time.Now()
+	tk, err := b.Reserve(context.Background(), key, limiter.Cost{Input: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 50*time.Millisecond {
+		t.Errorf("Reserve beyond the burst on an idle key took %v, want at once", d)
+	}
+	tk.Settle(limiter.Cost{Input: 500})
+	if _, err := b.Reserve(context.Background(), key, limiter.Cost{Input: -1}); err == nil {
+		t.Error("negative cost: no error")
+	}
+}
+
+// TestProcessesShareOneBudget runs four budgets, each with its own client
+// (four processes), against one key: together they must admit no more than
+// the rate allows plus one burst, and not much less.
+func TestProcessesShareOneBudget(t *testing.T) {
+	const (
+		rps     = 40.0 // requests per second
+		workers = 4    // per process
+		window  = 1500 * time.Millisecond
+	)
+	lim := limiter.Limits{RPM: rps * 60, Burst: time.Second}
+	key := testKey(t)
+	var procs [4]*Budget
+	for i := range procs {
+		procs[i] = newBudget(t, lim)
+	}
+	var (
+		counts [len(procs)]atomic.Int64
+		wg     sync.WaitGroup
+	)
+	start := time.Now()
+	ctx, cancel := context.WithDeadline(context.Background(), start.Add(window))
+	defer cancel()
+	for i, b := range procs {
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					tk, err := b.Reserve(ctx, key, limiter.Cost{Requests: 1})
+					if err != nil {
+						if !errors.Is(err, context.DeadlineExceeded) {
+							t.Errorf("Reserve: %v", err)
+						}
+						return
+					}
+					if time.Now().Before(start.Add(window)) {
+						counts[i].Add(1)
+					}
+					tk.Settle(limiter.Cost{Requests: 1})
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	var total int64
+	var per [len(procs)]int64
+	for i := range counts {
+		per[i] = counts[i].Load()
+		total += per[i]
+	}
+	bound := rps*window.Seconds() + rps // rate × window + one burst
+	t.Logf("admitted %d in %v across 4 processes %v (bound %.0f)", total, window, per, bound)
+	if float64(total) > bound {
+		t.Errorf("admitted %d, more than rate × window + capacity = %.0f", total, bound)
+	}
+	if float64(total) < 0.8*bound {
+		t.Errorf("admitted %d, less than 80%% of %.0f", total, bound)
+	}
+	for i, n := range per {
+		if n == 0 {
+			t.Errorf("process %d admitted nothing", i)
+		}
+	}
+}
+
+// near reports whether got is want, up to the refill of rate over slack.
+func near(got, want, rate float64, slack time.Duration) bool {
+	return got >= want-1e-6 && got <= want+rate*slack.Seconds()+1e-6
+}
+
+func TestSettleFailCancelReconcile(t *testing.T) {
+	// Capacities 60, refill 1/s: the test's own time barely moves them.
+	b := newBudget(t, limiter.Limits{RPM: 60, ITPM: 60, Burst: time.Minute})
+	key := testKey(t)
+	ctx := context.Background()
+	start := time.Now()
+	check := func(step string, req, in float64) {
+		t.Helper()
+		lv, _ := levels(t, b, key)
+		slack := time.Since(start)
+		if !near(lv[0], req, 1, slack) || !near(lv[1], in, 1, slack) {
+			t.Errorf("%s: levels requests %.3f input %.3f, want %v %v", step, lv[0], lv[1], req, in)
+		}
+	}
+	setInput := func(v float64) {
+		t.Helper()
+		if err := b.client.HSet(ctx, b.key(key).redisKeys[0], "l2", v).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reserve := func(c limiter.Cost) limiter.Ticket {
+		t.Helper()
+		tk, err := b.Reserve(ctx, key, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tk
+	}
+
+	t1 := reserve(limiter.Cost{Requests: 1, Input: 50})
+	check("reserve 50", 59, 10)
+	t1.Settle(limiter.Cost{Requests: 5, Input: 20}) // refund 30; the request charge stays 1
+	check("settle at 20", 59, 40)
+	t1.Settle(limiter.Cost{}) // no-op
+	t1.Cancel()               // no-op
+	check("second end", 59, 40)
+
+	t2 := reserve(limiter.Cost{Requests: 1, Input: 30})
+	t2.Settle(limiter.Cost{Input: 100}) // under-reserved by 70: negative
+	check("settle above the reservation", 58, -60)
+	short, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+	_, err := b.Reserve(short, key, limiter.Cost{Requests: 1, Input: 1})
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Reserve on a negative bucket: err = %v, want DeadlineExceeded", err)
+	}
+
+	setInput(50)
+	t3 := reserve(limiter.Cost{Requests: 1, Input: 10})
+	check("reserve 10", 57, 40)
+	t3.Fail() // tokens back, request charge kept
+	check("fail", 57, 50)
+
+	t4 := reserve(limiter.Cost{Requests: 1, Input: 10})
+	t4.Cancel() // everything back
+	check("cancel", 57, 50)
+
+	t5 := reserve(limiter.Cost{Requests: 1, Input: 10})
+	setInput(58)
+	t5.Cancel() // 58 + 10 is capped at the capacity, 60
+	check("refund capped at capacity", 57, 60)
+
+	_, cum := levels(t, b, key)
+	if cum[0] != 3 || cum[1] != 120 {
+		t.Errorf("cumulative charges: requests %v input %v, want 3 and 120", cum[0], cum[1])
+	}
+}
+
+func TestPauseIsSharedAcrossProcesses(t *testing.T) {
+	lim := limiter.Limits{RPM: 60000}
+	a, b := newBudget(t, lim), newBudget(t, lim)
+	key := testKey(t)
+
+	a.Pause(key, time.Now().Add(150*time.Millisecond))
+	a.Pause(key, time.Now().Add(10*time.Millisecond)) // never shortens
+	a.Pause(key, time.Now().Add(-time.Second))        // in the past: nothing
+	start := time.Now()
+	tk, err := b.Reserve(context.Background(), key, limiter.Cost{Requests: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk.Cancel()
+	if d := time.Since(start); d < 130*time.Millisecond || d > 400*time.Millisecond {
+		t.Errorf("Reserve in another process during a 150ms pause took %v", d)
+	}
+	st := b.Stats()
+	if st[0].Binding != limiter.DimPause || st[0].PausedUntil.Before(start.Add(100*time.Millisecond)) {
+		t.Errorf("Stats of the paused process: binding %v, paused until %v", st[0].Binding, st[0].PausedUntil)
+	}
+	// Over: admitted at once.
+	start = time.Now()
+	tk, err = a.Reserve(context.Background(), key, limiter.Cost{Requests: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk.Cancel()
+	if d := time.Since(start); d > 50*time.Millisecond {
+		t.Errorf("Reserve after the pause took %v", d)
+	}
+}
+
+func TestObserveOnlyLowers(t *testing.T) {
+	const rate = 1000.0 // input per second; the burst of 1s holds 1000
+	lim := limiter.Limits{ITPM: rate * 60, TPM: 1e9}
+	a, b := newBudget(t, lim), newBudget(t, lim)
+	key := testKey(t)
+	ctx := context.Background()
+	t1, err := a.Reserve(ctx, key, limiter.Cost{Input: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another process admits 200 after t1: t1's headers cannot know.
+	t2, err := b.Reserve(ctx, key, limiter.Cost{Input: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	start := time.Now()
+	t1.Observe(limiter.Observation{
+		Input:  limiter.Window{Limit: 60000, Remaining: 500},
+		Tokens: limiter.Window{Limit: 1, Remaining: 0}, // ignored: input is known
+	}, start)
+	lv, _ := levels(t, a, key)
+	if !near(lv[1], 500-200, rate, time.Since(start)) {
+		t.Errorf("after Ticket.Observe: input level %.2f, want 300 (500 remaining - 200 admitted since)", lv[1])
+	}
+	if lv[3] < 1e6 {
+		t.Errorf("combined level %.0f lowered by a tokens window next to an input one", lv[3])
+	}
+
+	t2.Observe(limiter.Observation{Input: limiter.Window{Limit: 60000, Remaining: 100000}}, time.Now())
+	lv2, _ := levels(t, a, key)
+	if lv2[1] > 300+rate*time.Since(start).Seconds()+1e-6 {
+		t.Errorf("Observe raised the input level to %.2f", lv2[1])
+	}
+
+	// Headers computed a while ago count the refill since.
+	start = time.Now()
+	t1.Observe(limiter.Observation{Input: limiter.Window{Limit: 60000, Remaining: 0}}, start.Add(-50*time.Millisecond))
+	lv, _ = levels(t, a, key)
+	if !near(lv[1], 50-200, rate, time.Since(start)) {
+		t.Errorf("after Observe of 50ms-old headers: input level %.2f, want -150", lv[1])
+	}
+
+	// Without a ticket, this process's in-flight charges are subtracted:
+	// b holds t2 (200).
+	setLevel := func(v float64) {
+		if err := b.client.HSet(ctx, b.key(key).redisKeys[0], "l2", v).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setLevel(1000)
+	start = time.Now()
+	b.Observe(key, limiter.Observation{Input: limiter.Window{Limit: 60000, Remaining: 250}})
+	lv, _ = levels(t, b, key)
+	if !near(lv[1], 50, rate, time.Since(start)) {
+		t.Errorf("after Budget.Observe: input level %.2f, want 50 (250 - 200 in flight)", lv[1])
+	}
+	t1.Settle(limiter.Cost{Input: 100})
+	t2.Settle(limiter.Cost{Input: 200})
+}
+
+func TestConcurrencyLeaseExpires(t *testing.T) {
+	const lease = 300 * time.Millisecond
+	lim := limiter.Limits{RPM: 60000, Concurrency: 1}
+	fast := func(o *Options) { o.Lease, o.PollInterval = lease, 20*time.Millisecond }
+	a, b := newBudget(t, lim, fast), newBudget(t, lim, fast)
+	key := testKey(t)
+	ctx := context.Background()
+
+	if _, err := a.Reserve(ctx, key, limiter.Cost{Requests: 1}); err != nil { // never ended
+		t.Fatal(err)
+	}
+	// a is alive and renews its lease: the slot stays taken beyond it.
+	short, cancel := context.WithTimeout(ctx, lease+150*time.Millisecond)
+	_, err := b.Reserve(short, key, limiter.Cost{Requests: 1})
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Reserve while another process holds the only slot: err = %v, want DeadlineExceeded", err)
+	}
+	if st := b.Stats()[0]; st.Binding != limiter.DimConcurrency {
+		t.Errorf("binding = %v, want concurrency", st.Binding)
+	}
+	// a "crashes": its slot frees itself within a lease.
+	a.Close()
+	start := time.Now()
+	tk, err := b.Reserve(ctx, key, limiter.Cost{Requests: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := time.Since(start)
+	if d < lease/2 || d > lease+200*time.Millisecond {
+		t.Errorf("slot of a stopped process freed after %v, want within the %v lease", d, lease)
+	}
+	if st := b.Stats()[0]; st.InFlight != 1 {
+		t.Errorf("in flight = %d, want 1", st.InFlight)
+	}
+	// Ending a ticket frees its slot at once.
+	tk.Fail()
+	start = time.Now()
+	tk, err = b.Reserve(ctx, key, limiter.Cost{Requests: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk.Settle(limiter.Cost{})
+	if d := time.Since(start); d > 50*time.Millisecond {
+		t.Errorf("Reserve after Fail freed the slot took %v", d)
+	}
+}
+
+func TestReserveHonoursContext(t *testing.T) {
+	b := newBudget(t, limiter.Limits{RPM: 60, Burst: time.Second}) // one request, then one per second
+	key := testKey(t)
+	if _, err := b.Reserve(context.Background(), key, limiter.Cost{Requests: 1}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Reserve(ctx, key, limiter.Cost{Requests: 1})
+		done <- err
+	}()
+	time.Sleep(30 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("err = %v, want Canceled", err)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("Reserve did not return after cancel")
+	}
+	if _, err := b.Reserve(ctx, key, limiter.Cost{Requests: 1}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Reserve with a cancelled context: err = %v", err)
+	}
+	st := b.Stats()[0]
+	if st.Waiting != 0 || st.Reservations != 1 || st.Wait < 20*time.Millisecond {
+		t.Errorf("Stats: waiting %d reservations %d wait %v", st.Waiting, st.Reservations, st.Wait)
+	}
+	lv, _ := levels(t, b, key)
+	if lv[0] > 0.2 || math.IsNaN(lv[0]) {
+		t.Errorf("requests level %v: the cancelled Reserve took or returned something", lv[0])
+	}
+}
+
+func TestRedisErrorsAreReturned(t *testing.T) {
+	b := newBudget(t, limiter.Limits{RPM: 60}, func(o *Options) { o.OnError = nil })
+	b.client.Close()
+	if _, err := b.Reserve(context.Background(), testKey(t), limiter.Cost{Requests: 1}); err == nil {
+		t.Error("Reserve on a closed client: no error")
+	}
+}
+
+func TestLocalEndWakesTheHead(t *testing.T) {
+	// The default PollInterval is 50ms; ending a local ticket wakes the
+	// process's waiting head at once.
+	b := newBudget(t, limiter.Limits{RPM: 60000, Concurrency: 1}, func(o *Options) { o.PollInterval = time.Second })
+	key := testKey(t)
+	t1, err := b.Reserve(context.Background(), key, limiter.Cost{Requests: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan time.Time, 1)
+	go func() {
+		tk, err := b.Reserve(context.Background(), key, limiter.Cost{Requests: 1})
+		if err != nil {
+			t.Error(err)
+		} else {
+			tk.Settle(limiter.Cost{})
+		}
+		got <- time.Now()
+	}()
+	time.Sleep(30 * time.Millisecond)
+	ended := time.Now()
+	t1.Settle(limiter.Cost{})
+	select {
+	case at := <-got:
+		if d := at.Sub(ended); d > 100*time.Millisecond {
+			t.Errorf("waiter admitted %v after the slot was freed, want at once", d)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("waiter not admitted")
+	}
+}
+
+func TestSkewKeepsAMargin(t *testing.T) {
+	// 10/s, capacity 10; a 200ms skew keeps 2 requests in reserve: 8 go at
+	// once, the 9th waits until the bucket holds 1 + 2.
+	b := newBudget(t, limiter.Limits{RPM: 600, Skew: 200 * time.Millisecond})
+	key := testKey(t)
+	start := time.Now()
+	for range 8 {
+		if _, err := b.Reserve(context.Background(), key, limiter.Cost{Requests: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := time.Since(start); d > 50*time.Millisecond {
+		t.Fatalf("8 of a capacity of 10 took %v, want at once", d)
+	}
+	if _, err := b.Reserve(context.Background(), key, limiter.Cost{Requests: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 80*time.Millisecond || d > 300*time.Millisecond {
+		t.Errorf("the 9th took %v, want about 100ms (the skew margin)", d)
+	}
+}

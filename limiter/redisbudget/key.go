@@ -1,0 +1,258 @@
+package redisbudget
+
+import (
+	"math"
+	"sync"
+	"time"
+
+	"github.com/llmrun/llmrun/limiter"
+)
+
+// numBuckets is the number of buckets of a key: requests, input, output and
+// combined tokens, in that order (bucket i binds as Dimension(i+1)), as in
+// package limiter.
+const numBuckets = 4
+
+// params is what the scripts need of a key's limits.
+type params struct {
+	rate [numBuckets]float64 // refill per second, headroom applied; 0 = no bucket
+	base [numBuckets]float64 // burst capacity (rate × Burst; ≥ 1 request)
+	max  [numBuckets]float64 // largest admissible single cost
+	conc int                 // concurrency limit, 0 = none
+	skew float64             // seconds
+}
+
+// paramsOf derives params from normalised limits, as the in-process
+// limiter's applyLimits does.
+func paramsOf(lim limiter.Limits) params {
+	p := params{conc: lim.Concurrency, skew: lim.Skew.Seconds()}
+	for i := range numBuckets {
+		perMin := perMinute(lim, i)
+		if perMin <= 0 {
+			continue
+		}
+		p.rate[i] = perMin * lim.Headroom / 60
+		burst := p.rate[i] * lim.Burst.Seconds()
+		p.max[i] = max(perMin, burst)
+		p.base[i] = min(burst, p.max[i])
+		if i == 0 {
+			p.base[i] = max(p.base[i], 1) // one request always fits
+		}
+	}
+	return p
+}
+
+// tooLarge reports a cost no bucket of key could ever cover.
+func (p params) tooLarge(key string, c limiter.Cost) error {
+	for i := range numBuckets {
+		if p.rate[i] > 0 && amount(c, i) > p.max[i] {
+			return &limiter.TooLargeError{Key: key, Dimension: limiter.Dimension(i + 1), Cost: int64(amount(c, i)), Limit: int64(p.max[i])}
+		}
+	}
+	return nil
+}
+
+// mask records which buckets exist, so a ticket reconciles only the buckets
+// it was charged to.
+func (p params) mask() (m uint8) {
+	for i := range numBuckets {
+		if p.rate[i] > 0 {
+			m |= 1 << i
+		}
+	}
+	return m
+}
+
+// normalize applies limiter.Limits' documented defaults.
+func normalize(lim limiter.Limits) limiter.Limits {
+	if lim.Burst <= 0 {
+		lim.Burst = time.Second
+	}
+	if lim.Headroom <= 0 || lim.Headroom > 1 || math.IsNaN(lim.Headroom) {
+		lim.Headroom = 1
+	}
+	for i := range numBuckets {
+		if v := perMinute(lim, i); v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			setPerMinute(&lim, i, 0)
+		}
+	}
+	lim.Concurrency = max(lim.Concurrency, 0)
+	lim.Skew = max(lim.Skew, 0)
+	lim.Auto = false // nothing is learned: the numbers are the limits
+	return lim
+}
+
+func perMinute(lim limiter.Limits, i int) float64 {
+	switch i {
+	case 0:
+		return lim.RPM
+	case 1:
+		return lim.ITPM
+	case 2:
+		return lim.OTPM
+	default:
+		return lim.TPM
+	}
+}
+
+func setPerMinute(lim *limiter.Limits, i int, v float64) {
+	switch i {
+	case 0:
+		lim.RPM = v
+	case 1:
+		lim.ITPM = v
+	case 2:
+		lim.OTPM = v
+	default:
+		lim.TPM = v
+	}
+}
+
+// amount is what c takes from bucket i.
+func amount(c limiter.Cost, i int) float64 {
+	switch i {
+	case 0:
+		return float64(c.Requests)
+	case 1:
+		return float64(c.Input)
+	case 2:
+		return float64(c.Output)
+	default:
+		return float64(c.Input + c.Output)
+	}
+}
+
+// keyState is this process's side of one key: its configuration, its local
+// FIFO and its statistics. Every method requires mu to be held.
+type keyState struct {
+	name      string
+	redisKeys [3]string     // state hash, in-flight set, pause
+	turn      chan struct{} // buffered 1: held by the Reserve that asks Redis
+	wake      chan struct{} // buffered 1: a local ticket ended, the head may ask again
+
+	mu   sync.Mutex
+	conf limiter.Limits // normalised
+	p    params
+
+	inflight map[string]*ticket // this process's tickets not ended
+	out      [numBuckets]float64
+
+	// statistics
+	base        time.Time     // origin of arrivals
+	waiting     int           // Reserve calls not yet admitted
+	arrivals    time.Duration // sum of their arrivals since base
+	blocked     limiter.Dimension
+	acctAt      time.Time
+	wait        time.Duration
+	waitBy      [limiter.NumDimensions]time.Duration
+	reserved    int64
+	rateLimited int64
+	paused      time.Time
+}
+
+// newKeyState names the key's Redis keys prefix:{name}:…; the hash tag
+// {name} puts them in one Cluster slot (an empty name has no tag: on a
+// Cluster, keys must be non-empty).
+func newKeyState(name, prefix string, lim limiter.Limits, now time.Time) *keyState {
+	ns := prefix + ":{" + name + "}:"
+	k := &keyState{
+		name:      name,
+		redisKeys: [3]string{ns + "state", ns + "inflight", ns + "pause"},
+		turn:      make(chan struct{}, 1),
+		wake:      make(chan struct{}, 1),
+		inflight:  map[string]*ticket{},
+		base:      now,
+		acctAt:    now,
+	}
+	k.setLimits(lim)
+	return k
+}
+
+func (k *keyState) setLimits(lim limiter.Limits) {
+	k.conf = normalize(lim)
+	k.p = paramsOf(k.conf)
+}
+
+// sync brings the wait accounting up to now: the waiting calls' time goes
+// to what last blocked the head.
+func (k *keyState) sync(now time.Time) {
+	if d := now.Sub(k.acctAt); d > 0 {
+		k.waitBy[k.blocked] += time.Duration(k.waiting) * d
+		k.acctAt = now
+	}
+}
+
+func (k *keyState) enqueue(now time.Time) {
+	k.sync(now)
+	k.waiting++
+	k.arrivals += now.Sub(k.base)
+}
+
+func (k *keyState) dequeue(now, arrived time.Time) {
+	k.sync(now)
+	k.waiting--
+	k.arrivals -= arrived.Sub(k.base)
+	k.wait += max(now.Sub(arrived), 0)
+}
+
+// block records what keeps the head waiting, and for how long.
+func (k *keyState) block(now time.Time, dim limiter.Dimension, wait time.Duration) {
+	k.sync(now)
+	k.blocked = dim
+	if until := now.Add(wait); dim == limiter.DimPause && until.After(k.paused) {
+		k.paused = until
+	}
+}
+
+func (k *keyState) admit(t *ticket) {
+	k.inflight[t.id] = t
+	for i := range numBuckets {
+		if t.mask&(1<<i) != 0 {
+			k.out[i] += amount(t.cost, i)
+		}
+	}
+	k.reserved++
+}
+
+// finish forgets an ended ticket. The caller wakes the head once Redis
+// has freed the ticket's slot and refunds.
+func (k *keyState) finish(t *ticket) {
+	delete(k.inflight, t.id)
+	for i := range numBuckets {
+		if t.mask&(1<<i) != 0 {
+			k.out[i] -= amount(t.cost, i)
+		}
+	}
+}
+
+// wakeHead asks this process's head Reserve, if any, to ask Redis again
+// now rather than at the end of its wait. It does not require mu.
+func (k *keyState) wakeHead() {
+	select {
+	case k.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (k *keyState) stats(now time.Time) limiter.KeyStats {
+	k.sync(now)
+	s := limiter.KeyStats{
+		Key:          k.name,
+		Configured:   k.conf,
+		Effective:    k.conf,
+		Wait:         k.wait + time.Duration(k.waiting)*now.Sub(k.base) - k.arrivals,
+		WaitBy:       k.waitBy,
+		InFlight:     len(k.inflight),
+		Waiting:      k.waiting,
+		Reservations: k.reserved,
+		RateLimited:  k.rateLimited,
+		PausedUntil:  k.paused,
+	}
+	var most time.Duration
+	for d := limiter.DimRequests; d < limiter.NumDimensions; d++ {
+		if s.WaitBy[d] > most {
+			most, s.Binding = s.WaitBy[d], d
+		}
+	}
+	return s
+}
