@@ -8,7 +8,7 @@ import (
 // numBuckets is the number of token buckets a key may have: requests, input
 // tokens, output tokens and combined tokens, in that order. Bucket i binds as
 // Dimension(i+1).
-const numBuckets = 4
+const numBuckets = NumBuckets
 
 // eps absorbs float rounding when comparing a bucket's level with a cost, so
 // a waiter woken by a timer computed from the same numbers is admitted
@@ -26,8 +26,12 @@ type bucket struct {
 
 func (b *bucket) on() bool { return b.rate > 0 }
 
-// amount is what c takes from bucket i.
-func (c Cost) amount(i int) float64 {
+// NumBuckets is how many buckets a key has (see Cost.Amount).
+const NumBuckets = 4
+
+// Amount is what c takes from bucket i (0 requests, 1 input, 2 output,
+// 3 combined tokens; bucket i binds as Dimension(i+1)).
+func (c Cost) Amount(i int) float64 {
 	switch i {
 	case 0:
 		return float64(c.Requests)
@@ -40,8 +44,8 @@ func (c Cost) amount(i int) float64 {
 	}
 }
 
-// perMinute returns lim's configured per-minute number for bucket i.
-func (lim Limits) perMinute(i int) float64 {
+// PerMinute is lim's per-minute limit for bucket i (see Cost.Amount).
+func (lim Limits) PerMinute(i int) float64 {
 	switch i {
 	case 0:
 		return lim.RPM

@@ -65,6 +65,10 @@ func newKeyState(name string, lim Limits, now time.Time) *keyState {
 }
 
 // normalize applies the documented defaults to lim.
+// Normalized returns lim with its documented defaults applied and invalid
+// numbers zeroed, as every key of a budget sees it.
+func (lim Limits) Normalized() Limits { return normalize(lim) }
+
 func normalize(lim Limits) Limits {
 	if lim.Burst <= 0 {
 		lim.Burst = time.Second
@@ -73,7 +77,7 @@ func normalize(lim Limits) Limits {
 		lim.Headroom = 1
 	}
 	for i := range numBuckets {
-		if v := lim.perMinute(i); v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		if v := lim.PerMinute(i); v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
 			lim.setPerMinute(i, 0)
 		}
 	}
@@ -100,7 +104,7 @@ func (k *keyState) setLimitsAt(now time.Time, lim Limits) {
 // effective returns the per-minute limit in force for bucket i: the explicit
 // number, or in Auto mode the learned one, never above an explicit number.
 func (k *keyState) effective(i int) float64 {
-	v := k.conf.perMinute(i)
+	v := k.conf.PerMinute(i)
 	if l := k.learned[i]; k.conf.Auto && l > 0 && (v == 0 || l < v) {
 		v = l
 	}
@@ -159,7 +163,7 @@ func (k *keyState) maxConc() float64 {
 func (k *keyState) fit(c Cost) {
 	for i := range k.b {
 		b := &k.b[i]
-		a := c.amount(i)
+		a := c.Amount(i)
 		if !b.on() || a <= b.cap || a > b.max {
 			continue
 		}
@@ -199,8 +203,8 @@ func (k *keyState) syncAt(now time.Time) {
 func (k *keyState) tooLarge(c Cost) error {
 	for i := range k.b {
 		b := &k.b[i]
-		if b.on() && c.amount(i) > b.max {
-			return &TooLargeError{Key: k.name, Dimension: Dimension(i + 1), Cost: int64(c.amount(i)), Limit: int64(b.max)}
+		if b.on() && c.Amount(i) > b.max {
+			return &TooLargeError{Key: k.name, Dimension: Dimension(i + 1), Cost: int64(c.Amount(i)), Limit: int64(b.max)}
 		}
 	}
 	return nil
@@ -226,7 +230,7 @@ func (k *keyState) reserveAt(now time.Time, c Cost) (time.Duration, Dimension) {
 		if !b.on() {
 			continue
 		}
-		if need := k.need(b, c.amount(i)) - b.level; need > eps {
+		if need := k.need(b, c.Amount(i)) - b.level; need > eps {
 			if d := durationOf(need / b.rate); d > wait || dim == DimNone {
 				wait, dim = max(d, 1), Dimension(i+1)
 			}
@@ -240,9 +244,9 @@ func (k *keyState) reserveAt(now time.Time, c Cost) (time.Duration, Dimension) {
 	}
 	for i := range k.b {
 		if k.b[i].on() {
-			k.b[i].level -= c.amount(i)
-			k.out[i] += c.amount(i)
-			k.cum[i] += c.amount(i)
+			k.b[i].level -= c.Amount(i)
+			k.out[i] += c.Amount(i)
+			k.cum[i] += c.Amount(i)
 		}
 	}
 	k.inflight++
@@ -285,8 +289,8 @@ func (k *keyState) finishAt(now time.Time, mask uint8, seq uint64, reserved, act
 		if !b.on() || mask&(1<<i) == 0 {
 			continue
 		}
-		d := reserved.amount(i) - actual.amount(i)
-		k.out[i] -= reserved.amount(i)
+		d := reserved.Amount(i) - actual.Amount(i)
+		k.out[i] -= reserved.Amount(i)
 		k.cum[i] -= d
 		if d > 0 {
 			b.level = max(b.level, min(b.level+d, b.cap))
@@ -319,8 +323,8 @@ func (k *keyState) finishAt(now time.Time, mask uint8, seq uint64, reserved, act
 func (k *keyState) cancelAt(now time.Time, mask uint8, seq uint64, reserved Cost) {
 	k.finishAt(now, mask, seq, reserved, Cost{}, false)
 	if b := &k.b[0]; b.on() && mask&1 != 0 {
-		b.level = max(b.level, min(b.level+reserved.amount(0), b.cap))
-		k.cum[0] -= reserved.amount(0)
+		b.level = max(b.level, min(b.level+reserved.Amount(0), b.cap))
+		k.cum[0] -= reserved.Amount(0)
 	}
 }
 

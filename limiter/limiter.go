@@ -211,27 +211,26 @@ func (r *Reservation) Cost() Cost { return r.cost }
 // request keeps its request charge. In Auto mode a Settle counts as a
 // success for the concurrency window. Token-estimate calibration is the
 // Estimator's job (ObserveInput/ObserveOutput), not Settle's.
-func (r *Reservation) Settle(actual Cost) { r.finish(actual, true) }
+func (r *Reservation) Settle(actual Cost) {
+	r.end(func(k *keyState, now time.Time) { k.finishAt(now, r.mask, r.seq, r.cost, actual, true) })
+}
 
 // Fail ends an attempt that produced no usage (transport error, 429, 5xx):
 // it keeps the request charge, refunds the token charges and releases the
 // slot. Call it before RateLimited for the same attempt.
-func (r *Reservation) Fail() { r.finish(Cost{}, false) }
+func (r *Reservation) Fail() {
+	r.end(func(k *keyState, now time.Time) { k.finishAt(now, r.mask, r.seq, r.cost, Cost{}, false) })
+}
 
 // Cancel ends a reservation whose request was never sent: it returns
 // everything, the request charge included, and releases the slot.
 func (r *Reservation) Cancel() {
-	k := r.k
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if r.done {
-		return
-	}
-	r.done = true
-	k.cancelAt(r.l.now(), r.mask, r.seq, r.cost)
+	r.end(func(k *keyState, now time.Time) { k.cancelAt(now, r.mask, r.seq, r.cost) })
 }
 
-func (r *Reservation) finish(actual Cost, success bool) {
+// end runs the reservation's one ending under the key's lock; later calls
+// do nothing.
+func (r *Reservation) end(fn func(k *keyState, now time.Time)) {
 	k := r.k
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -239,7 +238,7 @@ func (r *Reservation) finish(actual Cost, success bool) {
 		return
 	}
 	r.done = true
-	k.finishAt(r.l.now(), r.mask, r.seq, r.cost, actual, success)
+	fn(k, r.l.now())
 }
 
 // Reserve blocks until key has a free concurrency slot, is not paused and

@@ -88,7 +88,7 @@ func simulate(t *testing.T, seed uint64, lim Limits, refunds bool, rng *rand.Ran
 		}
 		reqs[i] = req{at, c}
 		for b := range numBuckets {
-			biggest[b] = max(biggest[b], c.amount(b))
+			biggest[b] = max(biggest[b], c.Amount(b))
 		}
 	}
 
@@ -101,7 +101,7 @@ func simulate(t *testing.T, seed uint64, lim Limits, refunds bool, rng *rand.Ran
 		var e simEvent
 		e.at = now
 		for b := range numBuckets {
-			e.amt[b] = -(f.cost.amount(b) - f.final.amount(b))
+			e.amt[b] = -(f.cost.Amount(b) - f.final.Amount(b))
 		}
 		e.amt[0] = 0 // the request charge is kept
 		events = append(events, e)
@@ -140,7 +140,7 @@ func simulate(t *testing.T, seed uint64, lim Limits, refunds bool, rng *rand.Ran
 			var e simEvent
 			e.at = now
 			for b := range numBuckets {
-				e.amt[b] = r.cost.amount(b)
+				e.amt[b] = r.cost.Amount(b)
 			}
 			events = append(events, e)
 			f := simFlight{end: now.Add(50*time.Millisecond + time.Duration(rng.Int64N(int64(3*time.Second)))), seq: k.seq, mask: k.charged(), cost: r.cost, final: r.cost, ok: true}

@@ -195,7 +195,7 @@ func RunOffline(ctx context.Context, cfg OfflineConfig) (*Summary, error) {
 	if ferr := cfg.Store.Flush(); err == nil && ferr != nil {
 		err = fmt.Errorf("writing results: %w", ferr)
 	}
-	sum := o.summarize(time.Since(started))
+	sum := o.c.summary(time.Since(started))
 	if err == nil && ctx.Err() != nil {
 		err = context.Cause(ctx)
 	}
@@ -643,22 +643,3 @@ func (o *offline) write(id string, l *Line, ok bool) error {
 	return nil
 }
 
-func (o *offline) summarize(wall time.Duration) *Summary {
-	c := o.c
-	s := &Summary{
-		Requests:       c.Total.Load(),
-		Skipped:        c.Skipped.Load(),
-		Succeeded:      c.Succeeded.Load(),
-		Failed:         c.Failed.Load(),
-		Attempts:       c.Attempts.Load(),
-		InputTokens:    c.InputTokens.Load(),
-		OutputTokens:   c.OutputTokens.Load(),
-		WallSeconds:    wall.Seconds(),
-		RetriesByCause: map[string]int64{},
-	}
-	s.Pending = max(s.Requests-s.Skipped-s.Succeeded-s.Failed, 0)
-	if answered := s.Succeeded + s.Failed; answered > 0 {
-		s.AttemptsPerRequest = float64(s.Attempts) / float64(answered)
-	}
-	return s
-}

@@ -298,7 +298,7 @@ func (r *run) breaker(key string) *retry.Breaker {
 // Holding reports whether some key's breaker is open, for progress.
 func (r *run) holding() bool { return r.c.Holding.Load() > 0 }
 
-// jitter draws from the run's seeded source under a lock (rand.Rand is not
+// int64n draws from the run's seeded source under a lock (rand.Rand is not
 // safe for concurrent use).
 func (r *run) int64n(n int64) int64 {
 	if n <= 0 {

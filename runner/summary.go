@@ -36,8 +36,8 @@ type Summary struct {
 	Aborted            string           `json:"aborted,omitempty"`
 }
 
-func (r *run) summarize(wall time.Duration) *Summary {
-	c := r.c
+// summary is what the counters alone say about a run.
+func (c *Counters) summary(wall time.Duration) *Summary {
 	s := &Summary{
 		Requests:       c.Total.Load(),
 		Skipped:        c.Skipped.Load(),
@@ -51,14 +51,19 @@ func (r *run) summarize(wall time.Duration) *Summary {
 		WallSeconds:    wall.Seconds(),
 		RetriesByCause: c.RetriesByCause(),
 		FellBack:       c.FellBack.Load(),
-		Limits:         keyLimits(r.cfg.Limiter.Stats()),
 	}
-	s.Pending = s.Requests - s.Skipped - s.Succeeded - s.Failed
-	answered := s.Succeeded + s.Failed
-	if answered > 0 {
+	s.Pending = max(s.Requests-s.Skipped-s.Succeeded-s.Failed, 0)
+	if answered := s.Succeeded + s.Failed; answered > 0 {
 		s.AttemptsPerRequest = float64(s.Attempts) / float64(answered)
 		s.FallbackRate = float64(s.FellBack) / float64(answered)
 	}
+	return s
+}
+
+// summarize adds the budget and the breakers to the counters' summary.
+func (r *run) summarize(wall time.Duration) *Summary {
+	s := r.c.summary(wall)
+	s.Limits = keyLimits(r.cfg.Limiter.Stats())
 	r.mu.Lock()
 	for _, b := range r.breakers {
 		st := b.Stats(r.cfg.Now())

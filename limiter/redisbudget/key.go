@@ -1,7 +1,6 @@
 package redisbudget
 
 import (
-	"math"
 	"sync"
 	"time"
 
@@ -11,7 +10,7 @@ import (
 // numBuckets is the number of buckets of a key: requests, input, output and
 // combined tokens, in that order (bucket i binds as Dimension(i+1)), as in
 // package limiter.
-const numBuckets = 4
+const numBuckets = limiter.NumBuckets
 
 // params is what the scripts need of a key's limits.
 type params struct {
@@ -27,7 +26,7 @@ type params struct {
 func paramsOf(lim limiter.Limits) params {
 	p := params{conc: lim.Concurrency, skew: lim.Skew.Seconds()}
 	for i := range numBuckets {
-		perMin := perMinute(lim, i)
+		perMin := lim.PerMinute(i)
 		if perMin <= 0 {
 			continue
 		}
@@ -45,8 +44,8 @@ func paramsOf(lim limiter.Limits) params {
 // tooLarge reports a cost no bucket of key could ever cover.
 func (p params) tooLarge(key string, c limiter.Cost) error {
 	for i := range numBuckets {
-		if p.rate[i] > 0 && amount(c, i) > p.max[i] {
-			return &limiter.TooLargeError{Key: key, Dimension: limiter.Dimension(i + 1), Cost: int64(amount(c, i)), Limit: int64(p.max[i])}
+		if p.rate[i] > 0 && c.Amount(i) > p.max[i] {
+			return &limiter.TooLargeError{Key: key, Dimension: limiter.Dimension(i + 1), Cost: int64(c.Amount(i)), Limit: int64(p.max[i])}
 		}
 	}
 	return nil
@@ -63,63 +62,12 @@ func (p params) mask() (m uint8) {
 	return m
 }
 
-// normalize applies limiter.Limits' documented defaults.
+// normalize applies limiter.Limits' documented defaults; a shared budget
+// learns nothing, so the numbers are the limits.
 func normalize(lim limiter.Limits) limiter.Limits {
-	if lim.Burst <= 0 {
-		lim.Burst = time.Second
-	}
-	if lim.Headroom <= 0 || lim.Headroom > 1 || math.IsNaN(lim.Headroom) {
-		lim.Headroom = 1
-	}
-	for i := range numBuckets {
-		if v := perMinute(lim, i); v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-			setPerMinute(&lim, i, 0)
-		}
-	}
-	lim.Concurrency = max(lim.Concurrency, 0)
-	lim.Skew = max(lim.Skew, 0)
-	lim.Auto = false // nothing is learned: the numbers are the limits
+	lim = lim.Normalized()
+	lim.Auto = false
 	return lim
-}
-
-func perMinute(lim limiter.Limits, i int) float64 {
-	switch i {
-	case 0:
-		return lim.RPM
-	case 1:
-		return lim.ITPM
-	case 2:
-		return lim.OTPM
-	default:
-		return lim.TPM
-	}
-}
-
-func setPerMinute(lim *limiter.Limits, i int, v float64) {
-	switch i {
-	case 0:
-		lim.RPM = v
-	case 1:
-		lim.ITPM = v
-	case 2:
-		lim.OTPM = v
-	default:
-		lim.TPM = v
-	}
-}
-
-// amount is what c takes from bucket i.
-func amount(c limiter.Cost, i int) float64 {
-	switch i {
-	case 0:
-		return float64(c.Requests)
-	case 1:
-		return float64(c.Input)
-	case 2:
-		return float64(c.Output)
-	default:
-		return float64(c.Input + c.Output)
-	}
 }
 
 // keyState is this process's side of one key: its configuration, its local
@@ -208,7 +156,7 @@ func (k *keyState) admit(t *ticket) {
 	k.inflight[t.id] = t
 	for i := range numBuckets {
 		if t.mask&(1<<i) != 0 {
-			k.out[i] += amount(t.cost, i)
+			k.out[i] += t.cost.Amount(i)
 		}
 	}
 	k.reserved++
@@ -220,7 +168,7 @@ func (k *keyState) finish(t *ticket) {
 	delete(k.inflight, t.id)
 	for i := range numBuckets {
 		if t.mask&(1<<i) != 0 {
-			k.out[i] -= amount(t.cost, i)
+			k.out[i] -= t.cost.Amount(i)
 		}
 	}
 }

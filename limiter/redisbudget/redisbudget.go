@@ -350,7 +350,7 @@ func (b *Budget) try(ctx context.Context, k *keyState, p params, c limiter.Cost)
 	args := make([]any, 0, 5+4*numBuckets)
 	args = append(args, id, micros(b.o.Lease), p.conc, p.skew, b.o.StateTTL.Milliseconds())
 	for i := range numBuckets {
-		args = append(args, p.rate[i], p.base[i], p.max[i], amount(c, i))
+		args = append(args, p.rate[i], p.base[i], p.max[i], c.Amount(i))
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.o.OpTimeout)
 	defer cancel()

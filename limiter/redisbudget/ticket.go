@@ -65,7 +65,7 @@ func (t *ticket) finish(actual limiter.Cost) {
 	for i := range numBuckets {
 		d := 0.0
 		if t.mask&(1<<i) != 0 {
-			d = amount(t.cost, i) - amount(actual, i)
+			d = t.cost.Amount(i) - actual.Amount(i)
 		}
 		args = append(args, p.rate[i], p.base[i], p.max[i], d)
 	}
