@@ -642,4 +642,3 @@ func (o *offline) write(id string, l *Line, ok bool) error {
 	o.c.Attempts.Add(int64(l.Llmrun.Attempts))
 	return nil
 }
-
