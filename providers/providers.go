@@ -51,8 +51,23 @@ type Request struct {
 
 // Usage is the token usage a provider reports for one response.
 type Usage struct {
+	// InputTokens counts every input token of the request, cached ones
+	// included (OpenAI prompt_tokens; Anthropic input_tokens +
+	// cache_read_input_tokens + cache_creation_input_tokens).
 	InputTokens  int64
 	OutputTokens int64
+	// CacheReadTokens is the part of InputTokens served from the provider's
+	// prompt cache (OpenAI prompt_tokens_details.cached_tokens, Anthropic
+	// cache_read_input_tokens): billed at the cache-read price and, on
+	// Anthropic, not counted against input TPM.
+	CacheReadTokens int64
+	// CacheWriteTokens is the part of InputTokens written to the prompt
+	// cache (Anthropic cache_creation_input_tokens): billed at the
+	// cache-write price.
+	CacheWriteTokens int64
+	// Estimated reports that the provider sent no usage and these numbers
+	// are llmrun's own estimate (local servers that omit usage).
+	Estimated bool
 }
 
 // Response is one successful answer. Body is always the non-streaming shape,
