@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmrun/llmrun/checkpoint"
+	"github.com/llmrun/llmrun/estimate"
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/limiter/redisbudget"
 	"github.com/llmrun/llmrun/runner"
@@ -194,7 +195,7 @@ func runBatch(ctx context.Context, io *IO, o *BatchOptions) error {
 		return err
 	}
 	defer closeBudget()
-	estimator := limiter.NewEstimator()
+	estimator := estimate.NewEstimator()
 	src.Validate = runner.FitsLimits(limits, estimator)
 	check, err := src.Check()
 	if err != nil {

@@ -13,13 +13,11 @@ import (
 func Example() {
 	ctx := context.Background()
 	l := limiter.New(limiter.Options{Defaults: limiter.Limits{RPM: 50, ITPM: 30000, OTPM: 8000, Headroom: 0.95}})
-	est := limiter.NewEstimator()
 	const key = "anthropic|https://api.anthropic.com|claude-sonnet-4-5"
 
-	prompt := []byte("Summarise: the quick brown fox jumps over the lazy dog.")
-	raw := est.RawInputTokens("claude-sonnet-4-5", prompt) // once per request: tokenizing costs
-	in := est.Calibrate(key, raw)
-	out := est.ExpectedOutput(key, 1024) // max_tokens until outputs have been seen
+	// The caller estimates the cost (package estimate: the input from the
+	// prompt text, the expected output); the limiter sees only numbers.
+	in, out := int64(15), int64(1024)
 	r, err := l.Reserve(ctx, key, limiter.Cost{Requests: 1, Input: in, Output: out})
 	if err != nil {
 		fmt.Println(err) // ctx ended, or limiter.ErrTooLarge: fail the request, do not retry
@@ -35,8 +33,6 @@ func Example() {
 		Tokens:   limiter.Window{Limit: -1, Remaining: -1},
 	})
 	r.Settle(limiter.Cost{Requests: 1, Input: usedIn, Output: usedOut})
-	est.ObserveInput(key, raw, usedIn)
-	est.ObserveOutput(key, usedOut)
 
 	// A 429 instead would be: r.Fail(); l.Pause(key, now+retryAfter); l.RateLimited(key).
 	s := l.Stats()[0]

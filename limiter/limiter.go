@@ -210,7 +210,7 @@ func (r *Reservation) Cost() Cost { return r.cost }
 // and releases the concurrency slot. actual.Requests is ignored: a sent
 // request keeps its request charge. In Auto mode a Settle counts as a
 // success for the concurrency window. Token-estimate calibration is the
-// Estimator's job (ObserveInput/ObserveOutput), not Settle's.
+// caller's job (package estimate), not Settle's.
 func (r *Reservation) Settle(actual Cost) {
 	r.end(func(k *keyState, now time.Time) { k.finishAt(now, r.mask, r.seq, r.cost, actual, true) })
 }

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/llmrun/llmrun/checkpoint"
+	"github.com/llmrun/llmrun/estimate"
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/providers"
 	"github.com/llmrun/llmrun/runner/retry"
@@ -42,7 +43,7 @@ type Config struct {
 
 	// Limiter is the budget every attempt is admitted from (in-process or shared).
 	Limiter   limiter.Budget
-	Estimator *limiter.Estimator
+	Estimator *estimate.Estimator
 
 	Policy      retry.Policy
 	RetryBudget *retry.Budget

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/llmrun/llmrun/checkpoint"
+	"github.com/llmrun/llmrun/estimate"
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/providers"
 	"github.com/llmrun/llmrun/runner/retry"
@@ -73,7 +74,7 @@ func testRun(t *testing.T, dir string, n int, p providers.Provider, mutate func(
 	}
 	cfg := Config{
 		Source: src, Total: check.Requests, Routes: []Route{{Provider: p}}, Store: store,
-		Limiter: limiter.AsBudget(limiter.New(limiter.Options{})), Estimator: limiter.NewEstimator(),
+		Limiter: limiter.AsBudget(limiter.New(limiter.Options{})), Estimator: estimate.NewEstimator(),
 		Policy:      retry.Policy{Base: time.Millisecond, Max: 10 * time.Millisecond},
 		Concurrency: 4, Grace: 5 * time.Second,
 		Rand: rand.New(rand.NewPCG(1, 2)),

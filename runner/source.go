@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/llmrun/llmrun/estimate"
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/providers"
 )
@@ -271,7 +272,7 @@ func (sh Shard) Has(id string) bool {
 // limit), so such a request is an input error at the check, before
 // anything is sent, rather than a failure mid-run. Input is estimated as
 // bytes/4, tokenized exactly only when that comes near a limit.
-func FitsLimits(lim limiter.Limits, est *limiter.Estimator) func(*providers.Request) error {
+func FitsLimits(lim limiter.Limits, est *estimate.Estimator) func(*providers.Request) error {
 	return func(req *providers.Request) error {
 		out := int64(req.MaxTokens)
 		if out <= 0 {

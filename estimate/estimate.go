@@ -1,4 +1,9 @@
-package limiter
+// Package estimate turns request text into token estimates before a
+// request is sent: tiktoken for OpenAI-family models, bytes/4 otherwise,
+// calibrated online per budget key against the counts providers report,
+// and the expected output size per key. The runner asks it what to
+// reserve; the limiter only ever sees the resulting numbers.
+package estimate
 
 import (
 	"bytes"
