@@ -33,7 +33,7 @@ type BatchOptions struct {
 
 	Concurrency                     int
 	RPM, ITPM, OTPM, TPM, Headroom  float64
-	Burst, Skew                     time.Duration
+	Burst, Skew, MaxPause           time.Duration
 	Pool, Shard, Redis              string
 	MaxAttempts                     int
 	BackoffBase, BackoffMax         time.Duration
@@ -97,6 +97,7 @@ ANTHROPIC_BASE_URL (or --base-url). --provider mock runs against a built-in mock
 	f.DurationVar(&o.Burst, "burst", time.Second, "how much refill a bucket may hold (providers enforce per-minute limits in short windows)")
 	f.Float64Var(&o.Headroom, "headroom", 1.0, "fraction of the limits to use")
 	f.DurationVar(&o.Skew, "skew", limiter.DefaultSkew, "how long after sending the provider may count a request; that much refill is kept in reserve")
+	f.DurationVar(&o.MaxPause, "max-pause", limiter.DefaultMaxPause, "longest wait a server's retry-after may impose, on one request or (after a 429) on the whole key")
 	f.StringVar(&o.Pool, "pool", "", "share one budget under this name instead of per provider+model")
 	f.StringVar(&o.Redis, "redis", "", "redis://[user:pass@]host:port/db: share the budget (buckets, pauses, --concurrency) with every llmrun using this Redis; needs explicit --rpm/--itpm/--otpm/--tpm")
 	f.StringVar(&o.Shard, "shard", "", "I/N: run only shard I of N of the input (by custom_id hash), for N machines sharing one file; outputs default to INPUT.shard-I-of-N.out.jsonl")
@@ -234,7 +235,7 @@ func runBatch(ctx context.Context, io *IO, o *BatchOptions) error {
 			Store:       store,
 			Limiter:     lim,
 			Estimator:   estimator,
-			Policy:      retry.Policy{MaxAttempts: o.MaxAttempts, Deadline: o.RequestTimeout, Base: o.BackoffBase, Max: o.BackoffMax},
+			Policy:      retry.Policy{MaxAttempts: o.MaxAttempts, Deadline: o.RequestTimeout, Base: o.BackoffBase, Max: o.BackoffMax, MaxServerDelay: o.MaxPause},
 			RetryBudget: retry.NewBudget(o.RetryBudget, retry.DefaultBudgetWindow, retry.DefaultBudgetAllowance),
 			Breaker:     retry.BreakerConfig{Threshold: o.BreakerThreshold, Cooldown: o.BreakerCooldown, MaxOutage: o.MaxOutage},
 			Guard:       guard,
@@ -279,8 +280,9 @@ func resumeCommand() string {
 // newBudget is the in-process budget, or with --redis one shared through
 // Redis by every llmrun pointed at it.
 func newBudget(ctx context.Context, io *IO, o *BatchOptions, limits limiter.Limits, seed uint64) (limiter.Budget, func(), error) {
+	warn := func(msg string) { fmt.Fprintf(io.Err, "llmrun: warning: %s\n", msg) }
 	if o.Redis == "" {
-		return limiter.AsBudget(limiter.New(limiter.Options{Defaults: limits})), func() {}, nil
+		return limiter.AsBudget(limiter.New(limiter.Options{Defaults: limits, MaxPause: o.MaxPause, Warn: warn})), func() {}, nil
 	}
 	ropt, err := redis.ParseURL(o.Redis)
 	if err != nil {
@@ -299,6 +301,8 @@ func newBudget(ctx context.Context, io *IO, o *BatchOptions, limits limiter.Limi
 		Defaults: limits,
 		Rand:     rand.New(rand.NewPCG(seed^1, seed)),
 		OnError:  func(err error) { fmt.Fprintf(io.Err, "llmrun: warning: %v\n", err) },
+		MaxPause: o.MaxPause,
+		Warn:     warn,
 	})
 	if err != nil { // no --rpm/--itpm/--otpm/--tpm: learning limits is per process
 		rc.Close()

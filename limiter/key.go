@@ -55,6 +55,7 @@ type keyState struct {
 	waitBy       [NumDimensions]time.Duration
 	reservations int64
 	rateLimited  int64
+	pauseClamped int64
 	learnedAny   bool
 }
 
@@ -344,12 +345,20 @@ func (k *keyState) rateLimitedAt(now time.Time) {
 	k.cutArmed = false
 }
 
-// pauseAt stops admissions until until; it never shortens a later pause.
-func (k *keyState) pauseAt(now, until time.Time) {
+// pauseAt stops admissions until until, but for at most maxPause from now
+// (0: no maximum); it never shortens a later pause. It reports whether until
+// was cut and whether the key was paused already.
+func (k *keyState) pauseAt(now, until time.Time, maxPause time.Duration) (clamped, wasPaused bool) {
 	k.syncAt(now)
+	wasPaused = now.Before(k.pause)
+	if maxPause > 0 && until.Sub(now) > maxPause {
+		until, clamped = now.Add(maxPause), true
+		k.pauseClamped++
+	}
 	if until.After(k.pause) {
 		k.pause = until
 	}
+	return clamped, wasPaused
 }
 
 // observeAt lowers buckets to what the provider says remains and, in Auto
@@ -452,6 +461,7 @@ func (k *keyState) statsAt(now time.Time) KeyStats {
 		Reservations: k.reservations,
 		RateLimited:  k.rateLimited,
 		PausedUntil:  k.pause,
+		PauseClamped: k.pauseClamped,
 	}
 	for _, w := range k.q {
 		s.Wait += max(now.Sub(w.arrived), 0)

@@ -237,8 +237,8 @@ func TestObserveAutoLearnsLimitsBelowExplicitCeiling(t *testing.T) {
 
 func TestPauseAt(t *testing.T) {
 	k := newKey(Limits{})
-	k.pauseAt(t0, at(5*time.Second))
-	k.pauseAt(t0, at(2*time.Second)) // an earlier pause never shortens a later one
+	k.pauseAt(t0, at(5*time.Second), 0)
+	k.pauseAt(t0, at(2*time.Second), 0) // an earlier pause never shortens a later one
 	runSteps(t, k, []step{
 		{0, Cost{Requests: 1}, 5 * time.Second, DimPause},
 		{4 * time.Second, Cost{Requests: 1}, time.Second, DimPause},
@@ -246,10 +246,10 @@ func TestPauseAt(t *testing.T) {
 	})
 	// A bucket that needs longer than the pause binds instead.
 	k = newKey(Limits{RPM: 6}) // 0.1/s, cap 1
-	k.pauseAt(t0, at(time.Second))
+	k.pauseAt(t0, at(time.Second), 0)
 	k.pause = time.Time{}
 	runSteps(t, k, []step{{0, Cost{Requests: 1}, 0, DimNone}})
-	k.pauseAt(t0, at(time.Second))
+	k.pauseAt(t0, at(time.Second), 0)
 	runSteps(t, k, []step{{0, Cost{Requests: 1}, 10 * time.Second, DimRequests}})
 }
 

@@ -69,7 +69,20 @@ type Options struct {
 	// NewTimer starts a timer that fires once after d and returns its
 	// channel and stop function; nil means time.NewTimer.
 	NewTimer func(d time.Duration) (<-chan time.Time, func() bool)
+	// MaxPause is the longest key-wide pause (DefaultMaxPause when zero):
+	// a longer retry-after stalls every request of the key, so it is cut to
+	// MaxPause, counted (KeyStats.PauseClamped) and reported to Warn.
+	MaxPause time.Duration
+	// Warn receives one line per event worth telling the user (a pause
+	// hint cut to MaxPause); nil drops them. It is called without locks
+	// held.
+	Warn func(msg string)
 }
+
+// DefaultMaxPause caps a key-wide pause as retry policies cap one
+// request's retry-after (retry.DefaultMaxServerDelay): a server asking for
+// more is misconfigured or down, which the circuit breaker handles.
+const DefaultMaxPause = 5 * time.Minute
 
 // Dimension names what made a request wait.
 type Dimension int
@@ -135,12 +148,17 @@ type Limiter struct {
 	defaults Limits
 	now      func() time.Time
 	newTimer func(time.Duration) (<-chan time.Time, func() bool)
+	maxPause time.Duration
+	warn     func(string)
 	keys     sync.Map // string → *keyState
 }
 
 // New returns a Limiter configured by o.
 func New(o Options) *Limiter {
-	l := &Limiter{defaults: o.Defaults, now: o.Now, newTimer: o.NewTimer}
+	l := &Limiter{defaults: o.Defaults, now: o.Now, newTimer: o.NewTimer, maxPause: o.MaxPause, warn: o.Warn}
+	if l.maxPause <= 0 {
+		l.maxPause = DefaultMaxPause
+	}
 	if l.now == nil {
 		l.now = time.Now
 	}
@@ -350,12 +368,25 @@ func (l *Limiter) Observe(key string, o Observation) {
 
 // Pause stops all admissions for key until the given instant (a 429 with
 // retry-after): every waiter of the key waits, not just the caller. An
-// earlier pause never shortens a later one.
+// earlier pause never shortens a later one. A pause longer than MaxPause is
+// cut to it and counted; it is reported to Warn when it starts a pause (the
+// 429s of one congestion tell once).
 func (l *Limiter) Pause(key string, until time.Time) {
 	k := l.key(key)
+	now := l.now()
 	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.pauseAt(l.now(), until)
+	asked := until.Sub(now)
+	clamped, wasPaused := k.pauseAt(now, until, l.maxPause)
+	k.mu.Unlock()
+	if clamped && !wasPaused && l.warn != nil {
+		l.warn(PauseClampedMessage(key, asked, l.maxPause))
+	}
+}
+
+// PauseClampedMessage is the warning for a pause hint cut to the maximum,
+// shared with the Redis budget so both say the same.
+func PauseClampedMessage(key string, asked, maxPause time.Duration) string {
+	return fmt.Sprintf("key %q: the server asked to pause for %v; pausing %v (the maximum pause)", key, asked.Round(time.Second), maxPause)
 }
 
 // RateLimited tells key a 429 happened. In Auto mode it halves the
@@ -389,6 +420,9 @@ type KeyStats struct {
 	Reservations int64
 	RateLimited  int64
 	PausedUntil  time.Time
+	// PauseClamped counts pause hints longer than the maximum pause, which
+	// were cut to it.
+	PauseClamped int64
 }
 
 // Stats returns a snapshot of every key, sorted by key.

@@ -3,6 +3,7 @@ package limiter
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -138,6 +139,46 @@ func TestPauseIsSharedByAllWaiters(t *testing.T) {
 		}
 		if s := l.Stats()[0]; s.WaitBy[DimPause] == 0 {
 			t.Fatalf("pause wait not attributed: %+v", s.WaitBy)
+		}
+	})
+}
+
+// TestLongPauseHintIsClamped: one retry-after of a day must not stall the
+// key for more than MaxPause; the cut is counted and told once per pause.
+func TestLongPauseHintIsClamped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var warns []string
+		l := New(Options{Warn: func(m string) { warns = append(warns, m) }})
+		start := time.Now()
+		l.Pause("k", start.Add(24*time.Hour))
+		l.Pause("k", start.Add(time.Hour)) // the same congestion: counted, not told again
+		time.Sleep(time.Second)
+		l.Pause("k", time.Now().Add(time.Hour)) // later, still paused: not told again
+		ch := reserveAsync(context.Background(), l, "k", Cost{Requests: 1})
+		// The last hint, cut, ends the pause at 1s + MaxPause.
+		want := time.Second + DefaultMaxPause
+		time.Sleep(want - time.Second - time.Millisecond)
+		pending(t, ch, "during the clamped pause")
+		time.Sleep(time.Millisecond)
+		if res := done(t, ch, "at the maximum pause"); res.at.Sub(start) != want {
+			t.Fatalf("admitted after %v, want %v", res.at.Sub(start), want)
+		}
+		if s := l.Stats()[0]; s.PauseClamped != 3 {
+			t.Errorf("PauseClamped = %d, want 3", s.PauseClamped)
+		}
+		if len(warns) != 1 || !strings.Contains(warns[0], `"k"`) || !strings.Contains(warns[0], "24h0m0s") || !strings.Contains(warns[0], "5m0s") {
+			t.Errorf("warnings = %q, want one naming the key, the hint and the maximum", warns)
+		}
+		// A shorter hint is obeyed as given; MaxPause is configurable.
+		l = New(Options{MaxPause: time.Minute})
+		l.Pause("k", time.Now().Add(30*time.Second))
+		l.Pause("j", time.Now().Add(2*time.Minute))
+		st := l.Stats()
+		if got := st[1].PausedUntil.Sub(time.Now()); got != 30*time.Second || st[1].PauseClamped != 0 {
+			t.Errorf("30s hint: paused %v (clamped %d), want 30s (0)", got, st[1].PauseClamped)
+		}
+		if got := st[0].PausedUntil.Sub(time.Now()); got != time.Minute || st[0].PauseClamped != 1 {
+			t.Errorf("2m hint with MaxPause 1m: paused %v (clamped %d), want 1m (1)", got, st[0].PauseClamped)
 		}
 	})
 }

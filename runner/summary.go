@@ -88,6 +88,8 @@ type KeyLimits struct {
 	WaitBySeconds map[string]float64 `json:"wait_by_seconds"`
 	BoundBy       string             `json:"bound_by"`
 	RateLimited   int64              `json:"rate_limited"`
+	// PauseClamped counts retry-after hints longer than --max-pause, cut to it.
+	PauseClamped int64 `json:"pause_hints_clamped,omitempty"`
 }
 
 func keyLimits(stats []limiter.KeyStats) []KeyLimits {
@@ -98,7 +100,7 @@ func keyLimits(stats []limiter.KeyStats) []KeyLimits {
 			RPM: st.Effective.RPM, ITPM: st.Effective.ITPM, OTPM: st.Effective.OTPM, TPM: st.Effective.TPM,
 			Concurrency: st.Effective.Concurrency,
 			WaitSeconds: st.Wait.Seconds(), WaitBySeconds: map[string]float64{},
-			RateLimited: st.RateLimited,
+			RateLimited: st.RateLimited, PauseClamped: st.PauseClamped,
 		}
 		for d, w := range st.WaitBy {
 			if w > 0 && limiter.Dimension(d) != limiter.DimNone {
@@ -126,6 +128,9 @@ func (s *Summary) OneLine() string {
 		}
 		if k.Learned {
 			line += fmt.Sprintf("; learned limits: %s", learnedString(k))
+		}
+		if k.PauseClamped > 0 {
+			line += fmt.Sprintf("; %d retry-after hints cut to --max-pause", k.PauseClamped)
 		}
 	}
 	if s.BreakerOpenings > 0 {

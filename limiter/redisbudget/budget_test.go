@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -262,6 +263,38 @@ func TestSettleFailCancelReconcile(t *testing.T) {
 	_, cum := levels(t, b, key)
 	if cum[0] != 3 || cum[1] != 120 {
 		t.Errorf("cumulative charges: requests %v input %v, want 3 and 120", cum[0], cum[1])
+	}
+}
+
+// TestLongPauseHintIsClamped: a retry-after of an hour pauses every
+// process for MaxPause only; the cut is counted and told once.
+func TestLongPauseHintIsClamped(t *testing.T) {
+	lim := limiter.Limits{RPM: 60000}
+	var warns []string
+	a := newBudget(t, lim, func(o *Options) {
+		o.MaxPause = 150 * time.Millisecond
+		o.Warn = func(m string) { warns = append(warns, m) }
+	})
+	b := newBudget(t, lim)
+	key := testKey(t)
+	a.Pause(key, time.Now().Add(time.Hour))
+	a.Pause(key, time.Now().Add(time.Hour)) // the same pause: counted, not told again
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	tk, err := b.Reserve(ctx, key, limiter.Cost{Requests: 1})
+	if err != nil {
+		t.Fatalf("Reserve during a clamped pause: %v", err)
+	}
+	tk.Cancel()
+	if d := time.Since(start); d < 100*time.Millisecond || d > time.Second {
+		t.Errorf("Reserve in another process during an hour's hint cut to 150ms took %v", d)
+	}
+	if st := a.Stats(); st[0].PauseClamped != 2 {
+		t.Errorf("PauseClamped = %d, want 2", st[0].PauseClamped)
+	}
+	if len(warns) != 1 || !strings.Contains(warns[0], "1h0m0s") {
+		t.Errorf("warnings = %q, want one naming the hint", warns)
 	}
 }
 

@@ -96,6 +96,8 @@ type keyState struct {
 	reserved    int64
 	rateLimited int64
 	paused      time.Time
+	// pauseClamped counts pause hints cut to MaxPause.
+	pauseClamped int64
 }
 
 // newKeyState names the key's Redis keys prefix:{name}:…; the hash tag
@@ -195,6 +197,7 @@ func (k *keyState) stats(now time.Time) limiter.KeyStats {
 		Reservations: k.reserved,
 		RateLimited:  k.rateLimited,
 		PausedUntil:  k.paused,
+		PauseClamped: k.pauseClamped,
 	}
 	var most time.Duration
 	for d := limiter.DimRequests; d < limiter.NumDimensions; d++ {

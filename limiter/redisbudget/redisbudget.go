@@ -118,6 +118,13 @@ type Options struct {
 	// OnError receives the errors of calls that cannot return one (Settle,
 	// Fail, Cancel, Observe, Pause, lease renewal); nil drops them.
 	OnError func(error)
+	// MaxPause is the longest key-wide pause one hint may set
+	// (limiter.DefaultMaxPause when zero); longer hints are cut to it,
+	// counted (KeyStats.PauseClamped) and reported to Warn.
+	MaxPause time.Duration
+	// Warn receives one line per event worth telling the user; nil drops
+	// them.
+	Warn func(msg string)
 }
 
 // ErrAutoLimits is returned by New and SetLimits for Limits in Auto mode
@@ -159,6 +166,7 @@ func New(o Options) (*Budget, error) {
 	o.PollInterval = positive(o.PollInterval, DefaultPollInterval)
 	o.OpTimeout = positive(o.OpTimeout, DefaultOpTimeout)
 	o.StateTTL = positive(o.StateTTL, DefaultStateTTL)
+	o.MaxPause = positive(o.MaxPause, limiter.DefaultMaxPause)
 	b := &Budget{
 		o:        o,
 		client:   o.Client,
@@ -429,25 +437,37 @@ func known(w limiter.Window) bool {
 }
 
 // Pause stops all admissions for key, in every process, until the given
-// instant (a 429 with retry-after). An earlier pause never shortens a later
-// one. The instant is turned into a duration from this process's clock, so
-// the clocks of other machines do not matter.
+// instant (a 429 with retry-after), but for at most MaxPause: a longer hint
+// is cut to it, counted and reported to Warn when it starts a pause. An
+// earlier pause never shortens a later one. The instant is
+// turned into a duration from this process's clock, so the clocks of other
+// machines do not matter.
 func (b *Budget) Pause(key string, until time.Time) {
 	k := b.key(key)
 	now := b.now()
-	d := until.Sub(now)
-	if d <= 0 {
+	asked := until.Sub(now)
+	if asked <= 0 {
 		return
 	}
+	d := min(asked, b.o.MaxPause)
 	k.mu.Lock()
-	if until.After(k.paused) {
+	if d < asked {
+		k.pauseClamped++
+	}
+	if until := now.Add(d); until.After(k.paused) {
 		k.paused = until
 	}
 	k.mu.Unlock()
 	ctx, cancel := b.opContext()
 	defer cancel()
-	if err := pauseScript.Run(ctx, b.client, k.redisKeys[2:3], micros(d)).Err(); err != nil {
+	before, err := pauseScript.Run(ctx, b.client, k.redisKeys[2:3], micros(d)).Int64()
+	if err != nil {
 		b.report(fmt.Errorf("redisbudget: pause %q: %w", k.name, err))
+		return
+	}
+	// Told when it starts a pause: the 429s of one congestion tell once.
+	if d < asked && before == 0 && b.o.Warn != nil {
+		b.o.Warn(limiter.PauseClampedMessage(key, asked, b.o.MaxPause))
 	}
 }
 

@@ -207,7 +207,8 @@ return 1
 `)
 
 // pauseScript stores the later of the current pause and now + ARGV[1] µs in
-// KEYS[1] (expiring with it) and returns the pause's remaining µs.
+// KEYS[1] (expiring with it) and returns what remained of the pause before
+// (µs, 0 if the key was not paused).
 var pauseScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -215,9 +216,8 @@ local d = tonumber(ARGV[1])
 local cur = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
 if now + d > cur then
   redis.call('SET', KEYS[1], string.format('%.0f', now + d), 'PX', math.ceil(d / 1000) + 1)
-  return math.ceil(d)
 end
-return math.ceil(cur - now)
+return math.max(math.ceil(cur - now), 0)
 `)
 
 // renewScript extends the leases of the tickets ARGV[2..] still in the
