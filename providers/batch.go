@@ -117,8 +117,9 @@ type BatchClient interface {
 
 // Get sends a GET to url with header (cloned) and returns the response as
 // soon as its headers arrived; the caller closes its body. Failures map as
-// for Post: ctx.Err() unwrapped, otherwise a ClassNetwork or ClassTimeout
-// *Error with the API key redacted. FirstByteTimeout bounds the wait for
+// for Post: ctx.Err() unwrapped, a 3xx a ClassRedirect *Error (redirects
+// are never followed), otherwise a ClassNetwork or ClassTimeout *Error with
+// the API key redacted. FirstByteTimeout bounds the wait for
 // the headers; reads of the body are not bounded (result files are long).
 func (c *Config) Get(ctx context.Context, url string, header http.Header) (*http.Response, error) {
 	return c.Do(ctx, http.MethodGet, url, header, nil)
@@ -139,16 +140,12 @@ func (c *Config) Do(ctx context.Context, method, url string, header http.Header,
 	if req.Header == nil {
 		req.Header = make(http.Header)
 	}
-	client := c.HTTPClient
-	if client == nil {
-		client = http.DefaultClient
-	}
 	fired := false
 	var timer *time.Timer
 	if c.FirstByteTimeout > 0 && body == nil {
 		timer = time.AfterFunc(c.FirstByteTimeout, cancel)
 	}
-	resp, err := client.Do(req)
+	resp, err := c.roundTrip(req)
 	if timer != nil {
 		fired = !timer.Stop()
 	}
@@ -162,6 +159,11 @@ func (c *Config) Do(ctx context.Context, method, url string, header http.Header,
 			err = &timeoutError{"no response headers", c.FirstByteTimeout}
 		}
 		return nil, mapTransport(ctx, err, c.APIKey)
+	}
+	if isRedirect(resp.StatusCode) {
+		resp.Body.Close()
+		cancel()
+		return nil, c.redirectError(req, resp)
 	}
 	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
 	return resp, nil

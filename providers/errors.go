@@ -33,9 +33,14 @@ const (
 	ClassAuth
 	// ClassQuota is a spend cap or exhausted quota: the run aborts.
 	ClassQuota
+	// ClassRedirect is a 3xx answer. API calls never follow redirects (the
+	// key and the prompt would go to a host nobody named), and every
+	// request goes to the same URL, so the base URL is wrong for all of
+	// them: the run aborts, resumable once the base URL is fixed.
+	ClassRedirect
 )
 
-var classNames = [...]string{"unknown", "rate_limited", "overloaded", "server_error", "mid_stream", "network", "timeout", "invalid_request", "auth", "quota"}
+var classNames = [...]string{"unknown", "rate_limited", "overloaded", "server_error", "mid_stream", "network", "timeout", "invalid_request", "auth", "quota", "redirect"}
 
 func (c Class) String() string {
 	if int(c) < len(classNames) {
@@ -47,14 +52,14 @@ func (c Class) String() string {
 // Retryable reports whether another attempt of the same request may succeed.
 func (c Class) Retryable() bool {
 	switch c {
-	case ClassInvalid, ClassAuth, ClassQuota:
+	case ClassInvalid, ClassAuth, ClassQuota, ClassRedirect:
 		return false
 	}
 	return true
 }
 
 // AbortsRun reports whether the error stops the whole run, not just its request.
-func (c Class) AbortsRun() bool { return c == ClassAuth || c == ClassQuota }
+func (c Class) AbortsRun() bool { return c == ClassAuth || c == ClassQuota || c == ClassRedirect }
 
 // Error is a failed attempt, typed. Its message never contains the API key.
 type Error struct {

@@ -22,12 +22,12 @@ func TestClassifyStatus(t *testing.T) {
 }
 
 func TestClassPredicates(t *testing.T) {
-	for c := ClassUnknown; c <= ClassQuota; c++ {
-		stop := c == ClassInvalid || c == ClassAuth || c == ClassQuota
+	for c := ClassUnknown; c <= ClassRedirect; c++ {
+		stop := c == ClassInvalid || c == ClassAuth || c == ClassQuota || c == ClassRedirect
 		if c.Retryable() == stop {
 			t.Errorf("%v.Retryable() = %v", c, c.Retryable())
 		}
-		if c.AbortsRun() != (c == ClassAuth || c == ClassQuota) {
+		if c.AbortsRun() != (c == ClassAuth || c == ClassQuota || c == ClassRedirect) {
 			t.Errorf("%v.AbortsRun() = %v", c, c.AbortsRun())
 		}
 		if strings.HasPrefix(c.String(), "class(") {

@@ -10,7 +10,8 @@ import (
 // at least conns idle connections per host so a pool of that many workers
 // reuses connections instead of dialing, and it has no overall timeout:
 // streams are bounded by the providers' first-byte and idle timeouts and by
-// the runner's per-request deadline instead.
+// the runner's per-request deadline instead. It never follows redirects
+// (Config refuses them whatever the client, see Config.Post).
 func NewHTTPClient(conns int) *http.Client {
 	conns = max(conns, 8)
 	tr := &http.Transport{
@@ -26,5 +27,5 @@ func NewHTTPClient(conns int) *http.Client {
 		TLSHandshakeTimeout:   15 * time.Second,
 		ExpectContinueTimeout: time.Second,
 	}
-	return &http.Client{Transport: tr}
+	return &http.Client{Transport: tr, CheckRedirect: refuseRedirect}
 }

@@ -52,7 +52,8 @@ func (e *timeoutError) Timeout() bool { return true }
 // stopped reading.
 //
 // Errors: when ctx is done the error is ctx.Err() itself, unwrapped, so the
-// runner can tell its own shutdown or deadline from a provider failure. Any
+// runner can tell its own shutdown or deadline from a provider failure. A
+// 3xx answer is a ClassRedirect *Error: redirects are never followed. Any
 // other failure is an *Error of ClassTimeout (our timers, dial or TLS
 // timeouts) or ClassNetwork (refused, reset, EOF, DNS), with the API key
 // redacted from its message.
@@ -71,18 +72,13 @@ func (c *Config) Post(ctx context.Context, url string, header http.Header, body 
 	if req.Header.Get("Content-Type") == "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	client := c.HTTPClient
-	if client == nil {
-		client = http.DefaultClient
-	}
-
 	var fired bool
 	var timer *time.Timer
 	if c.FirstByteTimeout > 0 {
 		cause := &timeoutError{"no response headers", c.FirstByteTimeout}
 		timer = time.AfterFunc(c.FirstByteTimeout, func() { cancel(cause) })
 	}
-	resp, err := client.Do(req)
+	resp, err := c.roundTrip(req)
 	if timer != nil {
 		// Stop reports false once the timer fired, even if the cancel
 		// races Do's return: the request is dead either way.
@@ -99,8 +95,48 @@ func (c *Config) Post(ctx context.Context, url string, header http.Header, body 
 		}
 		return nil, c.transportError(ctx, err)
 	}
+	if isRedirect(resp.StatusCode) {
+		resp.Body.Close()
+		cancel(nil)
+		return nil, c.redirectError(req, resp)
+	}
 	resp.Body = newBody(ctx, rctx, resp.Body, cancel, c.FirstByteTimeout, c.IdleTimeout, c.APIKey)
 	return resp, nil
+}
+
+// refuseRedirect is the CheckRedirect of every client a Config sends
+// with: the 3xx itself comes back, and neither the key (custom headers such
+// as x-api-key survive Go's cross-host redirects) nor the body (307/308)
+// is sent anywhere else.
+func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// roundTrip sends req on c.HTTPClient (http.DefaultClient when nil) with
+// redirects refused, whatever that client's own policy: the copy shares
+// its transport, so its connection pool too.
+func (c *Config) roundTrip(req *http.Request) (*http.Response, error) {
+	var hc http.Client
+	if c.HTTPClient != nil {
+		hc = *c.HTTPClient
+	}
+	hc.CheckRedirect = refuseRedirect
+	return hc.Do(req)
+}
+
+func isRedirect(status int) bool { return status >= 300 && status <= 399 }
+
+// redirectError is the ClassRedirect *Error of a 3xx answer to req: it
+// names where the server pointed, the likely fix for a misconfigured base
+// URL. URLs are shown without userinfo and with the key redacted.
+func (c *Config) redirectError(req *http.Request, resp *http.Response) *Error {
+	where := "without a Location"
+	if loc, err := resp.Location(); err == nil {
+		where = "to " + loc.Redacted()
+	} else if l := resp.Header.Get("Location"); l != "" {
+		where = fmt.Sprintf("to %q", l)
+	}
+	msg := fmt.Sprintf("%s %s was redirected %s; API calls never follow redirects (the API key would go along), so check the base URL",
+		req.Method, req.URL.Redacted(), where)
+	return &Error{Class: ClassRedirect, Status: resp.StatusCode, Message: RedactString(msg, c.APIKey)}
 }
 
 // transportError maps a failed round trip or body read. See Post.
