@@ -49,6 +49,7 @@ func TestUnhealthyEveryClass(t *testing.T) {
 		providers.ClassInvalid:     false,
 		providers.ClassAuth:        false,
 		providers.ClassQuota:       false,
+		providers.ClassRedirect:    false,
 	}
 	for _, c := range allClasses(t) {
 		w, ok := want[c]
