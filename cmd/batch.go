@@ -18,6 +18,7 @@ import (
 	"github.com/llmrun/llmrun/estimate"
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/limiter/redisbudget"
+	"github.com/llmrun/llmrun/providers/registry"
 	"github.com/llmrun/llmrun/runner"
 	"github.com/llmrun/llmrun/runner/retry"
 )
@@ -82,7 +83,7 @@ ANTHROPIC_BASE_URL (or --base-url). --provider mock runs against a built-in mock
 	f.StringVarP(&o.Output, "output", "o", "", "output file (default: INPUT with .jsonl replaced by .out.jsonl)")
 	f.StringVar(&o.Errors, "errors", "", "errors file (default: INPUT with .jsonl replaced by .errors.jsonl)")
 	f.StringVar(&o.Summary, "summary", "", "also write the run summary as JSON to this file")
-	f.StringVar(&o.Provider, "provider", "", "openai, anthropic or mock (default: from the input's shape, then from which API key is set)")
+	f.StringVar(&o.Provider, "provider", "", strings.Join(registry.Names(), ", ")+" (default: from the input's shape, then from which API key is set)")
 	f.StringVar(&o.BaseURL, "base-url", "", "API base URL (default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the provider's)")
 	f.StringVar(&o.Model, "model", "", "model for lines that name none")
 	f.StringVar(&o.System, "system", "", "system prompt for simple lines that give none")
@@ -197,7 +198,7 @@ func runBatch(ctx context.Context, io *IO, o *BatchOptions) error {
 	}
 	defer closeBudget()
 	estimator := estimate.NewEstimator()
-	src.Validate = runner.FitsLimits(limits, estimator)
+	src.Validate = runner.FitsLimits(limits, estimator, primary.Admission)
 	check, err := src.Check()
 	if err != nil {
 		return err

@@ -5,15 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/llmrun/llmrun/checkpoint"
 	"github.com/llmrun/llmrun/providers"
-	"github.com/llmrun/llmrun/providers/anthropic"
-	"github.com/llmrun/llmrun/providers/openai"
+	"github.com/llmrun/llmrun/providers/registry"
 	"github.com/llmrun/llmrun/runner"
 )
 
@@ -131,7 +129,7 @@ func runOffline(ctx context.Context, io *IO, o *BatchOptions, env *environment, 
 	if mode == "sync" && len(open) == 0 {
 		return nil, nil, false
 	}
-	client, err := env.batchClient(primary.Provider)
+	client, err := env.set.Batch(env.primary, primary.Provider.BaseURL())
 	if err != nil {
 		return nil, err, true
 	}
@@ -170,37 +168,15 @@ func runOffline(ctx context.Context, io *IO, o *BatchOptions, env *environment, 
 	return nil, nil, false
 }
 
-// batchClient builds the batch API client for the primary provider.
-func (e *environment) batchClient(p providers.Provider) (providers.BatchClient, error) {
-	cfg := providers.Config{BaseURL: p.BaseURL(), HTTPClient: e.client, FirstByteTimeout: e.o.FirstByte}
-	isMock := e.mockLn != nil && strings.HasPrefix(p.BaseURL(), "http://"+e.mockLn.Addr().String())
-	switch p.Format() {
-	case providers.FormatOpenAI:
-		cfg.APIKey = e.io.Getenv("OPENAI_API_KEY")
-		if isMock {
-			cfg.APIKey = "mock-key"
-		}
-		return openai.NewBatch(cfg), nil
-	case providers.FormatAnthropic:
-		cfg.APIKey = e.io.Getenv("ANTHROPIC_API_KEY")
-		if isMock {
-			cfg.APIKey = "mock-key"
-		}
-		return anthropic.NewBatch(cfg), nil
-	}
-	return nil, usagef("provider %s has no batch API", p.Name())
-}
-
 // batchClientFor builds the client of a recorded batch (llmrun cancel).
 func batchClientFor(io *IO, rec runner.BatchRecord, baseURL string) (providers.BatchClient, error) {
-	cfg := providers.Config{BaseURL: firstNonEmpty(baseURL, rec.BaseURL), HTTPClient: providers.NewHTTPClient(1), FirstByteTimeout: 2 * time.Minute}
-	switch rec.Provider {
-	case "openai":
-		cfg.APIKey = io.Getenv("OPENAI_API_KEY")
-		return openai.NewBatch(cfg), nil
-	case "anthropic":
-		cfg.APIKey = io.Getenv("ANTHROPIC_API_KEY")
-		return anthropic.NewBatch(cfg), nil
+	entry, err := registry.Lookup(rec.Provider)
+	if err != nil {
+		return nil, fmt.Errorf("batch %s: %w", rec.ID, err)
 	}
-	return nil, fmt.Errorf("batch %s: unknown provider %q", rec.ID, rec.Provider)
+	if baseURL == "" {
+		baseURL = rec.BaseURL
+	}
+	set := registry.NewSet(io.Getenv, providers.Config{HTTPClient: providers.NewHTTPClient(1), FirstByteTimeout: 2 * time.Minute})
+	return set.Batch(entry, baseURL)
 }

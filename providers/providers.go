@@ -3,8 +3,8 @@
 // classification, and the parsing of rate-limit and retry-after headers.
 //
 // Implementations (providers/openai, providers/anthropic) import this
-// package; this package imports none of them, so choosing a provider by name
-// happens in cmd.
+// package; this package imports none of them. Choosing a provider by name
+// happens in providers/registry, the one table of providers.
 package providers
 
 import (

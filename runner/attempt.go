@@ -94,60 +94,6 @@ func (r *run) shape(req *providers.Request, route Route) (*providers.Request, er
 	return &out, nil
 }
 
-// key names the budget and breaker a request shares with others.
-func (r *run) key(route Route, req *providers.Request) string {
-	if route.Pool != "" {
-		return route.Pool
-	}
-	p := route.Provider
-	return p.Name() + "|" + p.BaseURL() + "|" + req.Model
-}
-
-// cost is what one attempt reserves, by the provider's documented rules:
-// OpenAI counts input plus max_tokens against its token limits; Anthropic
-// counts input against ITPM and the output it expects against OTPM.
-func (r *run) cost(key string, route Route, req *providers.Request, rawInput int64) limiter.Cost {
-	in := r.cfg.Estimator.Calibrate(key, rawInput)
-	maxOut := int64(req.MaxTokens)
-	if maxOut <= 0 {
-		maxOut = defaultOutputReserve
-	}
-	out := maxOut
-	if route.Provider.Format() == providers.FormatAnthropic {
-		out = r.cfg.Estimator.ExpectedOutput(key, maxOut)
-	}
-	return limiter.Cost{Requests: 1, Input: in, Output: out}
-}
-
-// defaultOutputReserve is reserved for a request that sets no output cap.
-const defaultOutputReserve = 1024
-
-// promptText gathers the text a tokenizer should count: system and message
-// contents (strings or text blocks).
-func promptText(body []byte) []byte {
-	var b []byte
-	add := func(v gjson.Result) {
-		if v.Type == gjson.String {
-			b = append(b, v.Str...)
-			b = append(b, '\n')
-			return
-		}
-		v.ForEach(func(_, blk gjson.Result) bool {
-			if t := blk.Get("text"); t.Exists() {
-				b = append(b, t.Str...)
-				b = append(b, '\n')
-			}
-			return true
-		})
-	}
-	add(gjson.GetBytes(body, "system"))
-	gjson.GetBytes(body, "messages").ForEach(func(_, m gjson.Result) bool {
-		add(m.Get("content"))
-		return true
-	})
-	return b
-}
-
 // tryRoute makes attempts on one route until success, a final failure, or
 // a stop. canFallBack lets an open breaker send the request onwards instead
 // of holding it.
@@ -156,7 +102,7 @@ func (r *run) tryRoute(req *providers.Request, route Route, canFallBack bool) ho
 	br := r.breaker(key)
 	start := r.cfg.Now()
 	// Tokenize once per hop: it is the costliest step per request.
-	raw := r.cfg.Estimator.RawInputTokens(req.Model, promptText(req.Body))
+	raw := r.cfg.Estimator.RawInputTokens(req.Model, route.Admission.PromptText(req))
 	var res hopResult
 	// n counts the attempts the retry policy judges; attempts that failed
 	// because the provider is down (the breaker opened) do not count, as the
@@ -217,7 +163,7 @@ func (r *run) tryRoute(req *providers.Request, route Route, canFallBack bool) ho
 		sent := r.cfg.Now()
 		resp, err := r.attempt(req, route, start)
 		if err == nil {
-			resv.Settle(limiter.Cost{Requests: 1, Input: resp.Usage.InputTokens, Output: resp.Usage.OutputTokens})
+			resv.Settle(limiter.Cost{Requests: 1, Input: route.Admission.InputCharged(resp.Usage), Output: resp.Usage.OutputTokens})
 			// The headers came before the first token at the latest.
 			resv.Observe(observation(resp.Limits), sent.Add(resp.TTFT))
 			r.learn(key, raw, resp)

@@ -26,6 +26,8 @@ import (
 // Route is one hop of the fallback chain: a provider and the model it serves.
 type Route struct {
 	Provider providers.Provider
+	// Admission is how the provider meters requests (from its registry entry).
+	Admission providers.Admission
 	// Model, if set, replaces the request's model on this hop.
 	Model string
 	// Pool, if set, names the limiter/breaker key instead of provider+URL+model.

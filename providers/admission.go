@@ -1,0 +1,93 @@
+package providers
+
+import "github.com/tidwall/gjson"
+
+// Admission is a provider's rate-limit accounting: what one request
+// reserves before it is sent, and what of its response's usage settles
+// against the input budget. Each registry entry supplies one, so the runner
+// applies a provider's rules without knowing which provider it is. The
+// zero value is OpenAI Chat Completions' rules.
+type Admission struct {
+	// Text returns the text of a request a tokenizer should count for the
+	// input budget; nil reads a chat body's system and message contents
+	// (MessagesText).
+	Text func(req *Request) []byte
+	// Output is what a request reserves against the output budget.
+	Output OutputRule
+	// Charged returns the input tokens of a response that count against the
+	// provider's input limit; nil counts them all.
+	Charged func(u Usage) int64
+}
+
+// OutputRule says what a request reserves against the output budget.
+type OutputRule uint8
+
+const (
+	// ReserveCap reserves the request's output cap (OutputCap): providers
+	// that count max_tokens against the limit at admission (OpenAI).
+	ReserveCap OutputRule = iota
+	// ReserveExpected reserves the output the key is expected to produce
+	// (the recent p95 of its outputs, at most the cap): providers that
+	// count generated tokens only (Anthropic, Azure OpenAI).
+	ReserveExpected
+)
+
+// DefaultOutputReserve is the output cap of a request that sets none.
+const DefaultOutputReserve = 1024
+
+// PromptText returns the text of req a tokenizer should count.
+func (a Admission) PromptText(req *Request) []byte {
+	if a.Text != nil {
+		return a.Text(req)
+	}
+	return MessagesText(req.Body)
+}
+
+// OutputCap is the most output req can produce: its max_tokens, or
+// DefaultOutputReserve when it sets none.
+func (a Admission) OutputCap(req *Request) int64 {
+	if req.MaxTokens > 0 {
+		return int64(req.MaxTokens)
+	}
+	return DefaultOutputReserve
+}
+
+// InputCharged returns the input tokens of u that count against the input
+// budget.
+func (a Admission) InputCharged(u Usage) int64 {
+	if a.Charged != nil {
+		return a.Charged(u)
+	}
+	return u.InputTokens
+}
+
+// UncachedInput is Anthropic's input-limit rule: cache reads do not count
+// toward input tokens per minute, uncached input and cache writes do.
+func UncachedInput(u Usage) int64 { return max(u.InputTokens-u.CacheReadTokens, 0) }
+
+// MessagesText gathers the text of a chat body (OpenAI Chat Completions or
+// Anthropic Messages) that a tokenizer should count: the system prompt and
+// the message contents, strings or text blocks.
+func MessagesText(body []byte) []byte {
+	var b []byte
+	add := func(v gjson.Result) {
+		if v.Type == gjson.String {
+			b = append(b, v.Str...)
+			b = append(b, '\n')
+			return
+		}
+		v.ForEach(func(_, blk gjson.Result) bool {
+			if t := blk.Get("text"); t.Exists() {
+				b = append(b, t.Str...)
+				b = append(b, '\n')
+			}
+			return true
+		})
+	}
+	add(gjson.GetBytes(body, "system"))
+	gjson.GetBytes(body, "messages").ForEach(func(_, m gjson.Result) bool {
+		add(m.Get("content"))
+		return true
+	})
+	return b
+}

@@ -1,0 +1,173 @@
+// Package registry is the one table of the providers llmrun speaks: each
+// entry names a provider, its wire format, where its key and endpoint come
+// from, how to build its live and batch clients, and how it meters
+// requests against its rate limits. Nothing else in llmrun knows provider
+// names, key variables or default endpoints: adding a provider is one entry
+// here plus its package.
+package registry
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/llmrun/llmrun/providers"
+	"github.com/llmrun/llmrun/providers/anthropic"
+	"github.com/llmrun/llmrun/providers/openai"
+)
+
+// Entry is one provider.
+type Entry struct {
+	// Name is the --provider value.
+	Name string
+	// Format is the wire format of the request bodies it takes; input lines
+	// of another format are translated.
+	Format providers.Format
+	// KeyEnv lists the environment variables that may hold the API key,
+	// first set wins.
+	KeyEnv []string
+	// BaseURLEnv names the environment variable that overrides
+	// DefaultBaseURL ("" for none).
+	BaseURLEnv     string
+	DefaultBaseURL string
+	// KeyOptional reports whether requests to baseURL may go without a key
+	// (a local server); nil means a key is always needed.
+	KeyOptional func(baseURL string) bool
+	// New builds the live (synchronous) client.
+	New func(cfg providers.Config) providers.Provider
+	// NewBatch builds the batch API client; nil when the provider has none.
+	NewBatch func(cfg providers.Config) providers.BatchClient
+	// Admission is how the provider meters requests: what one reserves
+	// and what its usage settles.
+	Admission providers.Admission
+	// Mock marks an entry served by the built-in mock, started in-process
+	// on a loopback port (Set); MockPath is appended to its address.
+	Mock     bool
+	MockPath string
+}
+
+// Key returns the entry's API key from the environment, or "".
+func (e *Entry) Key(getenv func(string) string) string {
+	for _, v := range e.KeyEnv {
+		if k := strings.TrimSpace(getenv(v)); k != "" {
+			return k
+		}
+	}
+	return ""
+}
+
+// BaseURL is the endpoint to use: flag if given, else the environment
+// variable, else the default, without a trailing slash.
+func (e *Entry) BaseURL(flag string, getenv func(string) string) string {
+	env := ""
+	if e.BaseURLEnv != "" {
+		env = getenv(e.BaseURLEnv)
+	}
+	for _, s := range []string{flag, env, e.DefaultBaseURL} {
+		if s = strings.TrimSpace(s); s != "" {
+			return strings.TrimRight(s, "/")
+		}
+	}
+	return ""
+}
+
+func newOpenAI(cfg providers.Config) providers.Provider         { return openai.New(cfg) }
+func newOpenAIBatch(cfg providers.Config) providers.BatchClient { return openai.NewBatch(cfg) }
+func newAnthropic(cfg providers.Config) providers.Provider      { return anthropic.New(cfg) }
+func newAnthropicBatch(cfg providers.Config) providers.BatchClient {
+	return anthropic.NewBatch(cfg)
+}
+
+// anthropicAdmission: Anthropic counts generated tokens against OTPM (so
+// reserve the expected output, not max_tokens) and does not count cache
+// reads against ITPM.
+var anthropicAdmission = providers.Admission{Output: providers.ReserveExpected, Charged: providers.UncachedInput}
+
+// table is every provider, in the order Infer tries their keys.
+var table = []Entry{
+	{
+		Name: "openai", Format: providers.FormatOpenAI,
+		KeyEnv: []string{"OPENAI_API_KEY"}, BaseURLEnv: "OPENAI_BASE_URL", DefaultBaseURL: "https://api.openai.com/v1",
+		New: newOpenAI, NewBatch: newOpenAIBatch,
+	},
+	{
+		Name: "anthropic", Format: providers.FormatAnthropic,
+		KeyEnv: []string{"ANTHROPIC_API_KEY"}, BaseURLEnv: "ANTHROPIC_BASE_URL", DefaultBaseURL: "https://api.anthropic.com",
+		New: newAnthropic, NewBatch: newAnthropicBatch, Admission: anthropicAdmission,
+	},
+	{
+		Name: "mock-openai", Format: providers.FormatOpenAI, Mock: true, MockPath: "/v1",
+		New: newOpenAI, NewBatch: newOpenAIBatch,
+	},
+	{
+		Name: "mock-anthropic", Format: providers.FormatAnthropic, Mock: true,
+		New: newAnthropic, NewBatch: newAnthropicBatch, Admission: anthropicAdmission,
+	},
+}
+
+// mockAlias is the --provider value that picks the mock entry speaking
+// the input's format.
+const mockAlias = "mock"
+
+// Names lists the --provider values, for help and error messages.
+func Names() []string {
+	names := []string{}
+	for _, e := range table {
+		if !e.Mock {
+			names = append(names, e.Name)
+		}
+	}
+	names = append(names, mockAlias)
+	for _, e := range table {
+		if e.Mock {
+			names = append(names, e.Name)
+		}
+	}
+	return names
+}
+
+// Lookup returns the entry called name.
+func Lookup(name string) (Entry, error) {
+	for _, e := range table {
+		if e.Name == name {
+			return e, nil
+		}
+	}
+	return Entry{}, fmt.Errorf("unknown provider %q (want %s)", name, strings.Join(Names(), ", "))
+}
+
+// Resolve returns the entry for a --provider value: name itself; "mock",
+// the mock speaking the input's format; "", the one Infer picks.
+func Resolve(name string, shape providers.Format, getenv func(string) string) (Entry, error) {
+	switch name {
+	case "":
+		return Infer(shape, getenv), nil
+	case mockAlias:
+		for _, e := range table {
+			if e.Mock && e.Format == shape {
+				return e, nil
+			}
+		}
+		return Lookup("mock-openai")
+	}
+	return Lookup(name)
+}
+
+// Infer picks the provider for input lines of the given shape: lines in
+// a provider's own batch shape (Anthropic's {"params": …}) go to that
+// provider; OpenAI-shaped and simple lines, which every provider takes,
+// go to the first provider whose key is set (OpenAI when none is).
+func Infer(shape providers.Format, getenv func(string) string) Entry {
+	if shape != providers.FormatOpenAI {
+		for _, e := range table {
+			if !e.Mock && e.Format == shape {
+				return e
+			}
+		}
+	}
+	for _, e := range table {
+		if !e.Mock && e.Key(getenv) != "" {
+			return e
+		}
+	}
+	return table[0]
+}

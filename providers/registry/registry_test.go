@@ -1,0 +1,137 @@
+package registry
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/llmrun/llmrun/providers"
+)
+
+func env(kv ...string) func(string) string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) string { return m[k] }
+}
+
+func TestTableIsComplete(t *testing.T) {
+	seen := map[string]bool{}
+	for _, e := range table {
+		if seen[e.Name] {
+			t.Errorf("%s: listed twice", e.Name)
+		}
+		seen[e.Name] = true
+		if e.New == nil || e.Format == 0 {
+			t.Errorf("%s: no constructor or format", e.Name)
+		}
+		if !e.Mock && (len(e.KeyEnv) == 0 || e.DefaultBaseURL == "") {
+			t.Errorf("%s: no key variable or default endpoint", e.Name)
+		}
+	}
+	if want := []string{"openai", "anthropic", "mock", "mock-openai", "mock-anthropic"}; !slices.Equal(Names(), want) {
+		t.Errorf("Names() = %v, want %v", Names(), want)
+	}
+	if _, err := Lookup("gemini-ultra"); err == nil || !strings.Contains(err.Error(), "openai, anthropic, mock") {
+		t.Errorf("Lookup of an unknown name: %v", err)
+	}
+}
+
+func TestResolveAndInfer(t *testing.T) {
+	tests := map[string]struct {
+		name  string
+		shape providers.Format
+		env   func(string) string
+		want  string
+	}{
+		"named":                                   {"anthropic", providers.FormatOpenAI, env(), "anthropic"},
+		"mock follows an Anthropic input":         {"mock", providers.FormatAnthropic, env(), "mock-anthropic"},
+		"mock follows an OpenAI input":            {"mock", providers.FormatOpenAI, env(), "mock-openai"},
+		"Anthropic lines go to Anthropic":         {"", providers.FormatAnthropic, env("OPENAI_API_KEY", "k"), "anthropic"},
+		"neutral lines: OpenAI when its key set":  {"", providers.FormatOpenAI, env("OPENAI_API_KEY", "k", "ANTHROPIC_API_KEY", "k"), "openai"},
+		"neutral lines: the provider with a key":  {"", providers.FormatOpenAI, env("ANTHROPIC_API_KEY", "k"), "anthropic"},
+		"neutral lines, no key: OpenAI (and ask)": {"", providers.FormatOpenAI, env(), "openai"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			e, err := Resolve(tt.name, tt.shape, tt.env)
+			if err != nil || e.Name != tt.want {
+				t.Fatalf("Resolve(%q) = %s, %v; want %s", tt.name, e.Name, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestKeyAndBaseURL(t *testing.T) {
+	e, _ := Lookup("openai")
+	getenv := env("OPENAI_API_KEY", " sk-1 ", "OPENAI_BASE_URL", "http://proxy:8000/v1/")
+	if k := e.Key(getenv); k != "sk-1" {
+		t.Errorf("Key = %q", k)
+	}
+	for flag, want := range map[string]string{"": "http://proxy:8000/v1", "http://flag/v1/": "http://flag/v1"} {
+		if got := e.BaseURL(flag, getenv); got != want {
+			t.Errorf("BaseURL(%q) = %q, want %q", flag, got, want)
+		}
+	}
+	if got := e.BaseURL("", env()); got != "https://api.openai.com/v1" {
+		t.Errorf("default BaseURL = %q", got)
+	}
+}
+
+func TestSetBuildsClients(t *testing.T) {
+	s := NewSet(env("ANTHROPIC_API_KEY", "sk-ant"), providers.Config{Stream: true})
+	defer s.Close()
+
+	oa, _ := Lookup("openai")
+	_, err := s.Provider(oa, "")
+	var mk *MissingKeyError
+	if !errors.As(err, &mk) || !strings.Contains(err.Error(), "OPENAI_API_KEY is not set") {
+		t.Fatalf("no key: %v", err)
+	}
+	local := oa
+	local.KeyOptional = func(base string) bool { return strings.HasPrefix(base, "http://127.0.0.1") }
+	if p, err := s.Provider(local, "http://127.0.0.1:8000/v1"); err != nil || p.BaseURL() != "http://127.0.0.1:8000/v1" {
+		t.Fatalf("keyless local server: %v", err)
+	}
+
+	an, _ := Lookup("anthropic")
+	p, err := s.Provider(an, "")
+	if err != nil || p.Name() != "anthropic" || p.BaseURL() != "https://api.anthropic.com" {
+		t.Fatalf("anthropic: %v", err)
+	}
+	bc, err := s.Batch(an, p.BaseURL())
+	if err != nil || bc.Name() != "anthropic" || bc.BaseURL() != p.BaseURL() {
+		t.Fatalf("anthropic batch: %v", err)
+	}
+
+	m1, _ := Resolve("mock", providers.FormatOpenAI, env())
+	m2, _ := Resolve("mock", providers.FormatAnthropic, env())
+	p1, err1 := s.Provider(m1, "http://ignored")
+	p2, err2 := s.Provider(m2, "")
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	if !strings.HasPrefix(p1.BaseURL(), "http://127.0.0.1:") || p1.BaseURL() != p2.BaseURL()+"/v1" {
+		t.Errorf("one in-process mock for both: %s, %s", p1.BaseURL(), p2.BaseURL())
+	}
+}
+
+func TestAdmissionRules(t *testing.T) {
+	u := providers.Usage{InputTokens: 1000, CacheReadTokens: 800, CacheWriteTokens: 100, OutputTokens: 5}
+	for name, want := range map[string]struct {
+		out     providers.OutputRule
+		charged int64
+	}{
+		"openai":         {providers.ReserveCap, 1000},
+		"mock-openai":    {providers.ReserveCap, 1000},
+		"anthropic":      {providers.ReserveExpected, 200}, // cache reads are not counted against ITPM
+		"mock-anthropic": {providers.ReserveExpected, 200},
+	} {
+		e, _ := Lookup(name)
+		if e.Admission.Output != want.out || e.Admission.InputCharged(u) != want.charged {
+			t.Errorf("%s: output rule %d, charged %d; want %d, %d", name, e.Admission.Output, e.Admission.InputCharged(u), want.out, want.charged)
+		}
+	}
+}

@@ -1,0 +1,117 @@
+package registry
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/llmrun/llmrun/providers"
+	"github.com/llmrun/llmrun/providers/mock"
+)
+
+// mockKey is the key sent to the in-process mock, which takes any.
+const mockKey = "mock-key"
+
+// Set builds the clients of one run from the table: it reads keys and
+// endpoints from the environment, shares one configuration (HTTP client,
+// timeouts, streaming) and starts the built-in mock at most once. Close
+// stops the mock. A Set is safe for concurrent use.
+type Set struct {
+	getenv func(string) string
+	cfg    providers.Config
+
+	mu      sync.Mutex
+	mock    *http.Server
+	mockURL string
+}
+
+// NewSet returns a Set reading the environment through getenv and
+// building every client from cfg (its BaseURL and APIKey are filled per
+// entry).
+func NewSet(getenv func(string) string, cfg providers.Config) *Set {
+	return &Set{getenv: getenv, cfg: cfg}
+}
+
+// Provider builds e's live client at baseURL ("" for the environment's or
+// the default).
+func (s *Set) Provider(e Entry, baseURL string) (providers.Provider, error) {
+	cfg, err := s.config(e, baseURL)
+	if err != nil {
+		return nil, err
+	}
+	return e.New(cfg), nil
+}
+
+// Batch builds e's batch API client at baseURL ("" for the environment's
+// or the default).
+func (s *Set) Batch(e Entry, baseURL string) (providers.BatchClient, error) {
+	if e.NewBatch == nil {
+		return nil, fmt.Errorf("provider %s has no batch API", e.Name)
+	}
+	cfg, err := s.config(e, baseURL)
+	if err != nil {
+		return nil, err
+	}
+	// A batch client neither streams nor bounds the gaps of a download.
+	cfg.Stream, cfg.IdleTimeout = false, 0
+	return e.NewBatch(cfg), nil
+}
+
+// MissingKeyError says a provider needs an API key and none is set.
+type MissingKeyError struct {
+	Provider string
+	Vars     []string // the environment variables that may hold it
+}
+
+func (e *MissingKeyError) Error() string {
+	return fmt.Sprintf("%s is not set (try --provider mock for a dry run against the built-in mock)", strings.Join(e.Vars, " or "))
+}
+
+// config fills the shared configuration with e's endpoint and key.
+func (s *Set) config(e Entry, baseURL string) (providers.Config, error) {
+	cfg := s.cfg
+	if e.Mock {
+		url, err := s.startMock()
+		if err != nil {
+			return cfg, err
+		}
+		cfg.BaseURL, cfg.APIKey = url+e.MockPath, mockKey
+		return cfg, nil
+	}
+	cfg.BaseURL = e.BaseURL(baseURL, s.getenv)
+	cfg.APIKey = e.Key(s.getenv)
+	if cfg.APIKey == "" && (e.KeyOptional == nil || !e.KeyOptional(cfg.BaseURL)) {
+		return cfg, &MissingKeyError{Provider: e.Name, Vars: e.KeyEnv}
+	}
+	return cfg, nil
+}
+
+// startMock serves the built-in mock on a loopback port with generous
+// limits, once per Set, and returns its root URL.
+func (s *Set) startMock() (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mock == nil {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", err
+		}
+		s.mock = &http.Server{Handler: mock.New(mock.Config{}), ReadHeaderTimeout: 10 * time.Second}
+		s.mockURL = "http://" + ln.Addr().String()
+		go s.mock.Serve(ln)
+	}
+	return s.mockURL, nil
+}
+
+// Close stops the in-process mock, if one was started.
+func (s *Set) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mock == nil {
+		return nil
+	}
+	return s.mock.Close()
+}

@@ -1,0 +1,37 @@
+package runner
+
+import (
+	"testing"
+
+	"github.com/llmrun/llmrun/estimate"
+	"github.com/llmrun/llmrun/limiter"
+	"github.com/llmrun/llmrun/providers"
+)
+
+func TestCostFollowsTheRouteRule(t *testing.T) {
+	est := estimate.NewEstimator()
+	for range 20 { // enough outputs for the p95 to be trusted
+		est.ObserveOutput("k", 30)
+	}
+	r := &run{cfg: Config{Estimator: est}}
+	req := &providers.Request{Model: "m", MaxTokens: 500}
+	capped := r.cost("k", Route{}, req, 100)
+	expected := r.cost("k", Route{Admission: providers.Admission{Output: providers.ReserveExpected}}, req, 100)
+	if capped != (limiter.Cost{Requests: 1, Input: 100, Output: 500}) {
+		t.Errorf("max_tokens rule: %+v", capped)
+	}
+	if expected != (limiter.Cost{Requests: 1, Input: 100, Output: 30}) {
+		t.Errorf("expected-output rule: %+v", expected)
+	}
+}
+
+func TestFitsLimitsUsesTheRule(t *testing.T) {
+	rule := providers.Admission{Text: func(*providers.Request) []byte { return make([]byte, 4000) }} // ~1000 tokens
+	fits := FitsLimits(limiter.Limits{ITPM: 900}, estimate.NewEstimator(), rule)
+	if err := fits(&providers.Request{Model: "m", Body: []byte(`{}`)}); err == nil {
+		t.Error("1000 input tokens passed --itpm 900")
+	}
+	if err := FitsLimits(limiter.Limits{OTPM: 100}, estimate.NewEstimator(), rule)(&providers.Request{MaxTokens: 101}); err == nil {
+		t.Error("max_tokens 101 passed --otpm 100")
+	}
+}
