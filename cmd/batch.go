@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -304,12 +305,23 @@ func newBudget(ctx context.Context, io *IO, o *BatchOptions, limits limiter.Limi
 		OnError:  func(err error) { fmt.Fprintf(io.Err, "llmrun: warning: %v\n", err) },
 		MaxPause: o.MaxPause,
 		Warn:     warn,
+		// Only the holder of the output's lock runs in this role: a rerun
+		// after kill -9 frees the dead run's slots at once.
+		Holder: redisbudget.Holder{Role: absPath(o.Output)},
 	})
 	if err != nil { // no --rpm/--itpm/--otpm/--tpm: learning limits is per process
 		rc.Close()
 		return nil, nil, &usageError{err}
 	}
 	return rb, func() { rb.Close(); rc.Close() }, nil
+}
+
+// absPath is path made absolute when possible.
+func absPath(path string) string {
+	if a, err := filepath.Abs(path); err == nil {
+		return a
+	}
+	return path
 }
 
 // newGuard builds the answer guard from --require-json, --json-schema and

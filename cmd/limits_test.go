@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -8,9 +9,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/llmrun/llmrun/limiter/redisbudget/redistest"
 	"github.com/llmrun/llmrun/providers/mock"
 	"github.com/llmrun/llmrun/runner"
 )
@@ -60,4 +63,52 @@ func TestHugeRetryAfterPausesTheKeyForMaxPause(t *testing.T) {
 	if s.Succeeded != int64(len(prompts)) || len(s.Limits) != 1 || s.Limits[0].PauseClamped != 1 {
 		t.Errorf("summary: %d succeeded, limits %+v; want %d and 1 hint clamped", s.Succeeded, s.Limits, len(prompts))
 	}
+}
+
+// TestRedisRerunAfterKill9ReclaimsSlots (issue 9 item 12): after kill -9
+// with every concurrency slot of the shared budget taken, the rerun on the
+// same output takes the dead run's slots back at once instead of waiting
+// the 30s their leases have left.
+func TestRedisRerunAfterKill9ReclaimsSlots(t *testing.T) {
+	if testing.Short() {
+		t.Skip("subprocess crash test")
+	}
+	addr := redistest.StartOrSkip(t)
+	// 40 tokens of 20ms: each request streams for about 0.8s.
+	m, url := mockServer(t, mock.Config{Seed: 5, TokenDelay: 20 * time.Millisecond})
+	in, prompts := promptFile(t, 32)
+	args := []string{"batch", in, "--provider", "openai", "--model", "m", "--quiet", "--concurrency", "8",
+		"--rpm", "60000", "--redis", "redis://" + addr + "/0"}
+	var stderr bytes.Buffer
+	c := llmrunProcess(url, &stderr, args...)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for m.Stats().InFlight < 8 {
+		if time.Now().After(deadline) {
+			c.Process.Kill()
+			c.Wait()
+			t.Fatalf("never 8 in flight: %s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.Process.Signal(syscall.SIGKILL)
+	c.Wait()
+
+	stderr.Reset()
+	start := time.Now()
+	if err := llmrunProcess(url, &stderr, args...).Run(); err != nil {
+		t.Fatalf("rerun: %v: %s", err, stderr.String())
+	}
+	// 32 requests of 0.8s, 8 at a time, take about 3.2s; the dead run's
+	// leases alone would hold the key for 30s.
+	if took := time.Since(start); took > 15*time.Second {
+		t.Errorf("rerun took %v: it waited for the dead run's leases", took)
+	}
+	out := strings.TrimSuffix(in, ".jsonl") + ".out.jsonl"
+	if n := len(readLines(t, out)); n != len(prompts) {
+		t.Errorf("%d answers, want %d", n, len(prompts))
+	}
+	t.Logf("rerun after kill -9: %v", time.Since(start).Round(time.Millisecond))
 }

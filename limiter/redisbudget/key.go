@@ -82,8 +82,9 @@ type keyState struct {
 	conf limiter.Limits // normalised
 	p    params
 
-	inflight map[string]*ticket // this process's tickets not ended
-	out      [numBuckets]float64
+	inflight  map[string]*ticket // this process's tickets not ended
+	reclaimed bool               // dead predecessors' slots freed (see Holder)
+	out       [numBuckets]float64
 
 	// statistics
 	base        time.Time     // origin of arrivals

@@ -29,7 +29,8 @@
 //     refuse Limits.Auto with no numbers; with numbers, Auto is ignored.
 //   - Concurrency is a per-key set of in-flight tickets with leases: a live
 //     process renews its tickets' leases every Lease/3, so the slots of a
-//     process that crashed (or called Close) free themselves after Lease.
+//     process that crashed (or called Close) free themselves after Lease,
+//     or at once when a process restarts in the same Holder role.
 //   - Stats are this process's: its waits, reservations, in-flight tickets
 //     and 429s, not the other processes'.
 //   - Budget.Observe (headers without a ticket) subtracts only this
@@ -125,6 +126,10 @@ type Options struct {
 	// Warn receives one line per event worth telling the user; nil drops
 	// them.
 	Warn func(msg string)
+	// Holder names this process in its tickets so that a restart in the
+	// same role frees the dead process's concurrency slots at once (see
+	// Holder); the zero Holder leaves them to expire after Lease.
+	Holder Holder
 }
 
 // ErrAutoLimits is returned by New and SetLimits for Limits in Auto mode
@@ -138,7 +143,8 @@ type Budget struct {
 	client   redis.UniversalClient
 	now      func() time.Time
 	newTimer func(time.Duration) (<-chan time.Time, func() bool)
-	idPrefix string
+	holder   holderID // prefix of this process's ticket ids
+	alive    func(pid int) bool
 
 	mu   sync.Mutex // guards rand, seq, keys
 	rand *rand.Rand
@@ -172,13 +178,17 @@ func New(o Options) (*Budget, error) {
 		client:   o.Client,
 		now:      o.Now,
 		newTimer: o.NewTimer,
-		idPrefix: crand.Text()[:16],
+		holder:   newHolderID(o.Holder, crand.Text()[:16]),
+		alive:    o.Holder.Alive,
 		rand:     o.Rand,
 		keys:     map[string]*keyState{},
 		stop:     make(chan struct{}),
 	}
 	if b.now == nil {
 		b.now = time.Now
+	}
+	if b.alive == nil {
+		b.alive = processAlive
 	}
 	if b.newTimer == nil {
 		b.newTimer = func(d time.Duration) (<-chan time.Time, func() bool) {
@@ -252,7 +262,7 @@ func (b *Budget) ticketID() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.seq++
-	return b.idPrefix + ":" + strconv.FormatUint(b.seq, 36)
+	return b.holder.String() + ":" + strconv.FormatUint(b.seq, 36)
 }
 
 func (b *Budget) opContext() (context.Context, context.CancelFunc) {
@@ -304,6 +314,19 @@ func (b *Budget) Reserve(ctx context.Context, key string, c limiter.Cost) (limit
 		return nil, ctx.Err()
 	}
 	defer func() { <-k.turn }()
+
+	k.mu.Lock()
+	first := !k.reclaimed
+	k.mu.Unlock()
+	if first {
+		if _, err := b.reclaim(ctx, k); err != nil {
+			leave()
+			return nil, err
+		}
+		k.mu.Lock()
+		k.reclaimed = true
+		k.mu.Unlock()
+	}
 
 	for {
 		if err := ctx.Err(); err != nil {
