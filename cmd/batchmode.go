@@ -168,11 +168,16 @@ func runOffline(ctx context.Context, io *IO, o *BatchOptions, env *environment, 
 	return nil, nil, false
 }
 
-// batchClientFor builds the client of a recorded batch (llmrun cancel).
+// batchClientFor builds the client of a recorded batch (llmrun cancel). The
+// record's base URL holds no credentials: when the environment's base URL
+// names the same endpoint, it is used instead, with its userinfo.
 func batchClientFor(io *IO, rec runner.BatchRecord, baseURL string) (providers.BatchClient, error) {
 	entry, err := registry.Lookup(rec.Provider)
 	if err != nil {
 		return nil, fmt.Errorf("batch %s: %w", rec.ID, err)
+	}
+	if env := entry.BaseURL("", io.Getenv); baseURL == "" && providers.StripUserinfo(env) == rec.BaseURL {
+		baseURL = env
 	}
 	if baseURL == "" {
 		baseURL = rec.BaseURL

@@ -1,8 +1,10 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -337,5 +339,47 @@ func TestModeAuto(t *testing.T) {
 		if code := c.run(t, append([]string{"batch", in, "--provider", "openai", "--quiet"}, bad...)...); code != ExitUsage {
 			t.Errorf("%v: exit %d", bad, code)
 		}
+	}
+}
+
+// TestBatchModeStateHoldsNoURLCredentials: with credentials in the base URL
+// (flag or environment), the state file written while a batch is open holds
+// none of them, and the rerun and cancel, which take them from the flags or
+// environment again, still reach the batch.
+func TestBatchModeStateHoldsNoURLCredentials(t *testing.T) {
+	for _, provider := range batchProviders {
+		t.Run(provider, func(t *testing.T) {
+			clk := newBatchClock()
+			m, url := mockServer(t, mock.Config{Now: clk.Now, BatchDelay: time.Hour})
+			credURL := strings.Replace(url, "http://", "http://batch-user:s3cret-pw@", 1)
+			in, prompts := promptFile(t, 6)
+			out := filepath.Join(t.TempDir(), "out.jsonl")
+			c := &cli{env: mockEnv(credURL)}
+			created := func() bool { return m.Stats().BatchesCreated == 1 }
+			if code := c.runUntil(t, created, batchArgs(in, out, provider, "--mode", "batch")...); code != 130 {
+				t.Fatalf("exit %d: %s", code, c.stderr.String())
+			}
+			raw, err := os.ReadFile(out + ".state.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs := openBatchRecords(t, out)
+			if bytes.Contains(raw, []byte("s3cret")) || bytes.Contains(raw, []byte("batch-user")) || len(recs) != 1 || strings.Contains(recs[0].BaseURL, "@") {
+				t.Fatalf("state file:\n%s", raw)
+			}
+			if code := c.run(t, "cancel", out, "--no-wait"); code != 0 || m.Stats().BatchesCanceled != 1 {
+				t.Fatalf("cancel: exit %d: %s", code, c.stderr.String())
+			}
+			clk.Advance(time.Hour)
+			if code := c.run(t, batchArgs(in, out, provider, "--mode", "batch")...); code != ExitFailed {
+				t.Fatalf("rerun: exit %d: %s", code, c.stderr.String())
+			}
+			if errs := readLines(t, out+".err"); len(errs) != len(prompts) {
+				t.Fatalf("%d cancelled requests collected, want %d", len(errs), len(prompts))
+			}
+			if strings.Contains(c.stderr.String(), "s3cret") {
+				t.Errorf("credentials in the log: %s", c.stderr.String())
+			}
+		})
 	}
 }

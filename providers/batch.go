@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 )
 
@@ -92,7 +94,9 @@ type BatchClient interface {
 	Name() string
 	// Format is the wire format of the bodies Submit accepts.
 	Format() Format
-	// BaseURL identifies the endpoint; it is recorded with each batch.
+	// BaseURL identifies the endpoint; it is recorded with each batch, so
+	// it never holds userinfo (see StripUserinfo): credentials come from
+	// the command line or the environment on every run, never from disk.
 	BaseURL() string
 	// MaxItems and MaxBytes are the provider's limits for one batch:
 	// requests, and bytes of the submitted file or body.
@@ -113,6 +117,31 @@ type BatchClient interface {
 	// Cancel asks the provider to stop the batch; requests already done
 	// keep their results. It returns the batch as the provider left it.
 	Cancel(ctx context.Context, id string) (BatchJob, error)
+}
+
+// StripUserinfo returns raw without its userinfo ("http://user:pass@host"
+// becomes "http://host"): what may be written to a state file or a log.
+// A raw URL that does not parse as scheme://host/path loses everything up
+// to the last '@' before its path instead.
+func StripUserinfo(raw string) string {
+	u, err := url.Parse(raw)
+	if err == nil && u.Opaque == "" {
+		u.User = nil
+		return u.String()
+	}
+	// Unparsable: drop everything up to the last '@' of the authority.
+	rest, scheme := raw, ""
+	if i := strings.Index(raw, "://"); i >= 0 {
+		scheme, rest = raw[:i+3], raw[i+3:]
+	}
+	auth, path := rest, ""
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		auth, path = rest[:i], rest[i:]
+	}
+	if i := strings.LastIndex(auth, "@"); i >= 0 {
+		auth = auth[i+1:]
+	}
+	return scheme + auth + path
 }
 
 // Get sends a GET to url with header (cloned) and returns the response as

@@ -37,10 +37,13 @@ const batchStatePrefix = "batch:"
 
 // BatchRecord is what the sidecar state keeps about one open batch.
 type BatchRecord struct {
-	ID       string    `json:"id"`
-	Provider string    `json:"provider"`
-	BaseURL  string    `json:"base_url"`
-	Created  time.Time `json:"created"`
+	ID       string `json:"id"`
+	Provider string `json:"provider"`
+	// BaseURL is where the batch was created, without userinfo: the state
+	// file holds no credentials (a rerun takes them from its flags or
+	// environment again).
+	BaseURL string    `json:"base_url"`
+	Created time.Time `json:"created"`
 	// IDs are the input custom_ids in the batch.
 	IDs []string `json:"ids"`
 	// Mapped maps the ids sent in place of custom_ids the provider would
@@ -230,8 +233,11 @@ func (o *offline) run(ctx context.Context) error {
 		if r.Provider != cl.Name() {
 			return &AbortError{Cause: fmt.Errorf("batch %s is open at provider %s, not %s: rerun with --provider %s, or `llmrun cancel` it", r.ID, r.Provider, cl.Name(), r.Provider)}
 		}
-		if r.BaseURL != cl.BaseURL() {
-			o.logf("note: batch %s was created at %s; polling it at %s", r.ID, r.BaseURL, cl.BaseURL())
+		if err := o.scrub(r); err != nil {
+			return err
+		}
+		if base := providers.StripUserinfo(cl.BaseURL()); r.BaseURL != base {
+			o.logf("note: batch %s was created at %s; polling it at %s", r.ID, r.BaseURL, base)
 		}
 		o.open = append(o.open, r)
 		for _, id := range r.IDs {
@@ -266,6 +272,21 @@ func (o *offline) run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// scrub rewrites a record an older llmrun stored with credentials in its
+// base URL, so that they leave the disk at the next run.
+func (o *offline) scrub(r *BatchRecord) error {
+	clean := providers.StripUserinfo(r.BaseURL)
+	if clean == r.BaseURL {
+		return nil
+	}
+	r.BaseURL = clean
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return o.cfg.Store.SetState(batchStatePrefix+r.ID, b)
 }
 
 func (o *offline) logf(format string, args ...any) {
@@ -341,7 +362,7 @@ func (o *offline) submit(ctx context.Context, reqs []*providers.Request) error {
 			taken[r.ID] = true
 		}
 	}
-	rec := &BatchRecord{Provider: cl.Name(), BaseURL: cl.BaseURL(), IDs: make([]string, len(reqs))}
+	rec := &BatchRecord{Provider: cl.Name(), BaseURL: providers.StripUserinfo(cl.BaseURL()), IDs: make([]string, len(reqs))}
 	items := make([]providers.BatchItem, len(reqs))
 	for i, r := range reqs {
 		sent := r.ID

@@ -34,6 +34,8 @@ type fakeBatches struct {
 	submitErrs []error
 	// forget makes Poll answer 404 for every batch.
 	forget bool
+	// base is BaseURL's answer, "http://fake" if empty.
+	base string
 
 	submits  int
 	jobs     map[string]*fakeJob
@@ -49,7 +51,12 @@ type fakeJob struct {
 
 func (f *fakeBatches) Name() string             { return "fake" }
 func (f *fakeBatches) Format() providers.Format { return providers.FormatOpenAI }
-func (f *fakeBatches) BaseURL() string          { return "http://fake" }
+func (f *fakeBatches) BaseURL() string {
+	if f.base != "" {
+		return f.base
+	}
+	return "http://fake"
+}
 func (f *fakeBatches) MaxItems() int            { return cmpOr(f.maxItems, 1000) }
 func (f *fakeBatches) MaxBytes() int64          { return int64(cmpOr(int(f.maxBytes), 1<<20)) }
 func (f *fakeBatches) ValidID(id string) bool {
@@ -586,5 +593,45 @@ func TestOfflineCollectOnlyAndProviderMismatch(t *testing.T) {
 	var ae *AbortError
 	if !errors.As(err, &ae) || !strings.Contains(err.Error(), "--provider other") {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// TestOfflineRecordsHoldNoURLCredentials: a base URL with userinfo never
+// reaches the state file, from this run or from a record an older llmrun
+// wrote; resuming still works (the credentials come from the client).
+func TestOfflineRecordsHoldNoURLCredentials(t *testing.T) {
+	fx := newOfflineFixture(t, "a", "b")
+	fc := &fakeBatches{endAfter: 3, base: "http://user:s3cret-pass@fake:8080/v1"}
+	ctx, cancel := context.WithCancel(context.Background())
+	sl := &sleeps{stopAt: 1, cancel: cancel}
+	fx.run(t, ctx, fc, func(c *OfflineConfig) { c.Sleep = sl.sleep })
+	raw, err := os.ReadFile(fx.out + ".state.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := openRecords(t, fx.out)
+	if bytes.Contains(raw, []byte("s3cret")) || bytes.Contains(raw, []byte("user:")) || len(recs) != 1 || recs[0].BaseURL != "http://fake:8080/v1" {
+		t.Fatalf("records %+v; state file:\n%s", recs, raw)
+	}
+
+	// A record from before the fix is scrubbed by the next run.
+	st, err := checkpoint.Open(checkpoint.Options{Output: fx.out, Errors: fx.errs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := recs[0]
+	old.BaseURL = "http://user:0ld-pass@fake:8080/v1"
+	b, _ := json.Marshal(old)
+	st.SetState(batchStatePrefix+old.ID, b)
+	st.Close()
+	if _, err, log := fx.run(t, context.Background(), fc, func(c *OfflineConfig) { c.NoWait = true }); err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	raw, _ = os.ReadFile(fx.out + ".state.json")
+	if bytes.Contains(raw, []byte("0ld-pass")) {
+		t.Fatalf("old credentials kept:\n%s", raw)
+	}
+	if sum, err, log := fx.run(t, context.Background(), fc, nil); err != nil || sum.Succeeded != 2 {
+		t.Fatalf("%v %+v\n%s", err, sum, log)
 	}
 }

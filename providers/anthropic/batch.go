@@ -54,8 +54,8 @@ func (b *Batch) Name() string { return "anthropic" }
 // Format implements providers.BatchClient.
 func (b *Batch) Format() providers.Format { return providers.FormatAnthropic }
 
-// BaseURL implements providers.BatchClient.
-func (b *Batch) BaseURL() string { return b.cfg.BaseURL }
+// BaseURL implements providers.BatchClient: the base URL without userinfo.
+func (b *Batch) BaseURL() string { return providers.StripUserinfo(b.cfg.BaseURL) }
 
 // MaxItems implements providers.BatchClient: 100,000 requests per batch.
 func (b *Batch) MaxItems() int { return batchMaxItems }

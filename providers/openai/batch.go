@@ -56,8 +56,8 @@ func (b *Batch) Name() string { return "openai" }
 // Format implements providers.BatchClient.
 func (b *Batch) Format() providers.Format { return providers.FormatOpenAI }
 
-// BaseURL implements providers.BatchClient.
-func (b *Batch) BaseURL() string { return b.cfg.BaseURL }
+// BaseURL implements providers.BatchClient: the base URL without userinfo.
+func (b *Batch) BaseURL() string { return providers.StripUserinfo(b.cfg.BaseURL) }
 
 // MaxItems implements providers.BatchClient: 50,000 lines per file.
 func (b *Batch) MaxItems() int { return batchMaxItems }
