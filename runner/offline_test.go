@@ -57,8 +57,8 @@ func (f *fakeBatches) BaseURL() string {
 	}
 	return "http://fake"
 }
-func (f *fakeBatches) MaxItems() int            { return cmpOr(f.maxItems, 1000) }
-func (f *fakeBatches) MaxBytes() int64          { return int64(cmpOr(int(f.maxBytes), 1<<20)) }
+func (f *fakeBatches) MaxItems() int   { return cmpOr(f.maxItems, 1000) }
+func (f *fakeBatches) MaxBytes() int64 { return int64(cmpOr(int(f.maxBytes), 1<<20)) }
 func (f *fakeBatches) ValidID(id string) bool {
 	return id != "" && !strings.ContainsAny(id, " /") && len(id) <= 16
 }
