@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/llmrun/llmrun/checkpoint"
 	"github.com/llmrun/llmrun/estimate"
@@ -41,8 +42,8 @@ type BatchOptions struct {
 	BackoffBase, BackoffMax         time.Duration
 	RequestTimeout, FirstByte, Idle time.Duration
 	RetryBudget                     float64
-	BreakerThreshold                int
-	BreakerCooldown, MaxOutage      time.Duration
+	Breaker                         BreakerFlags
+	MaxOutage                       time.Duration
 	RequireJSON                     bool
 	JSONSchema                      string
 	MinChars                        int
@@ -110,8 +111,7 @@ ANTHROPIC_BASE_URL (or --base-url). --provider mock runs against a built-in mock
 	f.DurationVar(&o.FirstByte, "first-byte-timeout", 2*time.Minute, "longest wait for a response to start")
 	f.DurationVar(&o.Idle, "idle-timeout", time.Minute, "longest silence inside a stream before it is cut and retried")
 	f.Float64Var(&o.RetryBudget, "retry-budget", retry.DefaultBudgetRatio, "retries allowed as a fraction of first attempts (sliding window)")
-	f.IntVar(&o.BreakerThreshold, "breaker-threshold", retry.DefaultThreshold, "consecutive failures that open the circuit breaker")
-	f.DurationVar(&o.BreakerCooldown, "breaker-cooldown", retry.DefaultCooldown, "wait before the breaker lets one probe through")
+	addBreakerFlags(f, &o.Breaker)
 	f.DurationVar(&o.MaxOutage, "max-outage", retry.DefaultMaxOutage, "stop (exit 3, resumable) when the provider stays down this long")
 	f.BoolVar(&o.RequireJSON, "require-json", false, "accept only answers whose content parses as JSON")
 	f.StringVar(&o.JSONSchema, "json-schema", "", "accept only answers valid against this JSON Schema file")
@@ -151,6 +151,9 @@ func runBatch(ctx context.Context, io *IO, o *BatchOptions) error {
 	}
 	if o.Concurrency <= 0 {
 		return usagef("--concurrency must be positive")
+	}
+	if err := o.Breaker.validate(); err != nil {
+		return err
 	}
 	fsync, err := checkpoint.ParseFsyncMode(o.Fsync)
 	if err != nil {
@@ -239,7 +242,7 @@ func runBatch(ctx context.Context, io *IO, o *BatchOptions) error {
 			Estimator:   estimator,
 			Policy:      retry.Policy{MaxAttempts: o.MaxAttempts, Deadline: o.RequestTimeout, Base: o.BackoffBase, Max: o.BackoffMax, MaxServerDelay: o.MaxPause},
 			RetryBudget: retry.NewBudget(o.RetryBudget, retry.DefaultBudgetWindow, retry.DefaultBudgetAllowance),
-			Breaker:     retry.BreakerConfig{Threshold: o.BreakerThreshold, Cooldown: o.BreakerCooldown, MaxOutage: o.MaxOutage},
+			Breaker:     o.Breaker.config(o.MaxOutage),
 			Guard:       guard,
 			Concurrency: o.Concurrency,
 			Grace:       o.Grace,
@@ -322,6 +325,50 @@ func absPath(path string) string {
 		return a
 	}
 	return path
+}
+
+// BreakerFlags are the circuit breaker's flags.
+type BreakerFlags struct {
+	Window, MinAttempts, Probes int
+	WindowTime, Cooldown        time.Duration
+	FailureRate                 float64
+	// Threshold is the deprecated --breaker-threshold; when set it is
+	// MinAttempts, the fewest failures that open the breaker.
+	Threshold int
+}
+
+func addBreakerFlags(f *pflag.FlagSet, b *BreakerFlags) {
+	f.IntVar(&b.Window, "breaker-window", retry.DefaultWindow, "recent attempts per key the circuit breaker judges")
+	f.DurationVar(&b.WindowTime, "breaker-window-time", retry.DefaultWindowTime, "how long an attempt's outcome stays in the breaker's window")
+	f.Float64Var(&b.FailureRate, "breaker-failure-rate", retry.DefaultFailureRate, "share of failed attempts in the window that opens the breaker")
+	f.IntVar(&b.MinAttempts, "breaker-min-attempts", retry.DefaultMinAttempts, "fewest attempts in the window before the breaker may open")
+	f.IntVar(&b.Probes, "breaker-probes", retry.DefaultProbes, "attempts a half-open breaker lets through; a majority decides")
+	f.DurationVar(&b.Cooldown, "breaker-cooldown", retry.DefaultCooldown, "longest hold of an open breaker (the first is 1s, doubling per consecutive opening)")
+	f.IntVar(&b.Threshold, "breaker-threshold", 0, "deprecated: sets --breaker-min-attempts")
+	f.MarkDeprecated("breaker-threshold", "the breaker now opens on a failure rate over a window (--breaker-window, --breaker-failure-rate); --breaker-threshold N sets --breaker-min-attempts N")
+}
+
+// validate rejects values the breaker would silently replace by defaults.
+func (b BreakerFlags) validate() error {
+	switch {
+	case !(b.FailureRate > 0 && b.FailureRate <= 1):
+		return usagef("--breaker-failure-rate must be in (0, 1], got %v", b.FailureRate)
+	case b.Window <= 0 || b.MinAttempts <= 0 || b.Probes <= 0 || b.Threshold < 0:
+		return usagef("--breaker-window, --breaker-min-attempts and --breaker-probes must be positive")
+	case b.WindowTime <= 0 || b.Cooldown <= 0:
+		return usagef("--breaker-window-time and --breaker-cooldown must be positive")
+	}
+	return nil
+}
+
+// config is the breaker configuration the flags ask for.
+func (b BreakerFlags) config(maxOutage time.Duration) retry.BreakerConfig {
+	c := retry.BreakerConfig{Window: b.Window, WindowTime: b.WindowTime, MinAttempts: b.MinAttempts, FailureRate: b.FailureRate,
+		Cooldown: b.Cooldown, Probes: b.Probes, MaxOutage: maxOutage}
+	if b.Threshold > 0 {
+		c.MinAttempts = b.Threshold
+	}
+	return c
 }
 
 // newGuard builds the answer guard from --require-json, --json-schema and

@@ -7,12 +7,27 @@ import (
 	"github.com/llmrun/llmrun/providers"
 )
 
-// Defaults for a zero BreakerConfig field.
+// Defaults for a zero BreakerConfig field. With them a breaker opens once
+// 90% of the last 20 attempts of the past 10 s failed (judging at least the
+// last 10, however old: 9 of them), so a provider failing a third of its
+// calls stays in service (the chance that at least 18 of 20 independent
+// attempts fail at p = 1/3 is 2·10⁻⁷; 9 of 10, while the window fills or
+// when traffic is slow, 4·10⁻⁴) while a dead one is caught after 10
+// attempts; the first hold is 1 s, so a false opening costs little.
 const (
-	DefaultThreshold = 5
-	DefaultCooldown  = 30 * time.Second
-	DefaultMaxOutage = 10 * time.Minute
+	DefaultWindow        = 20
+	DefaultWindowTime    = 10 * time.Second
+	DefaultMinAttempts   = 10
+	DefaultFailureRate   = 0.9
+	DefaultFirstCooldown = time.Second
+	DefaultCooldown      = 30 * time.Second
+	DefaultProbes        = 3
+	DefaultMaxOutage     = 10 * time.Minute
 )
+
+// maxProbes bounds BreakerConfig.Probes: the probes are the only load a
+// provider that is down sees, so a handful is the point.
+const maxProbes = 64
 
 // State is a breaker's state.
 type State uint8
@@ -22,8 +37,8 @@ const (
 	Closed State = iota
 	// Open lets nothing through until the cooldown has passed.
 	Open
-	// HalfOpen lets exactly one probe through; its outcome closes or
-	// reopens the breaker.
+	// HalfOpen lets Probes attempts through; a majority of them closes the
+	// breaker or reopens it.
 	HalfOpen
 )
 
@@ -57,33 +72,85 @@ func Unhealthy(c providers.Class) bool {
 
 // BreakerConfig configures a Breaker; a zero field takes its Default.
 type BreakerConfig struct {
-	// Threshold is how many consecutive unhealthy failures open the breaker.
-	Threshold int
-	// Cooldown is how long the breaker stays open before one probe.
-	Cooldown time.Duration
+	// Window is how many of the key's most recent attempt outcomes the
+	// breaker judges, and WindowTime how long an outcome stays in the
+	// window. Both bound it: the last Window outcomes younger than
+	// WindowTime, but never fewer than the last MinAttempts.
+	Window     int
+	WindowTime time.Duration
+	// MinAttempts is the fewest outcomes in the window before the breaker
+	// may open, so a short unlucky run of a degraded provider does not look
+	// like an outage; raised to Window when larger. It is also the fewest
+	// failures that open the breaker on a dead provider.
+	MinAttempts int
+	// FailureRate is the share of failures in the window, in (0, 1], at
+	// which the breaker opens.
+	FailureRate float64
+	// FirstCooldown is how long the first opening holds; each consecutive
+	// opening (one not preceded by WindowTime of being closed) doubles it,
+	// up to Cooldown.
+	FirstCooldown time.Duration
+	Cooldown      time.Duration
+	// Probes is how many attempts a half-open breaker lets through (at most
+	// 64); a majority of successes among them closes it, a majority of
+	// failures reopens it.
+	Probes int
 	// MaxOutage is how long an outage (first opening until closing) may
 	// last before OutageExceeded reports true.
 	MaxOutage time.Duration
+}
+
+// withDefaults fills zero fields and makes the fields consistent.
+func (c BreakerConfig) withDefaults() BreakerConfig {
+	if c.Window <= 0 {
+		c.Window = DefaultWindow
+	}
+	if c.WindowTime <= 0 {
+		c.WindowTime = DefaultWindowTime
+	}
+	if c.MinAttempts <= 0 {
+		c.MinAttempts = min(DefaultMinAttempts, c.Window)
+	}
+	c.Window = max(c.Window, c.MinAttempts)
+	if !(c.FailureRate > 0 && c.FailureRate <= 1) { // NaN too
+		c.FailureRate = DefaultFailureRate
+	}
+	if c.Cooldown <= 0 {
+		c.Cooldown = DefaultCooldown
+	}
+	if c.FirstCooldown <= 0 {
+		c.FirstCooldown = DefaultFirstCooldown
+	}
+	c.FirstCooldown = min(c.FirstCooldown, c.Cooldown)
+	if c.Probes <= 0 {
+		c.Probes = DefaultProbes
+	}
+	c.Probes = min(c.Probes, maxProbes)
+	if c.MaxOutage <= 0 {
+		c.MaxOutage = DefaultMaxOutage
+	}
+	return c
 }
 
 // Ticket is the permission Allow grants for one attempt. Report the
 // attempt's outcome with exactly one of Success, Failure, Release or
 // Observe, passing the ticket back; outcomes of attempts let through
 // before the breaker last changed state are ignored, so a slow attempt
-// from before an outage cannot close or reopen it.
+// from before an outage cannot close or reopen it, nor count in the
+// window after the breaker closed again.
 type Ticket struct {
 	gen   uint64
-	probe bool
+	probe uint64 // the probe's serial number; 0 for an attempt while closed
 }
 
-// Probe reports whether this ticket is the half-open breaker's one probe.
-func (t Ticket) Probe() bool { return t.probe }
+// Probe reports whether this ticket is one of the half-open breaker's probes.
+func (t Ticket) Probe() bool { return t.probe != 0 }
 
 // BreakerStats are a breaker's counters for the run summary.
 type BreakerStats struct {
 	State State
 	// Openings counts closed→open transitions (outages), not reopenings
-	// after a failed probe.
+	// after failed probes.
 	Openings int
 	// Probes counts the probes let through.
 	Probes int
@@ -92,26 +159,48 @@ type BreakerStats struct {
 	TimeHeld time.Duration
 	// OpenedAt is when the current outage began; zero when closed.
 	OpenedAt time.Time
+	// Cooldown is the hold of the current (or, when closed, the last)
+	// opening; zero before the first.
+	Cooldown time.Duration
+}
+
+// outcomeAt is one attempt's outcome in the window.
+type outcomeAt struct {
+	at     time.Time
+	failed bool
 }
 
 // Breaker is a circuit breaker for one key (provider, model or endpoint).
-// After Threshold consecutive unhealthy failures it opens; while open,
-// Allow refuses and the runner holds (no new attempts, nothing marked
-// failed). Once Cooldown has passed, Allow lets exactly one probe through;
-// its success closes the breaker, its failure reopens it for another
-// Cooldown. A Breaker is safe for concurrent use. A nil *Breaker is always
-// closed.
+// It judges a sliding window of the key's recent attempts and opens when
+// nearly all of them failed (FailureRate of at least MinAttempts), so a
+// degraded provider stays in service and a dead one is caught after a few
+// attempts. While open, Allow refuses and the runner holds (no new
+// attempts, nothing marked failed). After the cooldown — FirstCooldown,
+// doubling per consecutive opening up to Cooldown — the breaker turns
+// half-open and lets Probes attempts through; a majority of successes
+// closes it, a majority of failures reopens it. A Breaker is safe for
+// concurrent use. A nil *Breaker is always closed.
 type Breaker struct {
 	cfg BreakerConfig
 
-	mu       sync.Mutex
-	state    State
-	gen      uint64    // bumped on every state change and probe issue
-	fails    int       // consecutive unhealthy failures while closed
-	openedAt time.Time // start of the current outage; zero when closed
-	probeAt  time.Time // earliest probe while open
-	probing  bool      // a probe is out (half-open)
-	changed  chan struct{}
+	mu    sync.Mutex
+	state State
+	gen   uint64 // bumped on every state change: older tickets are stale
+
+	// The window: a ring of the last cfg.Window outcomes while closed,
+	// oldest at head; fails counts the failed ones.
+	ring        []outcomeAt
+	head, n     int
+	fails       int
+	level       int       // consecutive openings; the cooldown is FirstCooldown·2^(level-1)
+	closedAt    time.Time // when the breaker last closed
+	openedAt    time.Time // start of the current outage; zero when closed
+	probeAt     time.Time // end of the current cooldown
+	probeSerial uint64    // serial of the last probe handed out
+	probesOut   []uint64  // serials of the probes whose outcome is not in
+	probeOK     int       // successes among this half-open's probes
+	probeFailed int       // failures among this half-open's probes
+	changed     chan struct{}
 
 	openings int
 	probes   int
@@ -120,16 +209,8 @@ type Breaker struct {
 
 // NewBreaker returns a closed breaker.
 func NewBreaker(cfg BreakerConfig) *Breaker {
-	if cfg.Threshold <= 0 {
-		cfg.Threshold = DefaultThreshold
-	}
-	if cfg.Cooldown <= 0 {
-		cfg.Cooldown = DefaultCooldown
-	}
-	if cfg.MaxOutage <= 0 {
-		cfg.MaxOutage = DefaultMaxOutage
-	}
-	return &Breaker{cfg: cfg, changed: make(chan struct{})}
+	cfg = cfg.withDefaults()
+	return &Breaker{cfg: cfg, ring: make([]outcomeAt, cfg.Window), changed: make(chan struct{})}
 }
 
 // Config returns the breaker's configuration with defaults filled in.
@@ -140,19 +221,56 @@ func (b *Breaker) Config() BreakerConfig {
 	return b.cfg
 }
 
-// setState moves to s and wakes Changed waiters. setState requires that
+// wake closes the Changed channel and makes a new one. wake requires that
 // b.mu is held.
-func (b *Breaker) setState(s State) {
-	b.state = s
-	b.gen++
+func (b *Breaker) wake() {
 	close(b.changed)
 	b.changed = make(chan struct{})
 }
 
+// setState moves to s, making every ticket handed out so far stale, and
+// wakes Changed waiters. setState requires that b.mu is held.
+func (b *Breaker) setState(s State) {
+	b.state = s
+	b.gen++
+	b.probesOut = b.probesOut[:0]
+	b.probeOK, b.probeFailed = 0, 0
+	b.head, b.n, b.fails = 0, 0, 0
+	b.wake()
+}
+
+// cooldown is the hold of opening number level (1-based). cooldown requires
+// that b.mu is held.
+func (b *Breaker) cooldown(level int) time.Duration {
+	d := b.cfg.FirstCooldown
+	for i := 1; i < level && d < b.cfg.Cooldown; i++ {
+		d *= 2
+	}
+	return min(d, b.cfg.Cooldown)
+}
+
+// open opens the breaker at now for the next cooldown. open requires that
+// b.mu is held.
+func (b *Breaker) open(now time.Time) {
+	if b.state == Closed {
+		b.openings++
+		b.openedAt = now
+		// A breaker that stayed closed a whole window since its last
+		// outage starts over from the first cooldown.
+		if b.closedAt.IsZero() || now.Sub(b.closedAt) >= b.cfg.WindowTime {
+			b.level = 0
+		}
+	}
+	b.level++
+	b.probeAt = now.Add(b.cooldown(b.level))
+	b.setState(Open)
+}
+
 // Allow reports whether an attempt may start at now, with the ticket to
-// report its outcome with. Closed: always. Open: once now has reached the
-// end of the cooldown, the first caller gets the probe (the breaker turns
-// half-open) and everyone else is refused until the probe's outcome is in.
+// report its outcome with. Closed: always. Open: refused until now reaches
+// the end of the cooldown; then the breaker turns half-open. Half-open: the
+// first Probes callers get probes; everyone else is refused until the
+// probes have decided (a released probe's slot goes to the next caller).
 func (b *Breaker) Allow(now time.Time) (Ticket, bool) {
 	if b == nil {
 		return Ticket{}, true
@@ -168,105 +286,161 @@ func (b *Breaker) Allow(now time.Time) (Ticket, bool) {
 		}
 		b.setState(HalfOpen)
 	}
-	if b.probing {
+	if len(b.probesOut)+b.probeOK+b.probeFailed >= b.cfg.Probes {
 		return Ticket{}, false
 	}
-	b.probing = true
+	b.probeSerial++
+	b.probesOut = append(b.probesOut, b.probeSerial)
 	b.probes++
-	b.gen++
-	return Ticket{gen: b.gen, probe: true}, true
+	return Ticket{gen: b.gen, probe: b.probeSerial}, true
 }
 
 // Valid reports whether ticket t still lets its attempt start: false once
-// the breaker has changed state since Allow handed it out. A caller that
-// waited between Allow and sending (for the limiter, say) checks it last,
-// so attempts queued before an outage do not all reach the provider after
-// the breaker opened. A stale ticket needs no Release.
+// the breaker has changed state since Allow handed it out (or the probe was
+// released). A caller that waited between Allow and sending (for the
+// limiter, say) checks it last, so attempts queued before an outage do not
+// all reach the provider after the breaker opened. A stale ticket needs no
+// Release.
 func (b *Breaker) Valid(t Ticket) bool {
 	if b == nil {
 		return true
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.current(t)
+	return b.probeIndex(t) >= 0 || (!t.Probe() && t.gen == b.gen && b.state == Closed)
 }
 
-// current reports whether t is still live. current requires that b.mu is held.
-func (b *Breaker) current(t Ticket) bool {
-	if t.gen != b.gen {
+// probeIndex is the position of t's probe among the outstanding ones, or -1
+// when t is not a live probe. probeIndex requires that b.mu is held.
+func (b *Breaker) probeIndex(t Ticket) int {
+	if !t.Probe() || t.gen != b.gen || b.state != HalfOpen {
+		return -1
+	}
+	for i, s := range b.probesOut {
+		if s == t.probe {
+			return i
+		}
+	}
+	return -1
+}
+
+// settleProbe removes t's probe from the outstanding ones and reports
+// whether it was live. settleProbe requires that b.mu is held.
+func (b *Breaker) settleProbe(t Ticket) bool {
+	i := b.probeIndex(t)
+	if i < 0 {
 		return false
 	}
-	if t.probe {
-		return b.state == HalfOpen && b.probing
-	}
-	return b.state == Closed
+	b.probesOut = append(b.probesOut[:i], b.probesOut[i+1:]...)
+	return true
 }
 
-// Success reports that the attempt of ticket t succeeded: the consecutive
-// failure count resets; a probe's success closes the breaker and ends the
-// outage.
+// majority is how many of the probes' outcomes decide the half-open state.
+func (b *Breaker) majority() int { return b.cfg.Probes/2 + 1 }
+
+// record adds a closed-state outcome to the window at now, first dropping
+// the outcomes older than WindowTime, except that the last MinAttempts stay
+// whatever their age: a provider whose attempts take longer than
+// WindowTime to fail (timeouts) would otherwise never fill the window.
+// record requires that b.mu is held.
+func (b *Breaker) record(now time.Time, failed bool) {
+	for b.n >= b.cfg.MinAttempts && now.Sub(b.ring[b.head].at) >= b.cfg.WindowTime {
+		b.drop()
+	}
+	if b.n == len(b.ring) {
+		b.drop()
+	}
+	b.ring[(b.head+b.n)%len(b.ring)] = outcomeAt{at: now, failed: failed}
+	b.n++
+	if failed {
+		b.fails++
+	}
+}
+
+// drop removes the oldest outcome. drop requires that b.mu is held.
+func (b *Breaker) drop() {
+	if b.ring[b.head].failed {
+		b.fails--
+	}
+	b.head = (b.head + 1) % len(b.ring)
+	b.n--
+}
+
+// tripped reports whether the window says the provider is down. tripped
+// requires that b.mu is held.
+func (b *Breaker) tripped() bool {
+	// The small slack keeps 0.9 × 20 = 18 failures at the rate despite
+	// floating point.
+	return b.n >= b.cfg.MinAttempts && float64(b.fails) >= b.cfg.FailureRate*float64(b.n)-1e-9
+}
+
+// Success reports that the attempt of ticket t succeeded at now: it joins
+// the window; a majority of successful probes closes the breaker and ends
+// the outage.
 func (b *Breaker) Success(now time.Time, t Ticket) {
 	if b == nil {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.current(t) {
+	if !t.Probe() {
+		if t.gen == b.gen && b.state == Closed {
+			b.record(now, false)
+		}
 		return
 	}
-	b.fails = 0
-	if t.probe {
-		b.probing = false
-		b.held += now.Sub(b.openedAt)
+	if !b.settleProbe(t) {
+		return
+	}
+	b.probeOK++
+	if b.probeOK >= b.majority() {
+		b.held += max(now.Sub(b.openedAt), 0)
 		b.openedAt = time.Time{}
+		b.closedAt = now
 		b.setState(Closed)
 	}
 }
 
-// Failure reports that the attempt of ticket t failed in a way that says
-// the provider is unhealthy (see Unhealthy): the Threshold-th consecutive
-// one opens the breaker; a probe's failure reopens it for another Cooldown.
+// Failure reports that the attempt of ticket t failed at now in a way that
+// says the provider is unhealthy (see Unhealthy): it joins the window and
+// opens the breaker if the window has tripped; a majority of failed probes
+// reopens it for the next, longer cooldown.
 func (b *Breaker) Failure(now time.Time, t Ticket) {
 	if b == nil {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.current(t) {
+	if !t.Probe() {
+		if t.gen == b.gen && b.state == Closed {
+			b.record(now, true)
+			if b.tripped() {
+				b.open(now)
+			}
+		}
 		return
 	}
-	if t.probe {
-		b.probing = false
-		b.probeAt = now.Add(b.cfg.Cooldown)
-		b.setState(Open)
+	if !b.settleProbe(t) {
 		return
 	}
-	b.fails++
-	if b.fails >= b.cfg.Threshold {
-		b.fails = 0
-		b.openings++
-		b.openedAt = now
-		b.probeAt = now.Add(b.cfg.Cooldown)
-		b.setState(Open)
+	b.probeFailed++
+	if b.probeFailed > b.cfg.Probes-b.majority() {
+		b.open(now)
 	}
 }
 
 // Release reports that the attempt of ticket t ended without saying
 // anything about the provider's health (rate limited, invalid request,
 // cancelled, answer rejected by the guard). Nothing is counted; a probe's
-// release lets the next caller probe at once.
+// release hands its slot to the next caller at once.
 func (b *Breaker) Release(now time.Time, t Ticket) {
 	if b == nil {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if t.probe && b.current(t) {
-		b.probing = false
-		b.gen++
-		// Wake holders: a probe slot is free.
-		close(b.changed)
-		b.changed = make(chan struct{})
+	if b.settleProbe(t) {
+		b.wake() // holders: a probe slot is free
 	}
 }
 
@@ -285,8 +459,8 @@ func (b *Breaker) Observe(now time.Time, t Ticket, err error) {
 }
 
 // State returns the breaker's state at now: an open breaker whose cooldown
-// has passed reports HalfOpen (a probe is available) although it turns
-// half-open only when Allow hands out the probe.
+// has passed reports HalfOpen (probes are available) although it turns
+// half-open only when Allow hands out the first probe.
 func (b *Breaker) State(now time.Time) State {
 	if b == nil {
 		return Closed
@@ -301,8 +475,8 @@ func (b *Breaker) State(now time.Time) State {
 
 // WaitTime is how long from now until Allow may let an attempt through:
 // 0 when closed or when a probe is available; the rest of the cooldown
-// when open; Cooldown when a probe is out (its outcome decides, so the
-// runner should also wait on Changed).
+// when open; the current cooldown when every probe is out (their outcomes
+// decide, so the runner should also wait on Changed).
 func (b *Breaker) WaitTime(now time.Time) time.Duration {
 	if b == nil {
 		return 0
@@ -314,8 +488,8 @@ func (b *Breaker) WaitTime(now time.Time) time.Duration {
 		return 0
 	case b.state == Open:
 		return max(b.probeAt.Sub(now), 0)
-	case b.probing:
-		return b.cfg.Cooldown
+	case len(b.probesOut)+b.probeOK+b.probeFailed >= b.cfg.Probes:
+		return b.cooldown(b.level)
 	}
 	return 0
 }
@@ -352,6 +526,9 @@ func (b *Breaker) Stats(now time.Time) BreakerStats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := BreakerStats{State: b.state, Openings: b.openings, Probes: b.probes, TimeHeld: b.held, OpenedAt: b.openedAt}
+	if b.level > 0 {
+		s.Cooldown = b.cooldown(b.level)
+	}
 	if b.state != Closed {
 		s.TimeHeld += max(now.Sub(b.openedAt), 0)
 	}

@@ -1,9 +1,12 @@
 package retry
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,9 +15,13 @@ import (
 	"github.com/llmrun/llmrun/providers"
 )
 
-func newTestBreaker() *Breaker {
-	return NewBreaker(BreakerConfig{Threshold: 3, Cooldown: 10 * time.Second, MaxOutage: time.Minute})
-}
+// testBreakerConfig is small enough to reason about by hand: it opens when
+// 9 of the last 10 outcomes (within 10 s) failed, holds 1 s, 2 s, 4 s, 8 s,
+// then 10 s, and lets 3 probes through.
+var testBreakerConfig = BreakerConfig{Window: 10, WindowTime: 10 * time.Second, MinAttempts: 5, FailureRate: 0.9,
+	FirstCooldown: time.Second, Cooldown: 10 * time.Second, Probes: 3, MaxOutage: time.Minute}
+
+func newTestBreaker() *Breaker { return NewBreaker(testBreakerConfig) }
 
 // fail lets one attempt through at now and reports it failed.
 func fail(t *testing.T, b *Breaker, now time.Time) {
@@ -26,15 +33,42 @@ func fail(t *testing.T, b *Breaker, now time.Time) {
 	b.Failure(now, tk)
 }
 
-// openAt opens a closed breaker at now with Threshold failures.
+// succeed lets one attempt through at now and reports it succeeded.
+func succeed(t *testing.T, b *Breaker, now time.Time) {
+	t.Helper()
+	tk, ok := b.Allow(now)
+	if !ok {
+		t.Fatalf("at %v: Allow refused", now.Sub(t0))
+	}
+	b.Success(now, tk)
+}
+
+// openAt opens a closed breaker at now with MinAttempts failures.
 func openAt(t *testing.T, b *Breaker, now time.Time) {
 	t.Helper()
-	for range b.cfg.Threshold {
+	for range b.cfg.MinAttempts {
 		fail(t, b, now)
 	}
 	if s := b.State(now); s != Open {
-		t.Fatalf("state %v after %d failures, want open", s, b.cfg.Threshold)
+		t.Fatalf("state %v after %d failures, want open", s, b.cfg.MinAttempts)
 	}
+}
+
+// probesAt takes the half-open breaker's probes at now.
+func probesAt(t *testing.T, b *Breaker, now time.Time) []Ticket {
+	t.Helper()
+	var ps []Ticket
+	for range b.cfg.Probes {
+		p, ok := b.Allow(now)
+		if !ok || !p.Probe() {
+			t.Fatalf("at %v: no probe (%v, %v)", now.Sub(t0), p, ok)
+		}
+		ps = append(ps, p)
+	}
+	if _, ok := b.Allow(now); ok {
+		t.Fatalf("at %v: a probe beyond the %d allowed", now.Sub(t0), b.cfg.Probes)
+	}
+	return ps
 }
 
 func TestUnhealthyEveryClass(t *testing.T) {
@@ -62,186 +96,309 @@ func TestUnhealthyEveryClass(t *testing.T) {
 	}
 }
 
-func TestBreakerThreshold(t *testing.T) {
+// TestBreakerWindow: the window of outcomes, step by step. Each step
+// reports outcomes at an offset from t0 ('F' failure, 'S' success, 'R' a
+// neutral outcome) and checks the state after them.
+func TestBreakerWindow(t *testing.T) {
+	type step struct {
+		at   time.Duration
+		outs string
+		want State
+	}
+	cases := []struct {
+		name  string
+		steps []step
+	}{
+		{"dead: opens at the fifth failure, not before", []step{
+			{0, "FFFF", Closed}, {0, "F", Open}}},
+		{"failure rate under 90% stays closed", []step{
+			{0, "FFFFSFFFF", Closed}, // 8 of 9
+			{0, "SF", Closed},        // the last 10: 8 of 10
+		}},
+		{"90% of the last 10 opens", []step{
+			{0, "SFFFFFFFF", Closed}, {0, "F", Open}}},
+		{"the count window forgets the oldest", []step{
+			{0, "SSSFFFFFFF", Closed}, // 7 of 10
+			{0, "F", Closed},          // 8 of 10
+			{0, "F", Open},            // 9 of 10: the third S has left
+		}},
+		{"neutral outcomes count for nothing", []step{
+			{0, "FFFFRRRRRRRRRRRR", Closed}, {0, "F", Open}}},
+		{"a third failing never opens", []step{
+			{0, "FFSFFSFFSFFSFFSFFSFFSFFS", Closed}, // even 2 of 3
+			{0, "FSSFSSFSSFSSFSSFSSFSS", Closed}}},
+		{"successes older than 10 s leave the window", []step{
+			{0, "SSSSS", Closed},
+			{10 * time.Second, "FFFF", Closed}, // 4 of the last 5 (the floor: MinAttempts stay)
+			{10 * time.Second, "F", Open}}},    // 5 of 5: the successes are gone
+		{"the same outcomes within 10 s stay under the rate", []step{
+			{0, "SSSSSFFFFF", Closed}}},
+		{"slow dead provider: the last MinAttempts stay however old", []step{
+			{0, "F", Closed}, {15 * time.Second, "F", Closed}, {30 * time.Second, "F", Closed},
+			{45 * time.Second, "F", Closed}, {60 * time.Second, "F", Open}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := newTestBreaker()
+			for i, s := range c.steps {
+				now := at(s.at)
+				for _, o := range s.outs {
+					tk, ok := b.Allow(now)
+					if !ok {
+						t.Fatalf("step %d: refused while %v", i, b.State(now))
+					}
+					switch o {
+					case 'F':
+						b.Observe(now, tk, fmt.Errorf("wrapped: %w", &providers.Error{Class: providers.ClassOverloaded}))
+					case 'S':
+						b.Observe(now, tk, nil)
+					case 'R':
+						b.Observe(now, tk, &providers.Error{Class: providers.ClassRateLimited})
+					}
+				}
+				if got := b.State(now); got != s.want {
+					t.Fatalf("step %d (%s at %v): state %v, want %v", i, s.outs, s.at, got, s.want)
+				}
+			}
+		})
+	}
+}
+
+// TestBreakerNeutralOutcomes: invalid requests, auth, quota, unknown
+// errors and cancellations neither count as failures nor as successes.
+func TestBreakerNeutralOutcomes(t *testing.T) {
 	b := newTestBreaker()
-	fail(t, b, t0)
-	fail(t, b, t0)
-	// A success resets the count.
-	tk, _ := b.Allow(t0)
-	b.Success(t0, tk)
-	fail(t, b, t0)
-	fail(t, b, t0)
-	// Neutral outcomes neither count nor reset.
-	for _, c := range []providers.Class{providers.ClassRateLimited, providers.ClassInvalid, providers.ClassUnknown, providers.ClassAuth, providers.ClassQuota} {
+	for range 4 {
+		fail(t, b, t0)
+	}
+	for _, err := range []error{&providers.Error{Class: providers.ClassRateLimited}, &providers.Error{Class: providers.ClassInvalid},
+		&providers.Error{Class: providers.ClassUnknown}, &providers.Error{Class: providers.ClassAuth},
+		&providers.Error{Class: providers.ClassQuota}, context.Canceled, errors.New("x")} {
 		tk, _ := b.Allow(t0)
-		b.Observe(t0, tk, &providers.Error{Class: c})
+		b.Observe(t0, tk, err)
 	}
-	tk, _ = b.Allow(t0)
-	b.Observe(t0, tk, context.Canceled)
 	if s := b.State(t0); s != Closed {
-		t.Fatalf("state %v after 2 failures and neutral outcomes, want closed", s)
+		t.Fatalf("state %v after 4 failures and neutral outcomes, want closed", s)
 	}
-	tk, _ = b.Allow(t0)
-	b.Observe(t0, tk, fmt.Errorf("wrapped: %w", &providers.Error{Class: providers.ClassOverloaded}))
-	if s := b.State(t0); s != Open {
-		t.Fatalf("state %v after 3 consecutive failures, want open", s)
-	}
-	if st := b.Stats(t0); st.Openings != 1 || !st.OpenedAt.Equal(t0) {
+	fail(t, b, t0)
+	if st := b.Stats(t0); st.State != Open || st.Openings != 1 || !st.OpenedAt.Equal(t0) || st.Cooldown != time.Second {
 		t.Errorf("Stats = %+v", st)
 	}
 }
 
-func TestBreakerCooldownAndProbe(t *testing.T) {
+// TestBreakerCooldownGrows: the first opening holds FirstCooldown, each
+// consecutive one twice the last up to Cooldown; a breaker that stays
+// closed for a window starts over.
+func TestBreakerCooldownGrows(t *testing.T) {
 	b := newTestBreaker()
 	openAt(t, b, t0)
-	if _, ok := b.Allow(at(10*time.Second - time.Nanosecond)); ok {
-		t.Fatal("allowed during cooldown")
-	}
-	if got := b.WaitTime(at(4 * time.Second)); got != 6*time.Second {
-		t.Errorf("WaitTime during cooldown = %v, want 6s", got)
-	}
-	if got := b.State(at(10 * time.Second)); got != HalfOpen {
-		t.Errorf("state after cooldown = %v, want half-open", got)
-	}
-	if got := b.WaitTime(at(10 * time.Second)); got != 0 {
-		t.Errorf("WaitTime with a probe available = %v, want 0", got)
-	}
-	probe, ok := b.Allow(at(10 * time.Second))
-	if !ok || !probe.Probe() {
-		t.Fatalf("no probe after cooldown: %v %v", probe, ok)
-	}
-	for i := range 5 {
-		if _, ok := b.Allow(at(11*time.Second + time.Duration(i)*time.Hour)); ok {
-			t.Fatal("second caller allowed while the probe is out")
+	now := t0
+	for i, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second} {
+		if got := b.WaitTime(now); got != want {
+			t.Fatalf("opening %d: WaitTime %v, want %v", i+1, got, want)
 		}
+		if _, ok := b.Allow(now.Add(want - time.Nanosecond)); ok {
+			t.Fatalf("opening %d: allowed before the cooldown ended", i+1)
+		}
+		if got := b.State(now.Add(want)); got != HalfOpen {
+			t.Fatalf("opening %d: state %v at the cooldown's end, want half-open", i+1, got)
+		}
+		now = now.Add(want)
+		ps := probesAt(t, b, now)
+		b.Failure(now, ps[0])
+		b.Failure(now, ps[1]) // the majority: reopens
 	}
-	if got := b.WaitTime(at(11 * time.Second)); got != 10*time.Second {
-		t.Errorf("WaitTime with the probe out = %v, want the cooldown", got)
+	if st := b.Stats(now); st.Openings != 1 || st.Probes != 18 || st.Cooldown != 10*time.Second {
+		t.Errorf("Stats = %+v (reopenings are not new outages)", st)
 	}
-	b.Success(at(12*time.Second), probe)
-	if s := b.State(at(12 * time.Second)); s != Closed {
-		t.Fatalf("state after probe success = %v, want closed", s)
+
+	// Recover, then fail again at once: still consecutive, so the hold
+	// stays long.
+	now = now.Add(10 * time.Second)
+	ps := probesAt(t, b, now)
+	b.Success(now, ps[0])
+	b.Success(now, ps[1])
+	if s := b.State(now); s != Closed {
+		t.Fatalf("state %v after two successful probes, want closed", s)
 	}
-	if tk, ok := b.Allow(at(12 * time.Second)); !ok || tk.Probe() {
-		t.Error("closed breaker refused or handed out a probe")
+	now = now.Add(time.Second)
+	openAt(t, b, now)
+	if got := b.WaitTime(now); got != 10*time.Second {
+		t.Errorf("reopening 1s after recovery holds %v, want the cap 10s", got)
 	}
-	st := b.Stats(at(time.Hour))
-	want := BreakerStats{State: Closed, Openings: 1, Probes: 1, TimeHeld: 12 * time.Second}
-	if st != want {
-		t.Errorf("Stats = %+v, want %+v", st, want)
+	// Recover and stay closed a whole window: the next opening is a new
+	// story and holds 1 s.
+	now = now.Add(10 * time.Second)
+	ps = probesAt(t, b, now)
+	b.Success(now, ps[0])
+	b.Success(now, ps[2])
+	now = now.Add(10 * time.Second)
+	openAt(t, b, now)
+	if got := b.WaitTime(now); got != time.Second {
+		t.Errorf("opening after a healthy window holds %v, want 1s", got)
 	}
-	if b.OutageExceeded(at(time.Hour)) {
-		t.Error("closed breaker reports an outage")
+	if st := b.Stats(now); st.Openings != 3 {
+		t.Errorf("Openings = %d, want 3", st.Openings)
 	}
 }
 
-func TestBreakerProbeFailureReopens(t *testing.T) {
-	b := newTestBreaker()
-	openAt(t, b, t0)
-	probe, _ := b.Allow(at(10 * time.Second))
-	b.Failure(at(11*time.Second), probe)
-	if s := b.State(at(11 * time.Second)); s != Open {
-		t.Fatalf("state after probe failure = %v, want open", s)
+// TestBreakerHalfOpenMajority: three probes; the first two outcomes that
+// agree decide, and the remaining probe's outcome is stale.
+func TestBreakerHalfOpenMajority(t *testing.T) {
+	cases := []struct {
+		outs string
+		want State
+	}{
+		{"SS", Closed}, {"SFS", Closed}, {"FSS", Closed},
+		{"FF", Open}, {"SFF", Open}, {"FSF", Open},
 	}
-	// Another full cooldown from the failure.
-	if _, ok := b.Allow(at(21*time.Second - time.Nanosecond)); ok {
-		t.Error("allowed before the new cooldown ended")
-	}
-	if got := b.WaitTime(at(15 * time.Second)); got != 6*time.Second {
-		t.Errorf("WaitTime = %v, want 6s", got)
-	}
-	probe, ok := b.Allow(at(21 * time.Second))
-	if !ok || !probe.Probe() {
-		t.Fatal("no second probe")
-	}
-	b.Observe(at(22*time.Second), probe, &providers.Error{Class: providers.ClassNetwork})
-	st := b.Stats(at(25 * time.Second))
-	want := BreakerStats{State: Open, Openings: 1, Probes: 2, TimeHeld: 25 * time.Second, OpenedAt: t0}
-	if st != want {
-		t.Errorf("Stats = %+v, want %+v (reopenings are not new outages)", st, want)
+	for _, c := range cases {
+		t.Run(c.outs, func(t *testing.T) {
+			b := newTestBreaker()
+			openAt(t, b, t0)
+			now := at(time.Second)
+			ps := probesAt(t, b, now)
+			for i, o := range c.outs {
+				if s := b.State(now); s != HalfOpen {
+					t.Fatalf("decided after %d outcomes: %v", i, s)
+				}
+				if o == 'S' {
+					b.Success(now, ps[i])
+				} else {
+					b.Failure(now, ps[i])
+				}
+			}
+			if s := b.State(now); s != c.want {
+				t.Fatalf("state %v, want %v", s, c.want)
+			}
+			before := b.Stats(now)
+			// The undecided probe (if any) and repeats are stale.
+			for _, p := range ps {
+				b.Success(now, p)
+				b.Failure(now, p)
+				b.Release(now, p)
+				if b.Valid(p) {
+					t.Error("a probe is valid after the half-open state ended")
+				}
+			}
+			if after := b.Stats(now); after != before || b.State(now) != c.want {
+				t.Errorf("stale probe outcomes changed %+v to %+v", before, after)
+			}
+		})
 	}
 }
 
 // TestBreakerProbeRelease: a probe that ends saying nothing about health
-// (a 429, a 400, a cancellation) frees the probe slot at once.
+// (a 429, a 400, a cancellation) frees its slot at once for a new probe.
 func TestBreakerProbeRelease(t *testing.T) {
 	b := newTestBreaker()
 	openAt(t, b, t0)
-	probe, _ := b.Allow(at(10 * time.Second))
+	now := at(time.Second)
+	ps := probesAt(t, b, now)
+	if got := b.WaitTime(now); got != time.Second {
+		t.Errorf("WaitTime with every probe out = %v, want the cooldown", got)
+	}
 	ch := b.Changed()
-	b.Observe(at(11*time.Second), probe, &providers.Error{Class: providers.ClassRateLimited})
+	b.Observe(now, ps[1], &providers.Error{Class: providers.ClassRateLimited})
 	select {
 	case <-ch:
 	default:
 		t.Error("Changed not closed by a probe release")
 	}
-	if s := b.State(at(11 * time.Second)); s != HalfOpen {
+	if s := b.State(now); s != HalfOpen {
 		t.Errorf("state after release = %v, want half-open", s)
 	}
-	next, ok := b.Allow(at(11 * time.Second))
-	if !ok || !next.Probe() {
-		t.Fatal("no new probe after release")
+	if got := b.WaitTime(now); got != 0 {
+		t.Errorf("WaitTime with a free probe slot = %v, want 0", got)
 	}
-	// The released ticket is dead: reporting it again changes nothing.
-	b.Success(at(11*time.Second), probe)
-	b.Release(at(11*time.Second), probe)
-	if _, ok := b.Allow(at(11 * time.Second)); ok {
-		t.Error("a stale ticket freed the probe slot")
+	if b.Valid(ps[1]) || !b.Valid(ps[0]) {
+		t.Error("Valid: the released probe is live or a live one is not")
 	}
-	b.Success(at(12*time.Second), next)
-	if s := b.State(at(12 * time.Second)); s != Closed {
-		t.Errorf("state = %v, want closed", s)
+	next, ok := b.Allow(now)
+	if !ok || !next.Probe() || next == ps[1] {
+		t.Fatalf("no new probe after release: %v %v", next, ok)
+	}
+	// The released ticket is dead: its outcomes change nothing.
+	b.Success(now, ps[1])
+	b.Success(now, ps[1])
+	b.Release(now, ps[1])
+	if s := b.State(now); s != HalfOpen {
+		t.Fatalf("a released probe's successes decided: %v", s)
+	}
+	if _, ok := b.Allow(now); ok {
+		t.Error("a stale ticket freed a probe slot")
+	}
+	b.Success(at(2*time.Second), ps[0])
+	b.Success(at(2*time.Second), next)
+	if st := b.Stats(at(time.Hour)); st.State != Closed || st.TimeHeld != 2*time.Second || st.Probes != 4 {
+		t.Errorf("Stats = %+v", st)
 	}
 }
 
-// TestBreakerHoldNotFail: while open, requests are held, not failed: Allow
-// refuses without counting anything, and outcomes of attempts let through
-// before the opening (slow in-flight requests) neither close nor extend it.
-func TestBreakerHoldNotFail(t *testing.T) {
+// TestBreakerStaleOutcomes: while open, requests are held, not failed:
+// Allow refuses without counting anything, and outcomes of attempts let
+// through before the opening (slow in-flight requests) neither close nor
+// extend it, nor count in the window after it closes.
+func TestBreakerStaleOutcomes(t *testing.T) {
 	b := newTestBreaker()
 	var inflight []Ticket
-	for range 4 {
+	for range 12 {
 		tk, _ := b.Allow(t0)
 		inflight = append(inflight, tk)
 	}
 	openAt(t, b, t0)
-	before := b.Stats(at(time.Second))
+	before := b.Stats(at(500 * time.Millisecond))
 	for i := range 100 {
-		if _, ok := b.Allow(at(time.Duration(i) * 10 * time.Millisecond)); ok {
+		if _, ok := b.Allow(at(time.Duration(i) * 5 * time.Millisecond)); ok {
 			t.Fatal("allowed while open")
 		}
 	}
-	b.Success(at(2*time.Second), inflight[0])
-	b.Failure(at(3*time.Second), inflight[1])
-	b.Observe(at(3*time.Second), inflight[2], &providers.Error{Class: providers.ClassServer})
-	if s := b.State(at(3 * time.Second)); s != Open {
+	if b.Valid(inflight[0]) {
+		t.Error("a ticket from before the opening is valid")
+	}
+	b.Success(at(600*time.Millisecond), inflight[0])
+	b.Failure(at(700*time.Millisecond), inflight[1])
+	b.Observe(at(700*time.Millisecond), inflight[2], &providers.Error{Class: providers.ClassServer})
+	if s := b.State(at(700 * time.Millisecond)); s != Open {
 		t.Errorf("stale outcome changed the state to %v", s)
 	}
-	if after := b.Stats(at(time.Second)); after != before {
+	if after := b.Stats(at(500 * time.Millisecond)); after != before {
 		t.Errorf("holding changed the counters: %+v → %+v", before, after)
 	}
-	// The cooldown was not extended by the stale failure.
-	probe, ok := b.Allow(at(10 * time.Second))
-	if !ok || !probe.Probe() {
-		t.Fatal("no probe at the original cooldown end")
+	// The cooldown was not extended by the stale failures.
+	now := at(time.Second)
+	ps := probesAt(t, b, now)
+	// Stale successes while the probes are out do not close it.
+	for _, tk := range inflight[3:6] {
+		b.Success(now, tk)
 	}
-	// A stale success while the probe is out does not close it either.
-	b.Success(at(10*time.Second), inflight[3])
-	if s := b.State(at(10 * time.Second)); s != HalfOpen {
+	if s := b.State(now); s != HalfOpen {
 		t.Errorf("state = %v, want half-open", s)
+	}
+	b.Success(now, ps[0])
+	b.Success(now, ps[1])
+	// Stale failures after recovery do not count in the new window: four
+	// fresh failures are one short of opening.
+	for _, tk := range inflight[6:] {
+		b.Failure(now, tk)
+	}
+	for range 4 {
+		fail(t, b, now)
+	}
+	if s := b.State(now); s != Closed {
+		t.Errorf("stale failures counted after recovery: %v", s)
 	}
 }
 
 func TestBreakerOutageExceeded(t *testing.T) {
-	b := newTestBreaker() // MaxOutage 1m, cooldown 10s
+	b := newTestBreaker() // MaxOutage 1m, cooldowns 1, 2, 4, 8, 10, 10 … s
 	openAt(t, b, t0)
-	for i := 1; i <= 5; i++ { // probes at 10s … 50s all fail
-		now := at(time.Duration(i) * 10 * time.Second)
-		probe, ok := b.Allow(now)
-		if !ok {
-			t.Fatalf("no probe at %v", now.Sub(t0))
-		}
-		b.Failure(now, probe)
+	now := t0
+	for now.Before(at(time.Minute)) { // every probe fails
+		now = now.Add(b.WaitTime(now))
+		ps := probesAt(t, b, now)
+		b.Failure(now, ps[0])
+		b.Failure(now, ps[2])
 	}
 	if b.OutageExceeded(at(time.Minute - time.Nanosecond)) {
 		t.Error("exceeded before MaxOutage, though reopened many times")
@@ -249,11 +406,13 @@ func TestBreakerOutageExceeded(t *testing.T) {
 	if !b.OutageExceeded(at(time.Minute)) {
 		t.Error("not exceeded at MaxOutage")
 	}
-	probe, _ := b.Allow(at(time.Minute))
-	if !b.OutageExceeded(at(time.Minute)) {
+	now = now.Add(b.WaitTime(now))
+	ps := probesAt(t, b, now)
+	if !b.OutageExceeded(now) {
 		t.Error("not exceeded while half-open")
 	}
-	b.Success(at(61*time.Second), probe)
+	b.Success(now, ps[0])
+	b.Success(now, ps[1])
 	if b.OutageExceeded(at(time.Hour)) {
 		t.Error("exceeded after closing")
 	}
@@ -263,7 +422,7 @@ func TestBreakerOutageExceeded(t *testing.T) {
 		t.Error("second outage measured from the first")
 	}
 	st := b.Stats(at(2*time.Minute + 30*time.Second))
-	if st.Openings != 2 || st.TimeHeld != 61*time.Second+30*time.Second || !st.OpenedAt.Equal(at(2*time.Minute)) {
+	if st.Openings != 2 || st.TimeHeld != now.Sub(t0)+30*time.Second || !st.OpenedAt.Equal(at(2*time.Minute)) {
 		t.Errorf("Stats = %+v", st)
 	}
 }
@@ -271,8 +430,9 @@ func TestBreakerOutageExceeded(t *testing.T) {
 func TestBreakerChanged(t *testing.T) {
 	b := newTestBreaker()
 	ch := b.Changed()
-	fail(t, b, t0)
-	fail(t, b, t0)
+	for range 4 {
+		fail(t, b, t0)
+	}
 	select {
 	case <-ch:
 		t.Fatal("Changed closed without a state change")
@@ -285,34 +445,182 @@ func TestBreakerChanged(t *testing.T) {
 		t.Fatal("Changed not closed on opening")
 	}
 	ch = b.Changed()
-	probe, _ := b.Allow(at(10 * time.Second))
+	ps := probesAt(t, b, at(time.Second))
 	<-ch // half-open
 	ch = b.Changed()
-	b.Success(at(10*time.Second), probe)
+	b.Success(at(time.Second), ps[0])
+	select {
+	case <-ch:
+		t.Fatal("Changed closed by a probe outcome that decided nothing")
+	default:
+	}
+	b.Success(at(time.Second), ps[1])
 	<-ch // closed
 }
 
-// TestBreakerSingleProbeConcurrent: many workers racing for the probe get
-// exactly one; the rest are held until its outcome is in.
-func TestBreakerSingleProbeConcurrent(t *testing.T) {
+// simulate runs workers attempts at a time against b with explicit time:
+// each attempt takes 50–500 ms and fails with probability p; a worker
+// refused by the breaker waits WaitTime (at least 10 ms) and asks again.
+// It returns the breaker's openings.
+func simulate(t *testing.T, b *Breaker, seed uint64, workers, attempts int, p float64) int {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 0))
+	q := &events{}
+	for i := range workers {
+		heap.Push(q, event{at: t0.Add(time.Duration(i) * time.Millisecond)})
+	}
+	for made := 0; q.Len() > 0; {
+		ev := heap.Pop(q).(event)
+		if ev.done {
+			if rng.Float64() < p {
+				b.Failure(ev.at, ev.ticket)
+			} else {
+				b.Success(ev.at, ev.ticket)
+			}
+			heap.Push(q, event{at: ev.at})
+			continue
+		}
+		if made == attempts {
+			continue // the worker stops; the others' outcomes still come in
+		}
+		tk, ok := b.Allow(ev.at)
+		if !ok {
+			heap.Push(q, event{at: ev.at.Add(max(b.WaitTime(ev.at), 10*time.Millisecond))})
+			continue
+		}
+		made++
+		heap.Push(q, event{at: ev.at.Add(50*time.Millisecond + time.Duration(rng.Int64N(int64(450*time.Millisecond)))), done: true, ticket: tk})
+	}
+	return b.Stats(t0).Openings
+}
+
+type event struct {
+	at     time.Time
+	done   bool
+	ticket Ticket
+}
+
+type events []event
+
+func (e events) Len() int           { return len(e) }
+func (e events) Less(i, j int) bool { return e[i].at.Before(e[j].at) }
+func (e events) Swap(i, j int)      { e[i], e[j] = e[j], e[i] }
+func (e *events) Push(x any)        { *e = append(*e, x.(event)) }
+func (e *events) Pop() any {
+	old := *e
+	x := old[len(old)-1]
+	*e = old[:len(old)-1]
+	return x
+}
+
+// TestBreakerDegradedNeverOpens is issue 17's case: a provider failing 30%
+// to 42% of attempts (the benchmark's 35% overload plus 5% mid-stream
+// errors and 2% resets), 32 attempts in flight with their outcomes
+// interleaved, never trips the default breaker over 20 seeds of 3,000
+// attempts each, while a dead one (100%, or 97% failing) is caught.
+func TestBreakerDegradedNeverOpens(t *testing.T) {
+	for _, p := range []float64{0.3, 1.0 / 3, 0.42} {
+		for seed := range uint64(20) {
+			if n := simulate(t, NewBreaker(BreakerConfig{}), seed, 32, 3000, p); n != 0 {
+				t.Errorf("p=%.2f seed %d: opened %d times", p, seed, n)
+			}
+		}
+	}
+	for _, p := range []float64{1, 0.97} {
+		b := NewBreaker(BreakerConfig{})
+		if n := simulate(t, b, 1, 32, 40, p); n != 1 {
+			t.Errorf("p=%.2f: %d openings in the first 40 attempts, want 1", p, n)
+		}
+	}
+	// The documented odds (see the Default constants).
+	cfg := BreakerConfig{}.withDefaults()
+	if got := tripChance(cfg, 20, 1.0/3); got > 3e-7 {
+		t.Errorf("18 of 20 at p=1/3: %.2g", got)
+	}
+	if got := tripChance(cfg, 10, 1.0/3); got > 4e-4 {
+		t.Errorf("9 of 10 at p=1/3: %.2g", got)
+	}
+}
+
+// TestBreakerDeadOpensWithinWindow: with 32 attempts in flight against a
+// dead provider, the breaker opens at the MinAttempts-th failure and the
+// other in-flight failures are stale; probes then are the only attempts.
+func TestBreakerDeadOpensWithinWindow(t *testing.T) {
+	b := NewBreaker(BreakerConfig{})
+	var inflight []Ticket
+	for range 32 {
+		tk, ok := b.Allow(t0)
+		if !ok {
+			t.Fatal("closed breaker refused")
+		}
+		inflight = append(inflight, tk)
+	}
+	for i, tk := range inflight {
+		now := at(time.Duration(i) * 10 * time.Millisecond)
+		b.Failure(now, tk)
+		if open := b.State(now) == Open; open != (i+1 >= DefaultMinAttempts) {
+			t.Fatalf("after %d failures: state %v", i+1, b.State(now))
+		}
+	}
+	// Against a dead provider the probes are all it sees: 3 per cooldown.
+	now := at(90 * time.Millisecond)
+	allowed := 0
+	for range 10 * 60 * 10 { // ten minutes in 100 ms steps
+		now = now.Add(100 * time.Millisecond)
+		for {
+			tk, ok := b.Allow(now)
+			if !ok {
+				break
+			}
+			allowed++
+			b.Failure(now, tk)
+		}
+	}
+	// Cooldowns 1, 2, 4, 8, 16, then 30 s: 24 cooldowns in 10 min, at most
+	// 3 probes each (here 2: the second failure decides before the third
+	// is asked).
+	if st := b.Stats(now); allowed > 3*24 || st.Openings != 1 {
+		t.Errorf("a dead provider saw %d probes in 10 minutes; Stats %+v", allowed, st)
+	}
+}
+
+// tripChance is the probability that n independent attempts failing with
+// probability p trip cfg's window: at least ⌈FailureRate·n⌉ failures.
+func tripChance(cfg BreakerConfig, n int, p float64) float64 {
+	k := int(math.Ceil(cfg.FailureRate*float64(n) - 1e-9))
+	var sum float64
+	for i := k; i <= n; i++ {
+		c := 1.0
+		for j := 1; j <= i; j++ {
+			c = c * float64(n-i+j) / float64(j)
+		}
+		sum += c * math.Pow(p, float64(i)) * math.Pow(1-p, float64(n-i))
+	}
+	return sum
+}
+
+// TestBreakerProbesConcurrent: many workers racing for the probes get
+// exactly Probes of them; the rest are held until the outcomes are in.
+func TestBreakerProbesConcurrent(t *testing.T) {
 	for round := range 50 {
 		b := newTestBreaker()
 		openAt(t, b, t0)
-		now := at(10 * time.Second)
-		var probes, allowed atomic.Int64
+		now := at(time.Second)
+		var allowed atomic.Int64
+		var mu sync.Mutex
+		var probes []Ticket
 		var wg sync.WaitGroup
 		start := make(chan struct{})
-		var probe atomic.Pointer[Ticket]
 		for range 32 {
 			wg.Go(func() {
 				<-start
 				for range 20 {
-					tk, ok := b.Allow(now)
-					if ok {
+					if tk, ok := b.Allow(now); ok {
 						allowed.Add(1)
 						if tk.Probe() {
-							probes.Add(1)
-							probe.Store(&tk)
+							mu.Lock()
+							probes = append(probes, tk)
+							mu.Unlock()
 						}
 					}
 					_ = b.WaitTime(now)
@@ -323,22 +631,23 @@ func TestBreakerSingleProbeConcurrent(t *testing.T) {
 		}
 		close(start)
 		wg.Wait()
-		if probes.Load() != 1 || allowed.Load() != 1 {
-			t.Fatalf("round %d: %d probes, %d allowed; want exactly 1", round, probes.Load(), allowed.Load())
+		if len(probes) != 3 || allowed.Load() != 3 {
+			t.Fatalf("round %d: %d probes, %d allowed; want exactly 3", round, len(probes), allowed.Load())
 		}
-		// Concurrent outcome reports for the same probe: one takes effect.
+		// Concurrent outcome reports, several per probe: one per probe
+		// takes effect and the breaker ends decided.
 		var wg2 sync.WaitGroup
-		for i := range 8 {
+		for i := range 12 {
 			wg2.Go(func() {
 				if i%2 == 0 {
-					b.Success(now, *probe.Load())
+					b.Success(now, probes[i%3])
 				} else {
-					b.Failure(now, *probe.Load())
+					b.Failure(now, probes[i%3])
 				}
 			})
 		}
 		wg2.Wait()
-		if st := b.Stats(now); st.Probes != 1 || st.Openings != 1 || st.State == HalfOpen {
+		if st := b.Stats(now); st.Probes != 3 || st.Openings != 1 || st.State == HalfOpen {
 			t.Fatalf("round %d: Stats %+v", round, st)
 		}
 	}
@@ -346,7 +655,7 @@ func TestBreakerSingleProbeConcurrent(t *testing.T) {
 
 // TestBreakerClosedConcurrent: concurrent failures open it exactly once.
 func TestBreakerClosedConcurrent(t *testing.T) {
-	b := NewBreaker(BreakerConfig{Threshold: 10, Cooldown: time.Minute})
+	b := NewBreaker(BreakerConfig{Cooldown: time.Minute})
 	var wg sync.WaitGroup
 	for range 16 {
 		wg.Go(func() {
@@ -363,11 +672,52 @@ func TestBreakerClosedConcurrent(t *testing.T) {
 	}
 }
 
-func TestBreakerDefaultsAndNil(t *testing.T) {
-	b := NewBreaker(BreakerConfig{})
-	if got := b.Config(); got != (BreakerConfig{Threshold: DefaultThreshold, Cooldown: DefaultCooldown, MaxOutage: DefaultMaxOutage}) {
-		t.Errorf("defaults = %+v", got)
+func TestBreakerConfigDefaults(t *testing.T) {
+	want := BreakerConfig{Window: 20, WindowTime: 10 * time.Second, MinAttempts: 10, FailureRate: 0.9,
+		FirstCooldown: time.Second, Cooldown: 30 * time.Second, Probes: 3, MaxOutage: 10 * time.Minute}
+	if got := NewBreaker(BreakerConfig{}).Config(); got != want {
+		t.Errorf("defaults = %+v, want %+v", got, want)
 	}
+	cases := []struct {
+		in   BreakerConfig
+		want func(BreakerConfig) bool
+	}{
+		// MinAttempts beyond the window widens it.
+		{BreakerConfig{MinAttempts: 50}, func(c BreakerConfig) bool { return c.Window == 50 && c.MinAttempts == 50 }},
+		// A small window lowers the default MinAttempts.
+		{BreakerConfig{Window: 4}, func(c BreakerConfig) bool { return c.Window == 4 && c.MinAttempts == 4 }},
+		// The first hold is never longer than the cap.
+		{BreakerConfig{Cooldown: 100 * time.Millisecond}, func(c BreakerConfig) bool { return c.FirstCooldown == 100*time.Millisecond }},
+		{BreakerConfig{FailureRate: 1.5, Probes: 1000}, func(c BreakerConfig) bool { return c.FailureRate == 0.9 && c.Probes == 64 }},
+		{BreakerConfig{FailureRate: math.NaN()}, func(c BreakerConfig) bool { return c.FailureRate == 0.9 }},
+		{BreakerConfig{FailureRate: 1}, func(c BreakerConfig) bool { return c.FailureRate == 1 }},
+	}
+	for _, c := range cases {
+		if got := c.in.withDefaults(); !c.want(got) {
+			t.Errorf("%+v → %+v", c.in, got)
+		}
+	}
+}
+
+// TestBreakerOneProbe: Probes 1 is the classic breaker: one probe decides.
+func TestBreakerOneProbe(t *testing.T) {
+	cfg := testBreakerConfig
+	cfg.Probes = 1
+	b := NewBreaker(cfg)
+	openAt(t, b, t0)
+	p := probesAt(t, b, at(time.Second))
+	b.Failure(at(time.Second), p[0])
+	if s := b.State(at(time.Second)); s != Open {
+		t.Fatalf("state %v after the probe failed", s)
+	}
+	p = probesAt(t, b, at(3*time.Second))
+	b.Success(at(3*time.Second), p[0])
+	if s := b.State(at(3 * time.Second)); s != Closed {
+		t.Fatalf("state %v after the probe succeeded", s)
+	}
+}
+
+func TestBreakerNil(t *testing.T) {
 	var nb *Breaker
 	tk, ok := nb.Allow(t0)
 	if !ok {
@@ -377,7 +727,7 @@ func TestBreakerDefaultsAndNil(t *testing.T) {
 	nb.Success(t0, tk)
 	nb.Release(t0, tk)
 	nb.Observe(t0, tk, errors.New("x"))
-	if nb.State(t0) != Closed || nb.WaitTime(t0) != 0 || nb.OutageExceeded(t0) || nb.Changed() != nil || nb.Stats(t0) != (BreakerStats{}) || nb.Config() != (BreakerConfig{}) {
+	if !nb.Valid(tk) || nb.State(t0) != Closed || nb.WaitTime(t0) != 0 || nb.OutageExceeded(t0) || nb.Changed() != nil || nb.Stats(t0) != (BreakerStats{}) || nb.Config() != (BreakerConfig{}) {
 		t.Error("nil breaker is not always closed")
 	}
 	for s, want := range map[State]string{Closed: "closed", Open: "open", HalfOpen: "half-open", 9: "state(?)"} {
