@@ -17,6 +17,7 @@ import (
 
 	"github.com/llmrun/llmrun/checkpoint"
 	"github.com/llmrun/llmrun/providers"
+	"github.com/llmrun/llmrun/runner/retry"
 )
 
 // The offline route: the same input, output and errors files as Run, but
@@ -129,6 +130,14 @@ const submitTimeout = 30 * time.Minute
 // retryable error status. A call that failed without an answer is not
 // retried: the provider may have created the batch.
 const submitAttempts = 3
+
+// submitPolicy is the retry policy of create calls: submitAttempts tries,
+// backing off from the first poll interval, doubling up to the longest,
+// all within submitTimeout. Decisions are made without jitter (a nil
+// draw): a create call is one call per batch, not a crowd to spread.
+func submitPolicy(cfg *OfflineConfig) retry.Policy {
+	return retry.Policy{MaxAttempts: submitAttempts, Deadline: submitTimeout, Base: cfg.PollInterval, Max: cfg.PollMax}
+}
 
 type offline struct {
 	cfg   OfflineConfig
@@ -388,7 +397,7 @@ func (o *offline) submit(ctx context.Context, reqs []*providers.Request) error {
 	defer cancel()
 	var job providers.BatchJob
 	var err error
-	delay := o.cfg.PollInterval
+	policy, start := submitPolicy(&o.cfg), o.now()
 	for attempt := 1; ; attempt++ {
 		job, err = cl.Submit(sctx, items)
 		if err == nil {
@@ -410,12 +419,15 @@ func (o *offline) submit(ctx context.Context, reqs []*providers.Request) error {
 				}
 			}
 			return nil
-		case answered && class.Retryable() && attempt < submitAttempts:
-			o.logf("creating a batch failed (%v); retrying in %v", err, delay)
-			if !o.cfg.Sleep(ctx, delay) {
+		case answered:
+			d := policy.Decide(retry.AttemptOf(attempt, err, start), o.now(), nil)
+			if !d.Retry {
+				break
+			}
+			o.logf("creating a batch failed (%v); retrying in %v", err, d.Delay)
+			if !o.cfg.Sleep(ctx, d.Delay) {
 				return context.Cause(ctx)
 			}
-			delay = min(2*delay, o.cfg.PollMax)
 			continue
 		}
 		return &AbortError{Cause: fmt.Errorf("creating a batch of %d requests: %w (if the call reached the provider, a batch may exist there: check before rerunning)", len(reqs), err)}

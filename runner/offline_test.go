@@ -530,6 +530,29 @@ func TestOfflineSubmitFailures(t *testing.T) {
 			t.Fatalf("%v, %d submits\n%s", err, fc.submits, log)
 		}
 	})
+	t.Run("retries follow the policy", func(t *testing.T) {
+		// Backoff from PollInterval (1s), doubling; a retry-after hint is a
+		// floor (plus its jitter allowance); the third answered failure is
+		// the last.
+		e5 := &providers.Error{Class: providers.ClassServer, Status: 500}
+		e429 := &providers.Error{Class: providers.ClassRateLimited, Status: 429, RetryAfter: 3 * time.Second, HasRetryAfter: true}
+		fx := newOfflineFixture(t, "a", "b")
+		fc := &fakeBatches{endAfter: 1, submitErrs: []error{e5, e429}}
+		sl := &sleeps{}
+		if _, err, log := fx.run(t, context.Background(), fc, func(c *OfflineConfig) { c.Sleep = sl.sleep }); err != nil || fc.submits != 1 {
+			t.Fatalf("%v, %d submits\n%s", err, fc.submits, log)
+		}
+		if want := []time.Duration{time.Second, 3*time.Second + 300*time.Millisecond}; !slices.Equal(sl.waits[:2], want) {
+			t.Errorf("waits %v, want %v first", sl.waits, want)
+		}
+		fx = newOfflineFixture(t, "a")
+		fc = &fakeBatches{endAfter: 1, submitErrs: []error{e5, e5, e5, e5}}
+		_, err, _ := fx.run(t, context.Background(), fc, nil)
+		var ae *AbortError
+		if !errors.As(err, &ae) || len(fc.submitErrs) != 1 || fc.submits != 0 {
+			t.Fatalf("err %v, %d errors left", err, len(fc.submitErrs))
+		}
+	})
 	t.Run("no answer is not retried", func(t *testing.T) {
 		fx := newOfflineFixture(t, "a", "b")
 		fc := &fakeBatches{endAfter: 1, submitErrs: []error{&providers.Error{Class: providers.ClassNetwork, Message: "connection reset"}}}
