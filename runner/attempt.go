@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -36,15 +35,45 @@ type hopResult struct {
 	reqID    string
 }
 
-// process takes one request through the fallback chain and hands the final
-// line to the sink. A request stopped by an interrupt or abort is not
-// written at all: it stays pending for the rerun.
+// task is one request on its way through the fallback chain.
+type task struct {
+	req      *providers.Request // as read from the input
+	start    time.Time
+	attempts int // over every hop
+}
+
+// hop is one request's attempts on one route of the fallback chain.
+type hop struct {
+	t     *task
+	index int                // the route's place in the chain
+	req   *providers.Request // shaped for the route
+	route Route
+	key   string
+	br    Breaker
+	// raw is the uncalibrated input estimate, tokenized once per hop: it
+	// is the costliest step per request.
+	raw int64
+	// start is when the deadline counts from; time held by an open
+	// breaker moves it on.
+	start time.Time
+	// canFallBack lets an open breaker send the request onwards instead
+	// of holding it.
+	canFallBack bool
+	// judged counts the attempts the retry policy judged; attempts that
+	// failed because the provider is down (the breaker opened) do not
+	// count, as the request is held, not failed, while it recovers.
+	judged int
+	res    hopResult
+}
+
+// process takes one request through the fallback chain; the line it
+// ends with goes to the sink. A request stopped by an interrupt or abort
+// is not written at all: it stays pending for the rerun.
 func (r *run) process(req *providers.Request) {
-	start := r.cfg.Now()
+	t := &task{req: req, start: time.Now()}
 	var last hopResult
-	attempts := 0
-	for hop, route := range r.cfg.Routes {
-		if hop > 0 && r.admitCtx.Err() != nil {
+	for i, route := range r.cfg.Routes {
+		if i > 0 && r.admitCtx.Err() != nil {
 			return
 		}
 		hreq, err := r.shape(req, route)
@@ -52,21 +81,13 @@ func (r *run) process(req *providers.Request) {
 			last = hopResult{out: outFailed, err: err}
 			continue
 		}
-		res := r.tryRoute(hreq, route, hop < len(r.cfg.Routes)-1)
-		attempts += res.attempts
-		switch res.out {
-		case outPending:
-			return
-		case outSucceeded:
-			if hop > 0 {
-				r.c.FellBack.Add(1)
-			}
-			r.emit(req, route, hreq, res, attempts, start)
+		res := r.tryRoute(t, i, hreq)
+		if res.out != outFailed {
 			return
 		}
 		last = res
 	}
-	r.emitFailure(req, last, attempts, start)
+	r.emitFailure(t, last)
 }
 
 // shape adapts a request to a route: the route's wire format and model.
@@ -94,259 +115,109 @@ func (r *run) shape(req *providers.Request, route Route) (*providers.Request, er
 	return &out, nil
 }
 
-// tryRoute makes attempts on one route until success, a final failure, or
-// a stop. canFallBack lets an open breaker send the request onwards instead
-// of holding it.
-func (r *run) tryRoute(req *providers.Request, route Route, canFallBack bool) hopResult {
-	key := r.key(route, req)
-	br := r.breaker(key)
-	start := r.cfg.Now()
-	// Tokenize once per hop: it is the costliest step per request.
-	raw := r.cfg.Estimator.RawInputTokens(req.Model, route.Admission.PromptText(req))
-	var res hopResult
-	// n counts the attempts the retry policy judges; attempts that failed
-	// because the provider is down (the breaker opened) do not count, as the
-	// request is held, not failed, while the provider recovers.
-	for n := 1; ; n++ {
-		ticket, held, out, ok := r.waitBreaker(br, canFallBack)
-		if !ok {
-			res.out = out
-			return res
+// tryRoute makes attempts on route i until success, a final failure or a
+// stop. Each attempt holds one permit; next decides what follows a
+// failure.
+func (r *run) tryRoute(t *task, i int, req *providers.Request) hopResult {
+	route := r.cfg.Routes[i]
+	h := &hop{t: t, index: i, req: req, route: route, start: time.Now(), canFallBack: i < len(r.cfg.Routes)-1}
+	h.key = r.key(route, req)
+	h.br = r.breaker(h.key)
+	h.raw = r.cfg.Estimator.RawInputTokens(req.Model, route.Admission.PromptText(req))
+	for {
+		p, out, err := r.admit(h)
+		if p == nil {
+			h.res.out, h.res.err = out, cmpErr(err, h.res.err)
+			return h.res
 		}
-		start = start.Add(held) // time held is not the request's fault
-		release, err := r.firstOnKey(key)
-		if err != nil {
-			br.Release(r.cfg.Now(), ticket)
-			res.out = outPending
-			return res
-		}
-		resv, err := r.cfg.Limiter.Reserve(r.admitCtx, key, r.cost(key, route, req, raw))
-		if err != nil {
-			release()
-			br.Release(r.cfg.Now(), ticket)
-			res.out, res.err = outPending, err
-			switch {
-			case errors.Is(err, limiter.ErrTooLarge):
-				res.out = outFailed
-			case r.admitCtx.Err() == nil:
-				// The budget itself failed (a shared budget's Redis is
-				// down): no request can be admitted safely.
-				r.abortRun(fmt.Errorf("budget: %w", err))
-			}
-			return res
-		}
-		// The run-wide in-flight cap (the limiter caps each key; a fallback
-		// chain has several keys), held only around the send (attempt
-		// releases it), never during a backoff or budget wait.
-		select {
-		case r.slots <- struct{}{}:
-		case <-r.admitCtx.Done():
-			resv.Cancel()
-			release()
-			br.Release(r.cfg.Now(), ticket)
-			res.out = outPending
-			return res
-		}
-		if !br.Valid(ticket) {
-			<-r.slots
-			// The breaker opened while we waited for the budget: this
-			// attempt must not reach a provider that is down.
-			resv.Cancel()
-			release()
-			n--
-			continue
-		}
-		if res.attempts == 0 {
-			r.cfg.RetryBudget.RecordFirst(r.cfg.Now())
-		}
-		res.attempts++
-		sent := r.cfg.Now()
-		resp, err := r.attempt(req, route, start)
-		if err == nil {
-			resv.Settle(limiter.Cost{Requests: 1, Input: route.Admission.InputCharged(resp.Usage), Output: resp.Usage.OutputTokens})
-			// The headers came before the first token at the latest.
-			resv.Observe(observation(resp.Limits), sent.Add(resp.TTFT))
-			r.learn(key, raw, resp)
-			release()
-			br.Success(r.cfg.Now(), ticket)
-			gerr := r.cfg.Guard.Check(resp.Text)
+		o := r.attempt(h)
+		if o.resp != nil {
+			gerr := r.cfg.Guard.Check(o.resp.Text)
 			if gerr == nil {
-				res.out, res.resp, res.err = outSucceeded, resp, nil
-				return res
+				// Hand the line to the writer before the slot is freed:
+				// answers not yet written stay within the concurrency.
+				r.emit(h, o.resp)
+				p.end(o)
+				h.res.out = outSucceeded
+				return h.res
 			}
-			res.resp = resp
-			res.status, res.errBody, res.reqID = resp.Status, resp.Body, resp.RequestID
-			err = &providers.Error{Class: providers.ClassUnknown, Status: resp.Status, Code: "rejected_by_guard", Message: gerr.Error(), RequestID: resp.RequestID}
+			p.end(o)
+			h.res.resp = o.resp
+			h.res.status, h.res.errBody, h.res.reqID = o.resp.Status, o.resp.Body, o.resp.RequestID
+			o.err = &providers.Error{Class: providers.ClassUnknown, Status: o.resp.Status, Code: "rejected_by_guard", Message: gerr.Error(), RequestID: o.resp.RequestID}
 		} else {
-			resv.Fail()
-			release()
-			if r.workCtx.Err() != nil {
-				// Shutdown cut the attempt: the request stays pending.
-				br.Release(r.cfg.Now(), ticket)
-				res.out = outPending
-				return res
-			}
-			br.Observe(r.cfg.Now(), ticket, err)
-			r.observeFailure(key, resv, err, &res)
+			p.end(o)
 		}
-		res.err = err
-		class := providers.ClassOf(err)
-		if class.AbortsRun() {
-			r.abortRun(err)
-			res.out = outPending
-			return res
-		}
-		if retry.Unhealthy(class) && br.State(r.cfg.Now()) != retry.Closed {
-			// The provider is down: hold (waitBreaker) instead of failing.
-			r.c.retried(class)
-			n--
-			continue
-		}
-		d := r.cfg.Policy.Decide(retry.AttemptOf(n, err, start), r.cfg.Now(), r.int64n)
-		if !d.Retry {
-			res.out = outFailed
-			return res
-		}
-		r.c.retried(class)
-		if !sleep(r.admitCtx, d.Delay) {
-			res.out = outPending
-			return res
-		}
-		if out, ok := r.waitRetryBudget(r.cfg.Policy.DeadlineAt(start)); !ok {
-			res.out = out
-			return res
+		if out, done := r.next(h, o); done {
+			h.res.out = out
+			return h.res
 		}
 	}
 }
 
-// attempt sends one attempt under the request's deadline; the caller holds
-// a run slot, which attempt gives back.
-func (r *run) attempt(req *providers.Request, route Route, start time.Time) (*providers.Response, error) {
-	defer func() { <-r.slots }()
+// cmpErr returns err, or last when err is nil.
+func cmpErr(err, last error) error {
+	if err != nil {
+		return err
+	}
+	return last
+}
+
+// attempt sends one attempt under the request's deadline.
+func (r *run) attempt(h *hop) attemptOutcome {
+	if h.res.attempts == 0 {
+		r.cfg.RetryBudget.RecordFirst(time.Now())
+	}
+	h.res.attempts++
+	h.t.attempts++
 	r.c.Attempts.Add(1)
 	r.c.InFlight.Add(1)
 	defer r.c.InFlight.Add(-1)
-	ctx, cancel := context.WithDeadline(r.workCtx, r.cfg.Policy.DeadlineAt(start))
+	ctx, cancel := context.WithDeadline(r.workCtx, r.cfg.Policy.DeadlineAt(h.start))
 	defer cancel()
-	resp, err := route.Provider.Send(ctx, req)
+	sent := time.Now()
+	resp, err := h.route.Provider.Send(ctx, h.req)
 	if err != nil && ctx.Err() == context.DeadlineExceeded && r.workCtx.Err() == nil {
 		err = &providers.Error{Class: providers.ClassTimeout, Message: "request deadline exceeded", Err: err}
 	}
-	return resp, err
+	return attemptOutcome{resp: resp, err: err, sent: sent, cut: err != nil && r.workCtx.Err() != nil}
 }
 
-// learn feeds a success back into the limiter and the estimator.
-func (r *run) learn(key string, rawInput int64, resp *providers.Response) {
-	r.c.InputTokens.Add(resp.Usage.InputTokens)
-	r.c.OutputTokens.Add(resp.Usage.OutputTokens)
-	r.cfg.Estimator.ObserveInput(key, rawInput, resp.Usage.InputTokens)
-	r.cfg.Estimator.ObserveOutput(key, resp.Usage.OutputTokens)
-}
-
-// observeFailure feeds a failed attempt into the limiter: its rate-limit
-// headers, and on a 429 the key-wide pause.
-func (r *run) observeFailure(key string, resv limiter.Ticket, err error, res *hopResult) {
+// next decides what follows a failed attempt (o.err): another attempt,
+// after the backoff and the retry budget (done false), or the end of the
+// hop and how it ended.
+func (r *run) next(h *hop, o attemptOutcome) (out outcome, done bool) {
+	if o.cut {
+		return outPending, true // shutdown cut the attempt: the request stays pending
+	}
+	h.res.err = o.err
 	var pe *providers.Error
-	if !errors.As(err, &pe) {
-		return
+	if errors.As(o.err, &pe) && o.resp == nil {
+		h.res.status, h.res.errBody, h.res.reqID = pe.Status, pe.Body, pe.RequestID
 	}
-	res.status, res.errBody, res.reqID = pe.Status, pe.Body, pe.RequestID
-	resv.Observe(observation(pe.Limits), r.cfg.Now())
-	if pe.Class == providers.ClassRateLimited {
-		r.c.RateLimited.Add(1)
-		r.cfg.Limiter.RateLimited(key)
-		if pe.HasRetryAfter {
-			r.cfg.Limiter.Pause(key, r.cfg.Now().Add(pe.RetryAfter))
-		}
+	class := o.class()
+	if class.AbortsRun() {
+		r.abortRun(o.err)
+		return outPending, true
 	}
-}
-
-// waitBreaker holds while the key's breaker is open and returns the
-// ticket for the next attempt and how long it held. When it cannot, it
-// says why: outFailed to
-// move the request to the next hop, outPending when the run is stopping
-// (outage longer than --max-outage, interrupt).
-func (r *run) waitBreaker(br *retry.Breaker, canFallBack bool) (t retry.Ticket, held time.Duration, out outcome, ok bool) {
-	start := r.cfg.Now()
-	holding := false
-	defer func() {
-		if holding {
-			r.c.Holding.Add(-1)
-		}
-	}()
-	for {
-		now := r.cfg.Now()
-		changed := br.Changed()
-		if t, ok := br.Allow(now); ok {
-			return t, now.Sub(start), 0, true
-		}
-		if canFallBack {
-			return retry.Ticket{}, 0, outFailed, false
-		}
-		if br.OutageExceeded(now) {
-			r.abortRun(fmt.Errorf("provider down for longer than --max-outage (%v)", br.Config().MaxOutage))
-			return retry.Ticket{}, 0, outPending, false
-		}
-		if !holding {
-			holding = true
-			r.c.Holding.Add(1)
-		}
-		timer := time.NewTimer(max(br.WaitTime(now), time.Millisecond))
-		select {
-		case <-timer.C:
-		case <-changed:
-			timer.Stop()
-		case <-r.admitCtx.Done():
-			timer.Stop()
-			return retry.Ticket{}, 0, outPending, false
-		}
+	if retry.Unhealthy(class) && h.br.State(time.Now()) != retry.Closed {
+		// The provider is down: hold (in admit) instead of failing.
+		r.c.retried(class)
+		return 0, false
 	}
-}
-
-// calibrationWait bounds how long the other requests of a key wait for the
-// key's first response (see firstOnKey).
-const calibrationWait = 5 * time.Second
-
-// keyGate holds a key's admissions until its first response is in.
-type keyGate struct {
-	done  chan struct{}
-	once  sync.Once
-	until time.Time
-}
-
-func (g *keyGate) open() { g.once.Do(func() { close(g.done) }) }
-
-// firstOnKey lets the first attempt on a key go alone: until its response
-// has calibrated the token estimate against the provider's own count (or
-// calibrationWait has passed), the others wait, so the opening burst, up
-// to a whole bucket, is not admitted on an uncalibrated estimate, which
-// would overrun a strict provider's limit by the estimate's error. The
-// caller calls release once the attempt is over.
-func (r *run) firstOnKey(key string) (release func(), err error) {
-	r.mu.Lock()
-	g, ok := r.gates[key]
-	if !ok {
-		g = &keyGate{done: make(chan struct{}), until: r.cfg.Now().Add(calibrationWait)}
-		r.gates[key] = g
-		r.mu.Unlock()
-		return g.open, nil
+	h.judged++
+	d := r.cfg.Policy.Decide(retry.AttemptOf(h.judged, o.err, h.start), time.Now(), r.int64n)
+	if !d.Retry {
+		return outFailed, true
 	}
-	r.mu.Unlock()
-	select {
-	case <-g.done:
-		return func() {}, nil
-	default:
+	r.c.retried(class)
+	if !sleep(r.admitCtx, d.Delay) {
+		return outPending, true
 	}
-	t := time.NewTimer(max(g.until.Sub(r.cfg.Now()), 0))
-	defer t.Stop()
-	select {
-	case <-g.done:
-	case <-t.C:
-		g.open()
-	case <-r.admitCtx.Done():
-		return nil, context.Cause(r.admitCtx)
+	if out, ok := r.waitRetryBudget(r.cfg.Policy.DeadlineAt(h.start)); !ok {
+		return out, true
 	}
-	return func() {}, nil
+	return 0, false
 }
 
 // waitRetryBudget waits until the retry budget allows one more retry: a
@@ -358,7 +229,7 @@ func (r *run) firstOnKey(key string) (release func(), err error) {
 // the request fails; a stop leaves it pending.
 func (r *run) waitRetryBudget(deadline time.Time) (outcome, bool) {
 	for {
-		now := r.cfg.Now()
+		now := time.Now()
 		if r.cfg.RetryBudget.TryRetry(now) {
 			return 0, true
 		}
@@ -378,47 +249,40 @@ func (r *run) waitRetryBudget(deadline time.Time) (outcome, bool) {
 	}
 }
 
-func observation(l providers.RateLimits) limiter.Observation {
-	return limiter.Observation{
-		Requests: limiter.Window(l.Requests),
-		Tokens:   limiter.Window(l.Tokens),
-		Input:    limiter.Window(l.InputTokens),
-		Output:   limiter.Window(l.OutputTokens),
-	}
-}
-
 // emit writes a success line.
-func (r *run) emit(req *providers.Request, route Route, hreq *providers.Request, res hopResult, attempts int, start time.Time) {
-	resp := res.resp
+func (r *run) emit(h *hop, resp *providers.Response) {
+	if h.index > 0 {
+		r.c.FellBack.Add(1)
+	}
 	model := resp.Model
 	if model == "" {
-		model = hreq.Model
+		model = h.req.Model
 	}
 	l := Line{
-		CustomID: req.ID,
+		CustomID: h.t.req.ID,
 		Response: &LineResp{StatusCode: resp.Status, RequestID: resp.RequestID, Body: resp.Body},
 		Llmrun: LineDetails{
-			Provider:     route.Provider.Name(),
+			Provider:     h.route.Provider.Name(),
 			Model:        model,
-			Attempts:     attempts,
-			LatencyMS:    r.cfg.Now().Sub(start).Milliseconds(),
+			Attempts:     h.t.attempts,
+			LatencyMS:    time.Since(h.t.start).Milliseconds(),
 			TTFTMS:       resp.TTFT.Milliseconds(),
 			InputTokens:  resp.Usage.InputTokens,
 			OutputTokens: resp.Usage.OutputTokens,
 		},
 	}
-	r.send(req.ID, &l, true)
+	r.send(h.t.req.ID, &l, true)
 }
 
 // emitFailure writes an errors-file line.
-func (r *run) emitFailure(req *providers.Request, last hopResult, attempts int, start time.Time) {
+func (r *run) emitFailure(t *task, last hopResult) {
 	l := Line{
-		CustomID: req.ID,
+		CustomID: t.req.ID,
 		Error:    &LineError{Code: "error", Message: "failed"},
 		Llmrun: LineDetails{
-			Attempts:  attempts,
-			Model:     req.Model,
-			LatencyMS: r.cfg.Now().Sub(start).Milliseconds(),
+			Attempts:  t.attempts,
+			Model:     t.req.Model,
+			LatencyMS: time.Since(t.start).Milliseconds(),
 		},
 	}
 	if len(r.cfg.Routes) > 0 {
@@ -441,7 +305,7 @@ func (r *run) emitFailure(req *providers.Request, last hopResult, attempts int, 
 	} else if last.resp != nil {
 		l.Response = &LineResp{StatusCode: last.resp.Status, RequestID: last.resp.RequestID, Body: last.resp.Body}
 	}
-	r.send(req.ID, &l, false)
+	r.send(t.req.ID, &l, false)
 }
 
 func (r *run) send(id string, l *Line, ok bool) {

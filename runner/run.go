@@ -49,8 +49,11 @@ type Config struct {
 
 	Policy      retry.Policy
 	RetryBudget *retry.Budget
-	Breaker     retry.BreakerConfig
-	Guard       retry.Guard
+	// Breaker configures each key's circuit breaker; NewBreaker, if set,
+	// builds them instead (another breaker policy, or a test's).
+	Breaker    retry.BreakerConfig
+	NewBreaker func() Breaker
+	Guard      retry.Guard
 
 	// Concurrency is the most attempts in flight at once (the limiter
 	// enforces it per key too); it also sizes the worker pool.
@@ -62,8 +65,8 @@ type Config struct {
 	Interrupts <-chan os.Signal
 
 	Progress *Progress
-	Now      func() time.Time
-	Rand     *rand.Rand
+	// Rand seeds the retry jitter; nil seeds one from the clock.
+	Rand *rand.Rand
 }
 
 // AbortError stops a run on a condition no retry can fix (bad key, spend
@@ -100,7 +103,7 @@ type run struct {
 	mu       sync.Mutex
 	abort    error
 	signal   os.Signal
-	breakers map[string]*retry.Breaker
+	breakers map[string]Breaker
 	gates    map[string]*keyGate
 	rngMu    sync.Mutex
 
@@ -121,11 +124,13 @@ type result struct {
 // run ended: nil (all succeeded), ErrFailures, *AbortError,
 // *InterruptedError, or a setup/IO error.
 func Run(ctx context.Context, cfg Config) (*Summary, error) {
-	c := new(Counters)
-	started := time.Now()
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
+	r := newRun(ctx, cfg)
+	defer r.stopWork(nil)
+	return r.execute(ctx)
+}
+
+// newRun applies cfg's defaults and sets up the run's contexts and queues.
+func newRun(ctx context.Context, cfg Config) *run {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))
 	}
@@ -135,49 +140,58 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if cfg.RetryBudget == nil {
 		cfg.RetryBudget = retry.NewBudget(retry.DefaultBudgetRatio, retry.DefaultBudgetWindow, retry.DefaultBudgetAllowance)
 	}
-	r := &run{cfg: cfg, c: c, breakers: make(map[string]*retry.Breaker), gates: make(map[string]*keyGate), produced: make(chan struct{}), slots: make(chan struct{}, cfg.Concurrency), results: make(chan result, 4*cfg.Concurrency)}
+	r := &run{cfg: cfg, c: new(Counters), breakers: make(map[string]Breaker), gates: make(map[string]*keyGate), produced: make(chan struct{}), slots: make(chan struct{}, cfg.Concurrency), results: make(chan result, 4*cfg.Concurrency)}
 	r.workCtx, r.stopWork = context.WithCancelCause(ctx)
 	r.admitCtx, r.stopAdmit = context.WithCancelCause(r.workCtx)
-	defer r.stopWork(nil)
+	return r
+}
 
+// execute runs the pipeline (signals, sink, producer and workers) to its
+// end and says how it ended.
+func (r *run) execute(ctx context.Context) (*Summary, error) {
+	started := time.Now()
 	go r.watchSignals()
 
 	sinkErr := make(chan error, 1)
 	go func() { sinkErr <- r.sink() }()
 
-	c.Total.Store(int64(cfg.Total))
-	if cfg.Progress != nil && cfg.Progress.Status == nil {
-		cfg.Progress.Status = r.statusWord
+	r.c.Total.Store(int64(r.cfg.Total))
+	if r.cfg.Progress != nil && r.cfg.Progress.Status == nil {
+		r.cfg.Progress.Status = r.statusWord
 	}
-	cfg.Progress.Start(c)
+	r.cfg.Progress.Start(r.c)
 	prodErr := r.produce()
 	close(r.results)
 	werr := <-sinkErr
-	cfg.Progress.Stop()
-	if ferr := cfg.Store.Flush(); werr == nil {
+	r.cfg.Progress.Stop()
+	if ferr := r.cfg.Store.Flush(); werr == nil {
 		werr = ferr
 	}
-
 	sum := r.summarize(time.Since(started))
+	return sum, r.ending(ctx, sum, werr, prodErr)
+}
+
+// ending is the error that says how the run ended (see Run).
+func (r *run) ending(ctx context.Context, sum *Summary, werr, prodErr error) error {
 	r.mu.Lock()
 	abort, sig := r.abort, r.signal
 	r.mu.Unlock()
 	switch {
 	case werr != nil:
-		return sum, fmt.Errorf("writing results: %w", werr)
+		return fmt.Errorf("writing results: %w", werr)
 	case abort != nil:
 		sum.Aborted = abort.Error()
-		return sum, &AbortError{Cause: abort}
+		return &AbortError{Cause: abort}
 	case sig != nil:
-		return sum, &InterruptedError{Signal: sig}
+		return &InterruptedError{Signal: sig}
 	case prodErr != nil && !errors.Is(prodErr, errStopAdmitting):
-		return sum, prodErr
+		return prodErr
 	case ctx.Err() != nil:
-		return sum, ctx.Err()
-	case c.Failed.Load() > 0:
-		return sum, ErrFailures
+		return ctx.Err()
+	case r.c.Failed.Load() > 0:
+		return ErrFailures
 	}
-	return sum, nil
+	return nil
 }
 
 // produce streams the source into the worker pool and waits for the pool.
@@ -287,12 +301,17 @@ func (r *run) sink() error {
 	return werr
 }
 
-func (r *run) breaker(key string) *retry.Breaker {
+// breaker returns key's breaker, made on first use.
+func (r *run) breaker(key string) Breaker {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	b, ok := r.breakers[key]
 	if !ok {
-		b = retry.NewBreaker(r.cfg.Breaker)
+		if r.cfg.NewBreaker != nil {
+			b = r.cfg.NewBreaker()
+		} else {
+			b = retry.NewBreaker(r.cfg.Breaker)
+		}
 		r.breakers[key] = b
 	}
 	return b

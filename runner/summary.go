@@ -66,7 +66,7 @@ func (r *run) summarize(wall time.Duration) *Summary {
 	s.Limits = keyLimits(r.cfg.Limiter.Stats())
 	r.mu.Lock()
 	for _, b := range r.breakers {
-		st := b.Stats(r.cfg.Now())
+		st := b.Stats(time.Now())
 		s.BreakerOpenings += int64(st.Openings)
 		s.HeldSeconds += st.TimeHeld.Seconds()
 	}

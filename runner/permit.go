@@ -1,0 +1,309 @@
+package runner
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/llmrun/llmrun/limiter"
+	"github.com/llmrun/llmrun/providers"
+	"github.com/llmrun/llmrun/runner/retry"
+)
+
+// Breaker is what a run needs of one key's circuit breaker.
+// *retry.Breaker implements it; Config.NewBreaker plugs in another.
+type Breaker interface {
+	// Allow hands out the ticket of one attempt, or refuses while open.
+	Allow(now time.Time) (retry.Ticket, bool)
+	// Valid reports whether a ticket still lets its attempt start.
+	Valid(t retry.Ticket) bool
+	// Observe reports a sent attempt's outcome (nil: success).
+	Observe(now time.Time, t retry.Ticket, err error)
+	// Release ends a ticket whose attempt says nothing about the provider.
+	Release(now time.Time, t retry.Ticket)
+	State(now time.Time) retry.State
+	// WaitTime is how long until Allow may succeed; Changed is closed at
+	// the next state change.
+	WaitTime(now time.Time) time.Duration
+	Changed() <-chan struct{}
+	// OutageExceeded reports an outage longer than the run may hold.
+	OutageExceeded(now time.Time) bool
+	Stats(now time.Time) retry.BreakerStats
+}
+
+var _ Breaker = (*retry.Breaker)(nil)
+
+// permit is one attempt's hold on everything that admits it: the key's
+// breaker ticket, the key's first-on-key gate, the budget reservation and
+// a run slot. admit acquires them, or none; end releases every one it
+// holds exactly once, whatever the attempt's fate, and feeds the outcome
+// back to the budget, the estimator and the breaker. The worker that
+// admitted it owns it: a permit is not shared between goroutines.
+type permit struct {
+	r      *run
+	h      *hop
+	ticket retry.Ticket
+	gate   func()         // opens the key's gate; nil until acquired
+	resv   limiter.Ticket // nil until reserved
+	slot   bool           // holds a run slot
+	ended  bool
+}
+
+// attemptOutcome is what happened to one attempt, as the permit's end and
+// the retry decision see it.
+type attemptOutcome struct {
+	// resp is the answer (nil if none); err the failure.
+	resp *providers.Response
+	err  error
+	// sent is when the attempt was sent; zero if it never was.
+	sent time.Time
+	// cut reports that the run's shutdown cut the attempt: it says
+	// nothing about the provider.
+	cut bool
+}
+
+// notSent is the outcome of an attempt that never reached the provider.
+var notSent = attemptOutcome{}
+
+// class is the failure's retry class (ClassUnknown without an error).
+func (o attemptOutcome) class() providers.Class { return providers.ClassOf(o.err) }
+
+// retryAfter is the server's retry-after hint, if the failure carried one.
+func (o attemptOutcome) retryAfter() (time.Duration, bool) {
+	var pe *providers.Error
+	if errors.As(o.err, &pe) && pe.HasRetryAfter {
+		return pe.RetryAfter, true
+	}
+	return 0, false
+}
+
+// admit acquires what one attempt needs, in this order: a breaker ticket
+// (holding while the key's breaker is open), the key's first-on-key gate,
+// a budget reservation and a run slot, and returns the permit holding them.
+// If it cannot, it holds nothing and says why: outFailed (the breaker is
+// open and a fallback hop exists, or the request is too large for the
+// budget), outPending (the run is stopping), with the error if any.
+func (r *run) admit(h *hop) (*permit, outcome, error) {
+	for {
+		ticket, held, out, ok := r.waitBreaker(h.br, h.canFallBack)
+		if !ok {
+			return nil, out, nil
+		}
+		h.start = h.start.Add(held) // time held is not the request's fault
+		p := &permit{r: r, h: h, ticket: ticket}
+		gate, err := r.firstOnKey(h.key)
+		if err != nil {
+			p.end(notSent)
+			return nil, outPending, nil
+		}
+		p.gate = gate
+		resv, err := r.cfg.Limiter.Reserve(r.admitCtx, h.key, r.cost(h.key, h.route, h.req, h.raw))
+		if err != nil {
+			p.end(notSent)
+			return nil, r.refused(err), err
+		}
+		p.resv = resv
+		// The run-wide in-flight cap (the limiter caps each key; a fallback
+		// chain has several keys), held only around the send, never during
+		// a backoff or budget wait.
+		select {
+		case r.slots <- struct{}{}:
+			p.slot = true
+		case <-r.admitCtx.Done():
+			p.end(notSent)
+			return nil, outPending, nil
+		}
+		if h.br.Valid(ticket) {
+			return p, 0, nil
+		}
+		// The breaker opened while we waited for the budget: this attempt
+		// must not reach a provider that is down.
+		p.end(notSent)
+	}
+}
+
+// refused says what a budget's refusal means for the request: too large
+// fails it; anything else while the run goes on is the budget itself
+// failing (a shared budget's Redis is down), and no request can be
+// admitted safely.
+func (r *run) refused(err error) outcome {
+	if errors.Is(err, limiter.ErrTooLarge) {
+		return outFailed
+	}
+	if r.admitCtx.Err() == nil {
+		r.abortRun(fmt.Errorf("budget: %w", err))
+	}
+	return outPending
+}
+
+// end releases everything p holds, once; later calls do nothing. It
+// reconciles the reservation with o (Settle on an answer, Fail on a sent
+// attempt that failed, Cancel on one never sent), feeds headers, a 429's
+// pause and the usage to the budget and estimator, opens the key's gate,
+// and tells the breaker.
+func (p *permit) end(o attemptOutcome) {
+	if p.ended {
+		return
+	}
+	p.ended = true
+	r, h := p.r, p.h
+	if p.slot {
+		<-r.slots
+	}
+	if p.resv != nil {
+		switch {
+		case o.sent.IsZero():
+			p.resv.Cancel()
+		case o.resp != nil:
+			p.settle(o)
+		default:
+			p.resv.Fail()
+			if !o.cut {
+				p.observeFailure(o)
+			}
+		}
+	}
+	if p.gate != nil {
+		p.gate() // after settle: the key's first answer has calibrated the estimate
+	}
+	now := time.Now()
+	switch {
+	case o.resp != nil:
+		h.br.Observe(now, p.ticket, nil)
+	case o.sent.IsZero() || o.cut:
+		h.br.Release(now, p.ticket)
+	default:
+		h.br.Observe(now, p.ticket, o.err)
+	}
+}
+
+// settle reconciles the reservation with the usage an answer reported and
+// teaches the estimator.
+func (p *permit) settle(o attemptOutcome) {
+	r, h, u := p.r, p.h, o.resp.Usage
+	p.resv.Settle(limiter.Cost{Requests: 1, Input: h.route.Admission.InputCharged(u), Output: u.OutputTokens})
+	// The headers came before the first token at the latest.
+	p.resv.Observe(observation(o.resp.Limits), o.sent.Add(o.resp.TTFT))
+	r.c.InputTokens.Add(u.InputTokens)
+	r.c.OutputTokens.Add(u.OutputTokens)
+	r.cfg.Estimator.ObserveInput(h.key, h.raw, u.InputTokens)
+	r.cfg.Estimator.ObserveOutput(h.key, u.OutputTokens)
+}
+
+// observeFailure feeds a failed attempt to the budget: its rate-limit
+// headers, and on a 429 the key-wide pause. Fail comes first (see
+// limiter.Reservation.Fail).
+func (p *permit) observeFailure(o attemptOutcome) {
+	var pe *providers.Error
+	if !errors.As(o.err, &pe) {
+		return
+	}
+	r, now := p.r, time.Now()
+	p.resv.Observe(observation(pe.Limits), now)
+	if pe.Class == providers.ClassRateLimited {
+		r.c.RateLimited.Add(1)
+		r.cfg.Limiter.RateLimited(p.h.key)
+		if d, ok := o.retryAfter(); ok {
+			r.cfg.Limiter.Pause(p.h.key, now.Add(d))
+		}
+	}
+}
+
+func observation(l providers.RateLimits) limiter.Observation {
+	return limiter.Observation{
+		Requests: limiter.Window(l.Requests),
+		Tokens:   limiter.Window(l.Tokens),
+		Input:    limiter.Window(l.InputTokens),
+		Output:   limiter.Window(l.OutputTokens),
+	}
+}
+
+// waitBreaker holds while the key's breaker is open and returns the
+// ticket for the next attempt and how long it held. When it cannot, it
+// says why: outFailed to move the request to the next hop, outPending when
+// the run is stopping (outage longer than --max-outage, interrupt).
+func (r *run) waitBreaker(br Breaker, canFallBack bool) (t retry.Ticket, held time.Duration, out outcome, ok bool) {
+	start := time.Now()
+	holding := false
+	defer func() {
+		if holding {
+			r.c.Holding.Add(-1)
+		}
+	}()
+	for {
+		now := time.Now()
+		changed := br.Changed()
+		if t, ok := br.Allow(now); ok {
+			return t, now.Sub(start), 0, true
+		}
+		if canFallBack {
+			return retry.Ticket{}, 0, outFailed, false
+		}
+		if br.OutageExceeded(now) {
+			r.abortRun(fmt.Errorf("provider down for longer than --max-outage (%v)", cmp.Or(r.cfg.Breaker.MaxOutage, retry.DefaultMaxOutage)))
+			return retry.Ticket{}, 0, outPending, false
+		}
+		if !holding {
+			holding = true
+			r.c.Holding.Add(1)
+		}
+		timer := time.NewTimer(max(br.WaitTime(now), time.Millisecond))
+		select {
+		case <-timer.C:
+		case <-changed:
+			timer.Stop()
+		case <-r.admitCtx.Done():
+			timer.Stop()
+			return retry.Ticket{}, 0, outPending, false
+		}
+	}
+}
+
+// calibrationWait bounds how long the other requests of a key wait for the
+// key's first response (see firstOnKey).
+const calibrationWait = 5 * time.Second
+
+// keyGate holds a key's admissions until its first response is in.
+type keyGate struct {
+	done  chan struct{}
+	once  sync.Once
+	until time.Time
+}
+
+func (g *keyGate) open() { g.once.Do(func() { close(g.done) }) }
+
+// firstOnKey lets the first attempt on a key go alone: until its response
+// has calibrated the token estimate against the provider's own count (or
+// calibrationWait has passed), the others wait, so the opening burst, up
+// to a whole bucket, is not admitted on an uncalibrated estimate, which
+// would overrun a strict provider's limit by the estimate's error. The
+// caller calls release once the attempt is over.
+func (r *run) firstOnKey(key string) (release func(), err error) {
+	r.mu.Lock()
+	g, ok := r.gates[key]
+	if !ok {
+		g = &keyGate{done: make(chan struct{}), until: time.Now().Add(calibrationWait)}
+		r.gates[key] = g
+		r.mu.Unlock()
+		return g.open, nil
+	}
+	r.mu.Unlock()
+	select {
+	case <-g.done:
+		return func() {}, nil
+	default:
+	}
+	t := time.NewTimer(max(time.Until(g.until), 0))
+	defer t.Stop()
+	select {
+	case <-g.done:
+	case <-t.C:
+		g.open()
+	case <-r.admitCtx.Done():
+		return nil, context.Cause(r.admitCtx)
+	}
+	return func() {}, nil
+}
