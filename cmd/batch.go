@@ -20,6 +20,7 @@ import (
 	"github.com/llmrun/llmrun/estimate"
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/limiter/redisbudget"
+	"github.com/llmrun/llmrun/providers"
 	"github.com/llmrun/llmrun/providers/registry"
 	"github.com/llmrun/llmrun/runner"
 	"github.com/llmrun/llmrun/runner/retry"
@@ -41,6 +42,7 @@ type BatchOptions struct {
 	MaxAttempts                     int
 	BackoffBase, BackoffMax         time.Duration
 	RequestTimeout, FirstByte, Idle time.Duration
+	MaxResponseBytes                int64
 	RetryBudget                     float64
 	Breaker                         BreakerFlags
 	MaxOutage                       time.Duration
@@ -110,6 +112,7 @@ ANTHROPIC_BASE_URL (or --base-url). --provider mock runs against a built-in mock
 	f.DurationVar(&o.RequestTimeout, "request-timeout", retry.DefaultDeadline, "deadline for all attempts of one request")
 	f.DurationVar(&o.FirstByte, "first-byte-timeout", 2*time.Minute, "longest wait for a response to start")
 	f.DurationVar(&o.Idle, "idle-timeout", time.Minute, "longest silence inside a stream before it is cut and retried")
+	f.Int64Var(&o.MaxResponseBytes, "max-response-bytes", providers.DefaultMaxResponseBytes, "bytes one answer may hold beyond what its max tokens explain (larger ones fail); raise for embeddings-sized answers")
 	f.Float64Var(&o.RetryBudget, "retry-budget", retry.DefaultBudgetRatio, "retries allowed as a fraction of first attempts (sliding window)")
 	addBreakerFlags(f, &o.Breaker)
 	f.DurationVar(&o.MaxOutage, "max-outage", retry.DefaultMaxOutage, "stop (exit 3, resumable) when the provider stays down this long")

@@ -28,6 +28,7 @@ func newEnvironment(io *IO, o *BatchOptions) *environment {
 		HTTPClient:       providers.NewHTTPClient(o.Concurrency),
 		FirstByteTimeout: o.FirstByte,
 		IdleTimeout:      o.Idle,
+		MaxResponseBytes: o.MaxResponseBytes,
 	})}
 }
 

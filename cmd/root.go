@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/llmrun/llmrun/checkpoint"
+	"github.com/llmrun/llmrun/providers"
 	"github.com/llmrun/llmrun/runner"
 )
 
@@ -76,6 +78,7 @@ every result as it lands, and resumes where it stopped when rerun.
 
 // Main runs llmrun with the process's arguments and returns its exit code.
 func Main() int {
+	log.SetOutput(providers.QuietHTTPLog(os.Stderr)) // net/http quotes a misbehaving server's bytes there
 	io := &IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, ErrIsTerminal: isTerminal(os.Stderr), Getenv: os.Getenv}
 	return Execute(context.Background(), io, os.Args[1:])
 }

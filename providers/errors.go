@@ -38,9 +38,15 @@ const (
 	// request goes to the same URL, so the base URL is wrong for all of
 	// them: the run aborts, resumable once the base URL is fixed.
 	ClassRedirect
+	// ClassTooLarge is a response larger than Config.ResponseLimit allows
+	// (an endless stream, a 5 GB body). Not retried: a server that broke
+	// the bound once will likely do it again, and each try is billed; a
+	// legitimately large answer needs a higher limit, after which the
+	// rerun retries it like any failed request.
+	ClassTooLarge
 )
 
-var classNames = [...]string{"unknown", "rate_limited", "overloaded", "server_error", "mid_stream", "network", "timeout", "invalid_request", "auth", "quota", "redirect"}
+var classNames = [...]string{"unknown", "rate_limited", "overloaded", "server_error", "mid_stream", "network", "timeout", "invalid_request", "auth", "quota", "redirect", "response_too_large"}
 
 func (c Class) String() string {
 	if int(c) < len(classNames) {
@@ -52,7 +58,7 @@ func (c Class) String() string {
 // Retryable reports whether another attempt of the same request may succeed.
 func (c Class) Retryable() bool {
 	switch c {
-	case ClassInvalid, ClassAuth, ClassQuota, ClassRedirect:
+	case ClassInvalid, ClassAuth, ClassQuota, ClassRedirect, ClassTooLarge:
 		return false
 	}
 	return true

@@ -22,8 +22,8 @@ func TestClassifyStatus(t *testing.T) {
 }
 
 func TestClassPredicates(t *testing.T) {
-	for c := ClassUnknown; c <= ClassRedirect; c++ {
-		stop := c == ClassInvalid || c == ClassAuth || c == ClassQuota || c == ClassRedirect
+	for c := ClassUnknown; c <= ClassTooLarge; c++ {
+		stop := c == ClassInvalid || c == ClassAuth || c == ClassQuota || c == ClassRedirect || c == ClassTooLarge
 		if c.Retryable() == stop {
 			t.Errorf("%v.Retryable() = %v", c, c.Retryable())
 		}

@@ -31,9 +31,11 @@ type Wire struct {
 // Exchange makes one attempt: it posts body (already shaped, stream flags
 // set), classifies a non-2xx answer, and decodes a 2xx one as a stream when
 // the config streams, unless the server answered plain JSON (some
-// OpenAI-compatible servers do). The response body is always closed, so
-// the provider stops generating when we stop reading.
-func (c *Config) Exchange(ctx context.Context, w *Wire, body []byte) (*Response, error) {
+// OpenAI-compatible servers do). The answer may hold at most
+// ResponseLimit(maxTokens, ...) bytes (ClassTooLarge otherwise). The
+// response body is always closed, so the provider stops generating when we
+// stop reading.
+func (c *Config) Exchange(ctx context.Context, w *Wire, body []byte, maxTokens int) (*Response, error) {
 	now := c.Clock()
 	start := now()
 	resp, err := c.Post(ctx, w.URL, w.Header, body)
@@ -45,20 +47,31 @@ func (c *Config) Exchange(ctx context.Context, w *Wire, body []byte) (*Response,
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return nil, w.StatusError(resp)
 	}
+	stream := c.Stream && !isJSON(resp.Header)
+	lim := c.bound(maxTokens, stream)
+	if resp.ContentLength > lim.max {
+		e := lim.tooLarge(resp.ContentLength)
+		e.Status, e.RequestID = resp.StatusCode, resp.Header.Get(w.RequestIDHeader)
+		return nil, e
+	}
+	limitBody(resp.Body, lim)
 	out := &Response{
 		Status:    resp.StatusCode,
 		RequestID: resp.Header.Get(w.RequestIDHeader),
 		Limits:    ParseRateLimits(resp.Header, at),
 		TTFT:      at.Sub(start),
 	}
-	if c.Stream && !isJSON(resp.Header) {
+	if stream {
 		if err := w.ReadStream(ctx, resp.Body, out, start); err != nil {
 			return nil, err
 		}
 		Drain(resp.Body)
 		return out, nil
 	}
-	return out, w.ReadPlain(ctx, resp.Body, out)
+	if err := w.ReadPlain(ctx, resp.Body, out); err != nil {
+		return nil, err // nothing of a failed answer is kept
+	}
+	return out, nil
 }
 
 func isJSON(h http.Header) bool {

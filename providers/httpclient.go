@@ -1,6 +1,8 @@
 package providers
 
 import (
+	"bytes"
+	"io"
 	"net"
 	"net/http"
 	"time"
@@ -28,4 +30,27 @@ func NewHTTPClient(conns int) *http.Client {
 		ExpectContinueTimeout: time.Second,
 	}
 	return &http.Client{Transport: tr, CheckRedirect: refuseRedirect}
+}
+
+// unsolicited starts the line net/http logs when a server sends bytes on an
+// idle keep-alive connection; the line quotes up to 4 KiB of those bytes.
+const unsolicited = "Unsolicited response received on idle HTTP channel"
+
+// QuietHTTPLog returns w minus net/http's "Unsolicited response received
+// on idle HTTP channel" lines, for log.SetOutput. net/http prints them with
+// the standard logger (a Transport has no logger of its own), quoting what
+// a misbehaving server sent, straight onto the user's terminal; the
+// transport closes that connection either way, so nothing is lost by
+// dropping the line. Every other line passes unchanged. Only a program's
+// main should install it: the standard logger is process-wide.
+func QuietHTTPLog(w io.Writer) io.Writer { return quietLog{w} }
+
+type quietLog struct{ w io.Writer }
+
+// Write relies on log.Logger writing each message with one Write.
+func (q quietLog) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte(unsolicited)) {
+		return len(p), nil
+	}
+	return q.w.Write(p)
 }

@@ -9,6 +9,7 @@ package providers
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 )
@@ -119,8 +120,82 @@ type Config struct {
 	FirstByteTimeout time.Duration
 	// IdleTimeout bounds the gap between two stream events; 0 means no bound.
 	IdleTimeout time.Duration
+	// MaxResponseBytes bounds the memory one response may take: a body may
+	// hold this many bytes beyond what its max tokens explain (see
+	// ResponseLimit), so an endless stream or a huge body fails its attempt
+	// with ClassTooLarge instead of exhausting the machine. 0 means
+	// DefaultMaxResponseBytes; raise it for embeddings-sized answers.
+	MaxResponseBytes int64
 	// Now is the clock used for latency figures and header dates; nil means time.Now.
 	Now func() time.Time
+}
+
+// DefaultMaxResponseBytes is MaxResponseBytes when unset: a few MiB above
+// what the answer's tokens explain, enough for usage, logprobs and the
+// envelope of any chat answer.
+const DefaultMaxResponseBytes = 4 << 20
+
+// Bytes per token a response may use beyond MaxResponseBytes. A plain
+// answer's token is at most a few bytes of text, escaped (\uXXXX is six
+// per byte); a streamed token also repeats its event's envelope (ids,
+// model, usage:null, obfuscation padding: about 300 bytes on OpenAI).
+// Without max tokens, assumedMaxTokens stands in (the output cap of most
+// chat models).
+const (
+	plainBytesPerToken  = 64
+	streamBytesPerToken = 1 << 10
+	assumedMaxTokens    = 32 << 10
+)
+
+// ResponseLimit is how many bytes the body of one response may hold:
+// MaxResponseBytes plus what maxTokens (0: unknown) explain, more per
+// token for a stream, whose events repeat their envelope.
+func (c *Config) ResponseLimit(maxTokens int, stream bool) int64 {
+	return c.bound(maxTokens, stream).max
+}
+
+// bound is a response's size limit and how it was derived, for the error
+// that explains it.
+type bound struct {
+	max, slack int64
+	tokens     int // as given; 0 for unknown
+	stream     bool
+}
+
+func (c *Config) bound(maxTokens int, stream bool) bound {
+	b := bound{slack: c.MaxResponseBytes, tokens: maxTokens, stream: stream}
+	if b.slack <= 0 {
+		b.slack = DefaultMaxResponseBytes
+	}
+	n, per := int64(maxTokens), int64(plainBytesPerToken)
+	if n <= 0 {
+		n = assumedMaxTokens
+	}
+	if stream {
+		per = streamBytesPerToken
+	}
+	b.max = b.slack + n*per
+	return b
+}
+
+// tooLarge is the ClassTooLarge error of a body past b; size is what the
+// server announced (content-length), or 0 when the reads went past b.
+func (b bound) tooLarge(size int64) *Error {
+	what := "response body"
+	if b.stream {
+		what = "stream"
+	}
+	tokens := "no max tokens"
+	if b.tokens > 0 {
+		tokens = fmt.Sprintf("%d max tokens", b.tokens)
+	}
+	over := fmt.Sprintf("goes past %d bytes", b.max)
+	if size > 0 {
+		over = fmt.Sprintf("announces %d bytes (content-length), over %d", size, b.max)
+	}
+	return &Error{Class: ClassTooLarge, Message: fmt.Sprintf(
+		"%s %s, the bound for %s with a max response size of %d bytes: an endless or broken answer, or an answer larger than expected (raise --max-response-bytes)",
+		what, over, tokens, b.slack)}
 }
 
 // Clock returns c.Now or time.Now.

@@ -184,6 +184,18 @@ type body struct {
 	cause   *timeoutError // identifies our timer as the cancel cause; never mutated
 	started bool
 	err     error // sticky mapped error
+	// limit bounds the bytes read (limit.max 0: no bound); n counts them.
+	limit bound
+	n     int64
+}
+
+// limitBody bounds what can be read from rc, a body Post returned, to
+// b.max bytes: the Read that goes past it fails with b's ClassTooLarge
+// error (sticky). Bodies not returned by Post are left alone.
+func limitBody(rc io.ReadCloser, b bound) {
+	if bb, ok := rc.(*body); ok {
+		bb.limit = b
+	}
 }
 
 func newBody(parent, rctx context.Context, rc io.ReadCloser, cancel context.CancelCauseFunc, first, idle time.Duration, key string) *body {
@@ -204,6 +216,12 @@ func (b *body) Read(p []byte) (int, error) {
 	if !b.started && b.first > 0 {
 		d, what = b.first, "no response body"
 	}
+	if b.limit.max > 0 {
+		// One byte past the bound is enough to know it was crossed.
+		if left := b.limit.max - b.n + 1; int64(len(p)) > left {
+			p = p[:left]
+		}
+	}
 	if d > 0 {
 		b.timer.Reset(d)
 	}
@@ -211,6 +229,11 @@ func (b *body) Read(p []byte) (int, error) {
 	fired := d > 0 && !b.timer.Stop()
 	if n > 0 {
 		b.started = true
+		b.n += int64(n)
+		if b.limit.max > 0 && b.n > b.limit.max {
+			b.err = b.limit.tooLarge(0)
+			return n, b.err
+		}
 	}
 	if err == nil || err == io.EOF {
 		return n, err
@@ -291,7 +314,7 @@ func StreamError(ctx context.Context, err error, status int, requestID string) e
 	var pe *Error
 	if !errors.As(err, &pe) {
 		pe = &Error{Class: ClassMidStream, Message: err.Error(), Err: err}
-	} else if pe.Class != ClassTimeout {
+	} else if pe.Class != ClassTimeout && pe.Class != ClassTooLarge {
 		pe = &Error{Class: ClassMidStream, Message: "stream broken: " + pe.Message, Err: pe.Err}
 	}
 	pe.Status = status

@@ -76,7 +76,7 @@ func (p *Provider) Send(ctx context.Context, req *providers.Request) (*providers
 	if err != nil {
 		return nil, &providers.Error{Class: providers.ClassInvalid, Message: "request body: " + err.Error(), Err: err}
 	}
-	return p.cfg.Exchange(ctx, &p.wire, body)
+	return p.cfg.Exchange(ctx, &p.wire, body, req.MaxTokens)
 }
 
 // prepare sets or removes the stream flag. The caller's body is never

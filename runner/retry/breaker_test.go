@@ -84,6 +84,7 @@ func TestUnhealthyEveryClass(t *testing.T) {
 		providers.ClassAuth:        false,
 		providers.ClassQuota:       false,
 		providers.ClassRedirect:    false,
+		providers.ClassTooLarge:    false,
 	}
 	for _, c := range allClasses(t) {
 		w, ok := want[c]

@@ -20,11 +20,11 @@ var t0 = time.Unix(1_800_000_000, 0).UTC()
 func allClasses(t *testing.T) []providers.Class {
 	t.Helper()
 	var cs []providers.Class
-	for c := providers.ClassUnknown; c <= providers.ClassRedirect; c++ {
+	for c := providers.ClassUnknown; c <= providers.ClassTooLarge; c++ {
 		cs = append(cs, c)
 	}
-	if s := (providers.ClassRedirect + 1).String(); !strings.HasPrefix(s, "class(") {
-		t.Fatalf("providers has a class after ClassRedirect (%s): add it to these tests", s)
+	if s := (providers.ClassTooLarge + 1).String(); !strings.HasPrefix(s, "class(") {
+		t.Fatalf("providers has a class after ClassTooLarge (%s): add it to these tests", s)
 	}
 	return cs
 }
@@ -53,6 +53,7 @@ func TestDecideExamples(t *testing.T) {
 		"auth never":                         {Attempt{N: 1, Class: providers.ClassAuth, RetryAfter: time.Second, HasRetryAfter: true}, t0, nil, Decision{Reason: ReasonNotRetryable}},
 		"quota never":                        {Attempt{N: 1, Class: providers.ClassQuota}, t0, nil, Decision{Reason: ReasonNotRetryable}},
 		"redirect never":                     {Attempt{N: 1, Class: providers.ClassRedirect}, t0, nil, Decision{Reason: ReasonNotRetryable}},
+		"oversize answer never":              {Attempt{N: 1, Class: providers.ClassTooLarge}, t0, nil, Decision{Reason: ReasonNotRetryable}},
 		"hint floors a short draw":           {Attempt{N: 1, Class: providers.ClassRateLimited, RetryAfter: 2 * time.Second, HasRetryAfter: true}, t0, lower, Decision{true, 2 * time.Second, ReasonRetryAfter}},
 		"hint jitter is at least 250ms":      {Attempt{N: 1, Class: providers.ClassRateLimited, RetryAfter: 2 * time.Second, HasRetryAfter: true}, t0, upper, Decision{true, 2250 * time.Millisecond, ReasonRetryAfter}},
 		"hint jitter is 10% of long hints":   {Attempt{N: 1, Class: providers.ClassRateLimited, RetryAfter: 40 * time.Second, HasRetryAfter: true}, t0, upper, Decision{true, 44 * time.Second, ReasonRetryAfter}},

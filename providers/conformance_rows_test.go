@@ -1,0 +1,284 @@
+package providers_test
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/llmrun/llmrun/providers"
+	"github.com/llmrun/llmrun/providers/anthropic"
+	"github.com/llmrun/llmrun/providers/openai"
+)
+
+// A row is one provider implementation as the conformance suite
+// (conformance_test.go) drives it: a constructor, where it talks, how its
+// requests look, its canonical answer plain and streamed, and its error
+// vocabulary. A new provider gets every test of the suite, against
+// scripted servers and against providers/mock, by adding a row here.
+type row struct {
+	// name is also what the provider's Name returns.
+	name   string
+	format providers.Format
+	// new builds the provider under test.
+	new func(providers.Config) providers.Provider
+	// basePath turns a server root into the provider's BaseURL (the
+	// mock serves every dialect under one root); path is where Send posts.
+	basePath, path string
+	// auth returns the headers carrying key, exactly as sent; every other
+	// credential header must be absent.
+	auth func(key string) http.Header
+	// requestID names the response header with the request id.
+	requestID string
+	// body builds a request body of this provider's shape.
+	body func(prompt string, maxTokens int) string
+	// flags checks that a sent body carries the stream flags (stream)
+	// or none of them.
+	flags func(body []byte, stream bool) error
+
+	// The canonical answer: plain, and streamed as a list of complete
+	// events (terminator included); events[content] is the first that
+	// carries text. want is what both must read as.
+	plain   string
+	events  []string
+	content int
+	want    providers.Response // Text, Model, Usage
+	// errEvent is an error event after a 200, of type errEventType.
+	errEvent, errEventType string
+	// limits are rate-limit headers this provider sends, and check says
+	// whether Response.Limits read them right.
+	limits      map[string]string
+	checkLimits func(providers.RateLimits) error
+
+	// errBody renders an error answer; code "" is the provider's "none".
+	errBody func(typ, code, msg string) string
+	// quota and overloaded are this provider's spend-cap and overload
+	// answers; extraErrors its own cases beyond the shared table.
+	quota, overloaded errCase
+	extraErrors       map[string]errCase
+	// mockIgnore names body members that may differ between two mock
+	// answers to the same request.
+	mockIgnore []string
+	// bench is a stream of n content tokens in the exact shape the real
+	// API sends, for BenchmarkStreamDecode; benchText is its text's start.
+	bench     func(n int) []byte
+	benchText string
+}
+
+// errCase is one non-2xx answer and what the provider must make of it.
+type errCase struct {
+	status int
+	header map[string]string
+	body   string
+	class  providers.Class
+	typ    string
+	code   string
+	// retry is the expected retry-after; -1 for none.
+	retry time.Duration
+}
+
+var rows = []row{openAIRow, anthropicRow}
+
+// events splits an SSE text into its complete events.
+func events(s string) []string {
+	parts := strings.SplitAfter(s, "\n\n")
+	return parts[:len(parts)-1] // the empty tail after the last blank line
+}
+
+var openAIRow = row{
+	name:     "openai",
+	format:   providers.FormatOpenAI,
+	new:      func(c providers.Config) providers.Provider { return openai.New(c) },
+	basePath: "/v1", path: "/v1/chat/completions",
+	auth:      func(key string) http.Header { return http.Header{"Authorization": {"Bearer " + key}} },
+	requestID: "x-request-id",
+	body: func(prompt string, maxTokens int) string {
+		return fmt.Sprintf(`{"model":"gpt-4o-mini","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":%q}],"max_completion_tokens":%d}`, prompt, maxTokens)
+	},
+	flags: func(b []byte, stream bool) error {
+		s, o := gjson.GetBytes(b, "stream"), gjson.GetBytes(b, "stream_options")
+		switch {
+		case stream && (!s.Bool() || !gjson.GetBytes(b, "stream_options.include_usage").Bool()):
+			return errors.New("stream without stream_options.include_usage (a stream would carry no usage)")
+		case !stream && (s.Exists() || o.Exists()):
+			return errors.New("plain request carries stream flags")
+		}
+		return nil
+	},
+	// wire-formats §1.2 and §1.3.
+	plain: `{"id":"chatcmpl-MOCK0002","object":"chat.completion","created":1735689600,"model":"gpt-4o-mini-2024-07-18","system_fingerprint":"fp_mock01","choices":[{"index":0,"message":{"role":"assistant","content":"Seven.","refusal":null},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":21,"completion_tokens":2,"total_tokens":23}}`,
+	events: events(`data: {"id":"chatcmpl-MOCK0002","object":"chat.completion.chunk","created":1735689600,"model":"gpt-4o-mini-2024-07-18","system_fingerprint":"fp_mock01","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],"usage":null}
+
+data: {"id":"chatcmpl-MOCK0002","object":"chat.completion.chunk","created":1735689600,"model":"gpt-4o-mini-2024-07-18","system_fingerprint":"fp_mock01","choices":[{"index":0,"delta":{"content":"Seven"},"logprobs":null,"finish_reason":null}],"usage":null}
+
+data: {"id":"chatcmpl-MOCK0002","object":"chat.completion.chunk","created":1735689600,"model":"gpt-4o-mini-2024-07-18","system_fingerprint":"fp_mock01","choices":[{"index":0,"delta":{"content":"."},"logprobs":null,"finish_reason":null}],"usage":null}
+
+data: {"id":"chatcmpl-MOCK0002","object":"chat.completion.chunk","created":1735689600,"model":"gpt-4o-mini-2024-07-18","system_fingerprint":"fp_mock01","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}],"usage":null}
+
+data: {"id":"chatcmpl-MOCK0002","object":"chat.completion.chunk","created":1735689600,"model":"gpt-4o-mini-2024-07-18","system_fingerprint":"fp_mock01","choices":[],"usage":{"prompt_tokens":21,"completion_tokens":2,"total_tokens":23}}
+
+data: [DONE]
+
+`),
+	content:      1,
+	want:         providers.Response{Text: "Seven.", Model: "gpt-4o-mini-2024-07-18", Usage: providers.Usage{InputTokens: 21, OutputTokens: 2}},
+	errEvent:     `data: {"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}` + "\n\ndata: [DONE]\n\n",
+	errEventType: "server_error",
+	limits:       map[string]string{"x-ratelimit-limit-tokens": "150000", "x-ratelimit-remaining-tokens": "149984", "x-ratelimit-reset-tokens": "6m0s", "x-ratelimit-limit-requests": "60", "x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "20ms"},
+	checkLimits: func(l providers.RateLimits) error {
+		if l.Tokens != (providers.Window{Limit: 150000, Remaining: 149984, Reset: 6 * time.Minute}) || l.Requests != (providers.Window{Limit: 60, Remaining: 0, Reset: 20 * time.Millisecond}) {
+			return fmt.Errorf("tokens %+v requests %+v", l.Tokens, l.Requests)
+		}
+		return nil
+	},
+	errBody: func(typ, code, msg string) string {
+		c := "null"
+		if code != "" {
+			c = fmt.Sprintf("%q", code)
+		}
+		return fmt.Sprintf(`{"error":{"message":%q,"type":%q,"param":null,"code":%s}}`, msg, typ, c)
+	},
+	quota: errCase{429, nil, `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`,
+		providers.ClassQuota, "insufficient_quota", "insufficient_quota", -1},
+	overloaded: errCase{503, map[string]string{"retry-after": "1e30"}, `{"error":{"message":"The engine is currently overloaded","type":"server_error","param":null,"code":null}}`,
+		providers.ClassOverloaded, "server_error", "", providers.MaxRetryAfter},
+	extraErrors: map[string]errCase{
+		"429 quota, old null code": {429, nil, `{"error":{"message":"You exceeded your current quota.","type":"insufficient_quota","param":null,"code":null}}`,
+			providers.ClassQuota, "insufficient_quota", "", -1},
+		"401 invalid key": {401, nil, `{"error":{"message":"Incorrect API key provided: sk-abcd1234***wxyz. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`,
+			providers.ClassAuth, "invalid_request_error", "invalid_api_key", -1},
+		"403 region": {403, nil, `{"error":{"message":"Country, region, or territory not supported","type":"request_forbidden","param":null,"code":"unsupported_country_region_territory"}}`,
+			providers.ClassAuth, "request_forbidden", "unsupported_country_region_territory", -1},
+		"400 context length": {400, nil, `{"error":{"message":"This model's maximum context length is 128000 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`,
+			providers.ClassInvalid, "invalid_request_error", "context_length_exceeded", -1},
+		"vllm shape": {400, nil, `{"object":"error","message":"max_tokens is too large","type":"BadRequestError","param":null,"code":400}`,
+			providers.ClassInvalid, "BadRequestError", "400", -1},
+	},
+	mockIgnore: []string{"id", "created", "system_fingerprint"},
+	bench:      openAIBench,
+	benchText:  " the quick brown fox\n jumps \"over\" café the",
+}
+
+var anthropicRow = row{
+	name:     "anthropic",
+	format:   providers.FormatAnthropic,
+	new:      func(c providers.Config) providers.Provider { return anthropic.New(c) },
+	basePath: "", path: "/v1/messages",
+	auth: func(key string) http.Header {
+		return http.Header{"X-Api-Key": {key}, "Anthropic-Version": {"2023-06-01"}}
+	},
+	requestID: "request-id",
+	body: func(prompt string, maxTokens int) string {
+		return fmt.Sprintf(`{"model":"claude-sonnet-4-5","max_tokens":%d,"system":"Answer in one word.","messages":[{"role":"user","content":%q}]}`, maxTokens, prompt)
+	},
+	flags: func(b []byte, stream bool) error {
+		if s := gjson.GetBytes(b, "stream"); s.Bool() != stream || (!stream && s.Exists()) {
+			return fmt.Errorf("stream flag %s, want stream=%v", s.Raw, stream)
+		}
+		return nil
+	},
+	// wire-formats §2.2 and §2.3.
+	plain: `{"id":"msg_01MOCK000000000000000002","type":"message","role":"assistant","model":"claude-sonnet-4-5-20250929","content":[{"type":"text","text":"Seven."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":18,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":5}}`,
+	events: events(`event: message_start
+data: {"type":"message_start","message":{"id":"msg_01MOCK000000000000000002","type":"message","role":"assistant","model":"claude-sonnet-4-5-20250929","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":18,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1}}}
+
+event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}
+
+event: ping
+data: {"type":"ping"}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Sev"}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"en."}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":0}
+
+event: message_delta
+data: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":5}}
+
+event: message_stop
+data: {"type":"message_stop"}
+
+`),
+	content:      3,
+	want:         providers.Response{Text: "Seven.", Model: "claude-sonnet-4-5-20250929", Usage: providers.Usage{InputTokens: 18, OutputTokens: 5}},
+	errEvent:     "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"Internal\"}}\n\n",
+	errEventType: "api_error",
+	limits: map[string]string{"anthropic-ratelimit-requests-limit": "1000", "anthropic-ratelimit-requests-remaining": "999", "anthropic-ratelimit-requests-reset": "2999-01-01T00:00:00Z",
+		"anthropic-ratelimit-input-tokens-limit": "80000", "anthropic-ratelimit-input-tokens-remaining": "0", "anthropic-ratelimit-input-tokens-reset": "2026-01-01T00:00:30Z"},
+	checkLimits: func(l providers.RateLimits) error {
+		if l.Requests.Limit != 1000 || l.Requests.Remaining != 999 || l.Requests.Reset <= 0 || l.InputTokens.Limit != 80000 || l.InputTokens.Remaining != 0 {
+			return fmt.Errorf("requests %+v input %+v", l.Requests, l.InputTokens)
+		}
+		return nil
+	},
+	errBody: func(typ, code, msg string) string {
+		details := ""
+		if code != "" {
+			details = fmt.Sprintf(`,"details":{"error_code":%q}`, code)
+		}
+		return fmt.Sprintf(`{"type":"error","error":{"type":%q,"message":%q%s},"request_id":"req_body"}`, typ, msg, details)
+	},
+	quota: errCase{429, nil, `{"type":"error","error":{"type":"rate_limit_error","message":"You have reached your API usage limits ... You will regain access on 2026-09-01 at 00:00 UTC.","details":{"error_code":"enforced_spend_limit_reached"}},"request_id":"req_body"}`,
+		providers.ClassQuota, "rate_limit_error", "enforced_spend_limit_reached", -1},
+	overloaded: errCase{529, map[string]string{"retry-after-ms": "1500.5"}, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_body"}`,
+		providers.ClassOverloaded, "overloaded_error", "", 1500500 * time.Microsecond},
+	extraErrors: map[string]errCase{
+		"400 spend limit": {400, nil, `{"type":"error","error":{"type":"invalid_request_error","message":"You have reached your specified API usage limits. You will regain access on 2026-09-01 at 00:00 UTC."},"request_id":"req_body"}`,
+			providers.ClassQuota, "invalid_request_error", "", -1},
+		"402 billing": {402, nil, `{"type":"error","error":{"type":"billing_error","message":"Your credit balance is too low."},"request_id":"req_body"}`,
+			providers.ClassQuota, "billing_error", "", -1},
+		"500 overloaded type": {500, nil, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_body"}`,
+			providers.ClassOverloaded, "overloaded_error", "", -1},
+		"429 null details": {429, nil, `{"type":"error","error":{"type":"rate_limit_error","message":"slow down","details":null},"request_id":"req_body"}`,
+			providers.ClassRateLimited, "rate_limit_error", "", -1},
+	},
+	mockIgnore: []string{"id"},
+	bench:      anthropicBench,
+	benchText:  " the quick brown fox\n jumps \"over\" café the",
+}
+
+// benchWords are the bench streams' tokens, escaped as the APIs send them.
+var benchWords = []string{" the", " quick", " brown", " fox", "\\n", " jumps", " \\\"over\\\"", " caf\\u00e9"}
+
+// openAIBench is a streamed answer of n content tokens in the exact chunk
+// shape api.openai.com sends (usage:null on every chunk, obfuscation padding).
+func openAIBench(n int) []byte {
+	const head = `data: {"id":"chatcmpl-BENCH0001","object":"chat.completion.chunk","created":1735689600,"model":"gpt-4o-mini-2024-07-18","service_tier":"default","system_fingerprint":"fp_mock01","choices":[{"index":0,"delta":{`
+	var b strings.Builder
+	b.WriteString(head + `"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}],"usage":null,"obfuscation":"x"}` + "\n\n")
+	for i := range n {
+		b.WriteString(head + `"content":"` + benchWords[i%len(benchWords)] + `"},"logprobs":null,"finish_reason":null}],"usage":null,"obfuscation":"abcde"}` + "\n\n")
+	}
+	b.WriteString(head + `},"logprobs":null,"finish_reason":"stop"}],"usage":null}` + "\n\n")
+	fmt.Fprintf(&b, `data: {"id":"chatcmpl-BENCH0001","object":"chat.completion.chunk","created":1735689600,"model":"gpt-4o-mini-2024-07-18","system_fingerprint":"fp_mock01","choices":[],"usage":{"prompt_tokens":21,"completion_tokens":%d,"total_tokens":%d}}`+"\n\ndata: [DONE]\n\n", n, n+21)
+	return []byte(b.String())
+}
+
+// anthropicBench is a streamed answer of n text deltas in the exact event
+// shape api.anthropic.com sends, with a ping every 100 deltas.
+func anthropicBench(n int) []byte {
+	var b strings.Builder
+	b.WriteString(`event: message_start
+data: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"cache_creation_input_tokens":100,"cache_read_input_tokens":1000,"output_tokens":1,"service_tier":"standard"}}}
+
+`)
+	b.WriteString("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n")
+	for i := range n {
+		if i%100 == 0 {
+			b.WriteString("event: ping\ndata: {\"type\": \"ping\"}\n\n")
+		}
+		b.WriteString("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"" + benchWords[i%len(benchWords)] + "\"}}\n\n")
+	}
+	b.WriteString("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n")
+	fmt.Fprintf(&b, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":%d}}\n\n", n)
+	b.WriteString("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+	return []byte(b.String())
+}

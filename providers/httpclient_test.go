@@ -1,0 +1,97 @@
+package providers
+
+import (
+	"bytes"
+	"io"
+	"log"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// syncBuffer is a bytes.Buffer safe for the transport's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// unsolicitedServer answers one request with a complete response and,
+// once the client has read it (read is closed), sends more bytes on the
+// now idle connection; done is closed when the client has dropped it.
+func unsolicitedServer(t *testing.T, read <-chan struct{}) (addr string, done <-chan struct{}) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	d := make(chan struct{})
+	go func() {
+		defer close(d)
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		buf := make([]byte, 4096)
+		c.Read(buf) // the request
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		<-read
+		io.WriteString(c, "HTTP/1.1 200 OK\r\n\r\nserver-secret-bytes")
+		io.Copy(io.Discard, c) // until the client closes the connection
+	}()
+	return ln.Addr().String(), d
+}
+
+// provoke makes net/http log the unsolicited-response line through the
+// standard logger, whose output is out during the call.
+func provoke(t *testing.T, out io.Writer) {
+	prev, flags := log.Writer(), log.Flags()
+	log.SetOutput(out)
+	defer func() { log.SetOutput(prev); log.SetFlags(flags) }()
+	read := make(chan struct{})
+	addr, done := unsolicitedServer(t, read)
+	cfg := Config{HTTPClient: NewHTTPClient(1)}
+	resp, err := cfg.Get(t.Context(), "http://"+addr+"/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := io.ReadAll(resp.Body); string(b) != "ok" {
+		t.Fatalf("body %q", b)
+	}
+	resp.Body.Close() // the connection goes back to the pool, idle
+	close(read)
+	waitFor(t, done, "the transport to drop the connection")
+}
+
+// TestQuietHTTPLog: the line net/http prints (quoting the server's bytes)
+// is dropped; everything else the standard logger writes passes.
+func TestQuietHTTPLog(t *testing.T) {
+	var raw syncBuffer
+	provoke(t, &raw)
+	if !strings.Contains(raw.String(), unsolicited) || !strings.Contains(raw.String(), "server-secret-bytes") {
+		t.Fatalf("the test did not provoke the line; standard log got %q", raw.String())
+	}
+	var quiet syncBuffer
+	provoke(t, QuietHTTPLog(&quiet))
+	if quiet.String() != "" {
+		t.Fatalf("printed %q", quiet.String())
+	}
+	l := log.New(QuietHTTPLog(&quiet), "", 0)
+	l.Print("something else")
+	if quiet.String() != "something else\n" {
+		t.Fatalf("other lines: %q", quiet.String())
+	}
+}
