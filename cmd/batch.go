@@ -296,7 +296,13 @@ func newBudget(ctx context.Context, io *IO, o *BatchOptions, limits limiter.Limi
 	if err != nil {
 		return nil, nil, &usageError{fmt.Errorf("--redis: %w", err)}
 	}
+	// One line when Redis goes down and one when it is back, never the
+	// password, instead of a line per failed call and per go-redis pool
+	// message. go-redis logs only through a process-wide logger.
+	health := redisbudget.NewHealth(ropt.Addr, warn, nil, ropt.Password)
+	redis.SetLogger(health)
 	rc := redis.NewClient(ropt)
+	health.Watch(rc)
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	err = rc.Ping(pctx).Err()
 	cancel()
@@ -308,7 +314,7 @@ func newBudget(ctx context.Context, io *IO, o *BatchOptions, limits limiter.Limi
 		Client:   rc,
 		Defaults: limits,
 		Rand:     rand.New(rand.NewPCG(seed^1, seed)),
-		OnError:  func(err error) { fmt.Fprintf(io.Err, "llmrun: warning: %v\n", err) },
+		OnError:  health.Report,
 		MaxPause: o.MaxPause,
 		Warn:     warn,
 		// Only the holder of the output's lock runs in this role: a rerun

@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -111,4 +112,47 @@ func TestRedisRerunAfterKill9ReclaimsSlots(t *testing.T) {
 		t.Errorf("%d answers, want %d", n, len(prompts))
 	}
 	t.Logf("rerun after kill -9: %v", time.Since(start).Round(time.Millisecond))
+}
+
+// TestRedisOutageIsOneLine (issue 9 item 11): Redis dying mid-run used to
+// print about 60 lines (go-redis's pool messages on the process's stderr,
+// one warning per failed settle); now it is one line saying Redis is
+// unreachable, then the abort (exit 3), and never the password.
+func TestRedisOutageIsOneLine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("subprocess test")
+	}
+	addr, stop, err := redistest.Start("--requirepass", "s3cret-pw")
+	if errors.Is(err, redistest.ErrMissing) && !redistest.Required() {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	m, url := mockServer(t, mock.Config{TokenDelay: 20 * time.Millisecond})
+	in, _ := promptFile(t, 64)
+	var stderr bytes.Buffer
+	c := llmrunProcess(url, &stderr, "batch", in, "--provider", "openai", "--model", "m", "--quiet", "--concurrency", "8",
+		"--rpm", "60000", "--redis", "redis://:s3cret-pw@"+addr+"/0")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for m.Stats().Completed < 4 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop() // every in-flight settle and the next reservations fail
+	if code := exitCode(c.Wait()); code != ExitAborted {
+		t.Fatalf("exit %d, want %d: %s", code, ExitAborted, stderr.String())
+	}
+	out := stderr.String()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if strings.Count(out, "unreachable") != 1 || strings.Contains(out, "connection pool") || len(lines) > 5 {
+		t.Errorf("stderr has %d lines, want one saying Redis is unreachable, the summary and the abort:\n%s", len(lines), out)
+	}
+	t.Logf("stderr:\n%s", out)
+	if strings.Contains(out, "s3cret-pw") {
+		t.Errorf("the Redis password is on stderr:\n%s", out)
+	}
 }

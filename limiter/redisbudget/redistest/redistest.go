@@ -43,7 +43,8 @@ func StartOrSkip(t testing.TB) string {
 }
 
 // Start runs redis-server and returns its address and a stop function.
-func Start() (addr string, stop func(), err error) {
+// args are added to the server's command line (e.g. "--requirepass", "pw").
+func Start(args ...string) (addr string, stop func(), err error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return "", nil, ErrMissing
@@ -54,8 +55,8 @@ func Start() (addr string, stop func(), err error) {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--loglevel", "warning")
+	cmd := exec.Command(bin, append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--loglevel", "warning"}, args...)...)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -66,7 +67,7 @@ func Start() (addr string, stop func(), err error) {
 		_ = cmd.Wait()
 	}
 	addr = "127.0.0.1:" + strconv.Itoa(port)
-	c := redis.NewClient(&redis.Options{Addr: addr})
+	c := redis.NewClient(&redis.Options{Addr: addr, Password: password(args)})
 	defer c.Close()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -82,4 +83,14 @@ func Start() (addr string, stop func(), err error) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// password is the --requirepass among args, if any.
+func password(args []string) string {
+	for i, a := range args {
+		if a == "--requirepass" && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
 }
