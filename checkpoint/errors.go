@@ -46,16 +46,39 @@ func (e *MismatchError) Error() string {
 }
 
 // CorruptError reports a malformed line that is not the file's last line, so
-// it cannot be a torn tail. The run stops rather than guess (exit 2).
+// it cannot be a torn write: bytes cut out of the middle, NULs written into a
+// line, a line edited by hand. The run stops rather than guess (exit 2); Repair
+// moves such lines aside so that the next run redoes their requests.
 type CorruptError struct {
-	Path   string // the file
-	Line   int    // 1-based line number
-	Offset int64  // byte offset of the line's start
+	Path   string // the file: the output or the errors file
+	Output string // the output whose checkpoint it belongs to, for the repair command
+	Line   int    // 1-based line number of the first malformed line
+	Offset int64  // byte offset of that line's start
 	Reason string // what is wrong with it
+	Count  int    // malformed lines in the file, at least 1
 }
 
 func (e *CorruptError) Error() string {
-	return fmt.Sprintf("checkpoint: %s:%d: %s (byte offset %d); fix or delete that line and rerun", e.Path, e.Line, e.Reason, e.Offset)
+	more := ""
+	if e.Count > 1 {
+		more = fmt.Sprintf("; %d malformed lines in all", e.Count)
+	}
+	return fmt.Sprintf("checkpoint: %s:%d: %s (byte offset %d%s); run `llmrun repair %s` to move malformed lines to %s, then rerun: their requests are sent again",
+		e.Path, e.Line, e.Reason, e.Offset, more, e.Output, RejectedPath(e.Path))
+}
+
+// StateError reports a state file ("<output>.state.json") that cannot be
+// used: not valid JSON, or written by a newer llmrun. It is an input error
+// (exit 2). The state file records the run's open provider batches, so it is
+// never replaced without the user's say.
+type StateError struct {
+	Path   string // the state file
+	Reason string // what is wrong with it
+	Fix    string // what the user can do
+}
+
+func (e *StateError) Error() string {
+	return fmt.Sprintf("checkpoint: state file %s %s; %s", e.Path, e.Reason, e.Fix)
 }
 
 // WriteError reports a failed write or fsync of the output or errors file.

@@ -7,10 +7,20 @@ import (
 	"runtime"
 )
 
+// filePerm is the mode of every file the checkpoint creates: owner-only. The
+// state file names endpoints and open batches; the errors file quotes
+// transport errors, which can carry a URL's user name (Go's HTTP client
+// redacts only the password), and error bodies a proxy may fill with the
+// request's headers; the output holds server responses verbatim, which a
+// misconfigured server can make echo the key. Both also hold the user's
+// prompts and answers. A file that exists keeps its mode, so a chmod stands.
+const filePerm os.FileMode = 0o600
+
 // writeFileAtomic replaces path with data: a temp file in the same directory,
 // fsync, rename over path, fsync of the directory. A crash leaves either the
-// old or the new content, never a mix.
-func writeFileAtomic(path string, data []byte) error {
+// old or the new content, never a mix. The file gets mode perm, or with
+// keepMode the old file's mode if there is one.
+func writeFileAtomic(path string, data []byte, perm os.FileMode, keepMode bool) error {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -26,10 +36,11 @@ func writeFileAtomic(path string, data []byte) error {
 			os.Remove(tmp.Name())
 		}
 	}()
-	if fi, err := os.Stat(path); err == nil {
-		tmp.Chmod(fi.Mode().Perm()) // keep the old file's mode; best effort
-	} else {
-		tmp.Chmod(0o644)
+	if fi, err := os.Stat(path); err == nil && keepMode {
+		perm = fi.Mode().Perm()
+	}
+	if err := tmp.Chmod(perm); err != nil {
+		return fmt.Errorf("checkpoint: write %s: %w", path, err)
 	}
 	if _, err := tmp.Write(data); err != nil {
 		return fmt.Errorf("checkpoint: write %s: %w", path, err)

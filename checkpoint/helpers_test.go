@@ -56,6 +56,9 @@ func failure(id, msg string) string {
 	return fmt.Sprintf(`{"custom_id":%q,"error":{"class":"invalid_request","message":%q}}`, id, msg)
 }
 
+// sealed is line as the Store writes it: with its checksum.
+func sealed(line string) string { return string(seal(nil, []byte(line))) }
+
 func lines(ls ...string) string {
 	if len(ls) == 0 {
 		return ""

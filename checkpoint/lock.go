@@ -24,7 +24,7 @@ type fileLock struct {
 func acquireLock(output string) (*fileLock, error) {
 	path := output + ".lock"
 	for range 16 {
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, filePerm)
 		if err != nil {
 			return nil, fmt.Errorf("checkpoint: lock: %w", err)
 		}

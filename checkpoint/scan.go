@@ -4,150 +4,340 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"runtime"
+	"sync"
 
 	"github.com/tidwall/gjson"
 )
 
-// scanChunk is the read size of scan; lines longer than it grow the buffer.
-const scanChunk = 4 << 20
+// scanChunk is the read size of scan; a line longer than it grows the buffer.
+const scanChunk = 1 << 20
+
+// maxScanWorkers bounds the goroutines that validate lines: beyond a few the
+// read is the bottleneck.
+const maxScanWorkers = 4
+
+// scanLine is one non-blank line of a checkpoint file as scan reports it.
+type scanLine struct {
+	No   int    // 1-based line number
+	Off  int64  // byte offset of the line's start
+	Line []byte // the line without its '\n'
+	ID   []byte // its custom_id; nil if it has none
+	Bad  string // why the line is malformed; "" if it is well-formed
+}
 
 // scanResult describes a scanned file.
 type scanResult struct {
-	Lines    int   // well-formed lines passed to the callback
+	Lines    int   // lines passed to the callback, malformed ones included
+	Bad      int   // malformed lines passed to the callback
 	Size     int64 // bytes read
-	Good     int64 // length of the good prefix; Size-Good bytes are a torn tail
+	Good     int64 // length of the prefix before a torn tail; Size if none
 	TornLine int   // 1-based line number where the torn tail starts; 0 if none
 }
 
-// lineFunc receives each well-formed line (without its '\n') and its id; both
-// slices are valid only during the call. When not strict, id is nil for a line
-// without a usable "custom_id".
-type lineFunc func(no int, line, id []byte) error
-
-// scan reads a JSONL checkpoint file and calls fn for every well-formed line,
-// in order. Blank lines are skipped.
-//
-// The last line is held back until EOF and then validated in full: if it lacks
-// its '\n' or is not valid JSON it is a torn tail (reported in the result, not
-// passed to fn). Every other line is checked only cheaply (an object with a
-// string or number "custom_id"); if strict, one that fails that check makes
-// scan return a *CorruptError, unless it is the last line, where it is a torn
-// tail too. When not strict (the errors file), every such line is passed on.
-func scan(r io.Reader, path string, strict bool, fn lineFunc) (scanResult, error) {
-	return scanBuf(r, path, strict, fn, scanChunk)
+// scanOpts configures scan.
+type scanOpts struct {
+	path    string
+	needID  bool // a line without a "custom_id" is malformed (the output file)
+	chunk   int  // read size; 0 means scanChunk
+	workers int  // validating goroutines; 0 means one per CPU, at most maxScanWorkers
 }
 
-// scanBuf is scan with the initial buffer size as a parameter, for tests.
-func scanBuf(r io.Reader, path string, strict bool, fn lineFunc, chunk int) (scanResult, error) {
+// scan reads a JSONL checkpoint file and calls fn for every non-blank line,
+// in file order; l and its slices are valid only during the call. Each line
+// is validated (valid JSON, an object, and with needID a usable "custom_id")
+// and a malformed one is passed with l.Bad set: the caller decides whether
+// that stops it (Open), is counted (Status) or is moved aside (Repair).
+//
+// The tail is different: a last line without its '\n', or a malformed last
+// line (only blank lines after it), is a torn tail: a write the machine did
+// not finish. It is not passed to fn but reported in the result, so that
+// Open can cut it off.
+//
+// Validation is most of the cost, so it runs on several goroutines, chunk by
+// chunk, while fn still sees the lines one at a time and in order.
+func scan(r io.Reader, o scanOpts, fn func(l *scanLine) error) (scanResult, error) {
+	if o.chunk <= 0 {
+		o.chunk = scanChunk
+	}
+	if o.workers <= 0 {
+		o.workers = min(runtime.GOMAXPROCS(0), maxScanWorkers)
+	}
+	p := newPipeline(r, o)
+	defer p.stop()
+
 	var (
-		res        scanResult
-		buf        = make([]byte, chunk)
-		base       int64 // file offset of buf[0]
-		start, end int   // unprocessed bytes: buf[start:end]
-		no         int   // line number of the last complete line
-
-		pend         bool  // a well-formed line is held back
-		pStart, pEnd int   // its bytes: buf[pStart:pEnd]
-		pNo          int   // its line number
-		pAfter       int64 // offset after it and any blank lines that follow
-
-		bad       bool // a malformed line was seen; only blank lines may follow
-		badNo     int
-		badOff    int64
-		badReason string
+		res      scanResult
+		held     scanLine // the last non-blank complete line seen, not yet passed on
+		hasHeld  bool
+		heldLine []byte
+		heldID   []byte
+		torn     *scanLine
+		lineBase int // lines in the chunks before the current one
+		err      error
 	)
+	hold := func(l *scanLine) {
+		heldLine = append(heldLine[:0], l.Line...)
+		held = *l
+		held.Line = heldLine
+		if l.ID != nil {
+			heldID = append(heldID[:0], l.ID...)
+			held.ID = heldID
+		}
+		hasHeld = true
+	}
 	emit := func() error {
-		line := buf[pStart:pEnd]
-		id, _ := lineID(line)
+		hasHeld = false
 		res.Lines++
-		pend = false
-		res.Good = pAfter
-		return fn(pNo, line, id)
+		if held.Bad != "" {
+			res.Bad++
+		}
+		return fn(&held)
 	}
-	for {
-		n, rerr := r.Read(buf[end:])
-		end += n
-		for {
-			i := bytes.IndexByte(buf[start:end], '\n')
-			if i < 0 {
-				break
+	for c := range p.inOrder() {
+		if c.err != nil {
+			return res, fmt.Errorf("checkpoint: read %s: %w", o.path, c.err)
+		}
+		res.Size = c.base + int64(len(c.buf))
+		for i := range c.lines {
+			l := &c.lines[i]
+			l.No += lineBase
+			if l.open && l.blank {
+				// Space without a '\n' at the very end: the line before it, if
+				// any, is still the last one.
+				t := l.scanLine
+				torn = &t
+				continue
 			}
-			no++
-			line := buf[start : start+i]
-			next := start + i + 1
-			switch {
-			case isBlank(line):
-				if pend {
-					pAfter = base + int64(next)
-				} else if !bad {
-					res.Good = base + int64(next)
-				}
-			case bad:
-				return res, &CorruptError{Path: path, Line: badNo, Offset: badOff, Reason: badReason}
-			default:
-				if pend {
-					if err := emit(); err != nil {
-						return res, err
-					}
-				}
-				if reason := checkLine(line); !strict || reason == "" {
-					pend, pStart, pEnd, pNo, pAfter = true, start, start+i, no, base+int64(next)
-				} else {
-					bad, badNo, badOff, badReason = true, no, base+int64(start), reason
+			if hasHeld {
+				if err = emit(); err != nil {
+					return res, err
 				}
 			}
-			start = next
-		}
-		if rerr == io.EOF {
-			break
-		}
-		if rerr != nil {
-			return res, fmt.Errorf("checkpoint: read %s: %w", path, rerr)
-		}
-		keep := start
-		if pend {
-			keep = pStart
-		}
-		if keep > 0 {
-			copy(buf, buf[keep:end])
-			base += int64(keep)
-			end -= keep
-			start -= keep
-			pStart -= keep
-			pEnd -= keep
-		}
-		if end == len(buf) {
-			buf = append(buf, make([]byte, len(buf))...)
-		}
-	}
-	res.Size = base + int64(end)
-	if pend {
-		if gjson.ValidBytes(buf[pStart:pEnd]) {
-			if err := emit(); err != nil {
-				return res, err
+			if l.open {
+				t := l.scanLine
+				torn = &t
+				continue
 			}
-		} else {
-			res.TornLine = pNo
-			return res, nil
+			hold(&l.scanLine)
+		}
+		lineBase += c.nl
+		p.recycle(c)
+	}
+	if hasHeld {
+		if held.Bad != "" {
+			torn = &held // malformed, and only blank lines (or space) after it
+		} else if err = emit(); err != nil {
+			return res, err
 		}
 	}
-	switch {
-	case bad:
-		res.TornLine = badNo
-	case res.Good < res.Size:
-		res.TornLine = no + 1
+	res.Good = res.Size
+	if torn != nil {
+		res.Good, res.TornLine = torn.Off, torn.No
 	}
 	return res, nil
 }
 
-// checkLine is scan's cheap check of a line that is not the last: "" if it is
-// well-formed, else the reason.
-func checkLine(line []byte) string {
+// chunk is a run of whole lines of the file, validated by a worker.
+type chunk struct {
+	seq   int
+	base  int64  // file offset of buf[0]
+	buf   []byte // whole lines, each ending in '\n'; in the last chunk the end may lack one
+	last  bool
+	err   error // a read error, reported in order
+	nl    int   // '\n' in buf, set by the worker
+	lines []chunkLine
+}
+
+// chunkLine is a scanLine with what the merge needs to know of the tail.
+type chunkLine struct {
+	scanLine
+	open  bool // no '\n' after it: only the last chunk's last line
+	blank bool // open and nothing but space
+}
+
+// pipeline reads chunks on one goroutine, validates them on several and hands
+// them back in file order.
+type pipeline struct {
+	o    scanOpts
+	r    io.Reader
+	work chan *chunk
+	done chan *chunk
+	free chan *chunk // recycled chunks; also bounds how many are in flight
+	quit chan struct{}
+	once sync.Once
+	wg   sync.WaitGroup
+}
+
+func newPipeline(r io.Reader, o scanOpts) *pipeline {
+	inFlight := 2*o.workers + 1
+	p := &pipeline{
+		o:    o,
+		r:    r,
+		work: make(chan *chunk, inFlight),
+		done: make(chan *chunk, inFlight),
+		free: make(chan *chunk, inFlight),
+		quit: make(chan struct{}),
+	}
+	for range inFlight {
+		p.free <- &chunk{}
+	}
+	go p.read()
+	p.wg.Add(o.workers)
+	for range o.workers {
+		go p.validate()
+	}
+	go func() { p.wg.Wait(); close(p.done) }()
+	return p
+}
+
+// stop ends the goroutines early (a callback error) and waits for them.
+func (p *pipeline) stop() {
+	p.once.Do(func() { close(p.quit) })
+	for range p.done {
+	}
+}
+
+func (p *pipeline) recycle(c *chunk) { p.free <- c }
+
+// read fills chunks with whole lines and sends them to the workers.
+func (p *pipeline) read() {
+	defer close(p.work)
+	var (
+		carry []byte // the start of a line the previous chunk cut off
+		base  int64
+	)
+	for seq := 0; ; seq++ {
+		var c *chunk
+		select {
+		case c = <-p.free:
+		case <-p.quit:
+			return
+		}
+		c.seq, c.base, c.err, c.last = seq, base, nil, false
+		buf := append(c.buf[:0], carry...)
+		if cap(buf) < p.o.chunk {
+			buf = make([]byte, len(buf), max(p.o.chunk, 2*len(buf)))
+			copy(buf, carry)
+		}
+		cut := -1
+		for {
+			n, err := p.r.Read(buf[len(buf):cap(buf)])
+			buf = buf[:len(buf)+n]
+			if err != nil {
+				if err != io.EOF {
+					c.err = err
+				}
+				c.last = true
+				break
+			}
+			if len(buf) == cap(buf) {
+				if cut = bytes.LastIndexByte(buf, '\n'); cut >= 0 {
+					break
+				}
+				buf = append(buf, 0)[:len(buf)] // a line longer than the buffer: grow
+			}
+		}
+		if c.last {
+			c.buf, carry = buf, nil
+		} else {
+			carry = append(carry[:0], buf[cut+1:]...)
+			c.buf = buf[:cut+1]
+		}
+		base += int64(len(c.buf))
+		select {
+		case p.work <- c:
+		case <-p.quit:
+			return
+		}
+		if c.last {
+			return
+		}
+	}
+}
+
+// validate splits chunks into lines and checks each.
+func (p *pipeline) validate() {
+	defer p.wg.Done()
+	for c := range p.work {
+		c.lines, c.nl = c.lines[:0], 0
+		b := c.buf
+		for start := 0; start < len(b); {
+			end := bytes.IndexByte(b[start:], '\n')
+			open := end < 0
+			if open {
+				end = len(b)
+			} else {
+				end += start
+				c.nl++
+			}
+			line := b[start:end]
+			if blank := isBlank(line); !blank || open {
+				l := chunkLine{scanLine: scanLine{No: c.nl, Off: c.base + int64(start), Line: line}, open: open, blank: blank}
+				if open {
+					l.No = c.nl + 1
+				} else {
+					l.Bad = checkLine(line, p.o.needID)
+					if l.Bad == "" || l.Bad == noID {
+						l.ID, _ = lineID(line)
+					}
+				}
+				c.lines = append(c.lines, l)
+			}
+			start = end + 1
+		}
+		p.done <- c
+	}
+}
+
+// inOrder yields the validated chunks in file order.
+func (p *pipeline) inOrder() func(yield func(*chunk) bool) {
+	return func(yield func(*chunk) bool) {
+		waiting := map[int]*chunk{}
+		next := 0
+		for c := range p.done {
+			waiting[c.seq] = c
+			for {
+				c, ok := waiting[next]
+				if !ok {
+					break
+				}
+				delete(waiting, next)
+				next++
+				if !yield(c) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// noID is checkLine's reason for an object line without a usable custom_id.
+const noID = `no "custom_id"`
+
+// checkLine validates one line: "" if it is well-formed, else the reason.
+// A sealed line is checked by its checksum, any other by JSON validity.
+func checkLine(line []byte, needID bool) string {
+	nul := ""
+	switch verifySeal(line) {
+	case sealBroken:
+		if bytes.IndexByte(line, 0) >= 0 {
+			nul = "; it holds NUL bytes"
+		}
+		return "checksum mismatch: the line changed after it was written" + nul
+	case unsealed:
+		if !validJSON(line) {
+			if bytes.IndexByte(line, 0) >= 0 {
+				nul = " (it holds NUL bytes)"
+			}
+			return "not valid JSON" + nul
+		}
+	}
 	if !isObject(line) {
 		return "not a JSON object"
 	}
-	if _, ok := lineID(line); !ok {
-		return `no "custom_id"`
+	if _, ok := lineID(line); !ok && needID {
+		return noID
 	}
 	return ""
 }

@@ -3,18 +3,29 @@ package checkpoint
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 )
 
+// collectIDs scans content as an output file and returns the ids of its
+// well-formed lines; the first malformed one is a *CorruptError.
 func collectIDs(t *testing.T, content string, chunk int) ([]string, scanResult, error) {
 	t.Helper()
 	var ids []string
-	res, err := scanBuf(strings.NewReader(content), "f", true, func(_ int, _, id []byte) error {
-		ids = append(ids, string(id))
+	var bad *CorruptError
+	res, err := scan(strings.NewReader(content), scanOpts{path: "f", needID: true, chunk: chunk, workers: 1 + chunk%3}, func(l *scanLine) error {
+		if l.Bad != "" {
+			bad = corrupt(bad, l, "f", "f")
+		} else {
+			ids = append(ids, string(l.ID))
+		}
 		return nil
-	}, chunk)
+	})
+	if err == nil && bad != nil {
+		err = bad
+	}
 	return ids, res, err
 }
 
@@ -108,11 +119,14 @@ func TestScanCorruptMiddle(t *testing.T) {
 		line    int
 		reason  string
 	}{
-		"not JSON":          {lines(result("a"), "hello", result("b")), 2, "not a JSON object"},
+		"not JSON":          {lines(result("a"), "hello", result("b")), 2, "not valid JSON"},
 		"no custom_id":      {lines(result("a"), result("b"), `{"id":"c"}`, result("d")), 3, `no "custom_id"`},
-		"torn then more":    {lines(result("a"), `{"custom_id":"b","x`, result("c")), 2, "not a JSON object"},
+		"torn then more":    {lines(result("a"), `{"custom_id":"b","x`, result("c")), 2, "not valid JSON"},
 		"after blank lines": {lines(result("a"), "", "", "[1]", "", result("b")), 4, "not a JSON object"},
-		"first line":        {lines("{", result("a")), 1, "not a JSON object"},
+		"first line":        {lines("{", result("a")), 1, "not valid JSON"},
+		"500 bytes cut out": {cutMiddle(lines(sealed(result("a")), sealed(result("b")), sealed(result("c")), sealed(result("d")), sealed(result("e")), sealed(result("f"))), 200, 200+500), 2, "checksum mismatch: the line changed after it was written"},
+		"NULs inside":       {lines(result("a"), strings.Replace(result("b"), "answer", "ans\x00\x00er", 1), result("c")), 2, "not valid JSON (it holds NUL bytes)"},
+		"NULs in a value":   {lines(result("a"), strings.Replace(result("b"), `"attempts":1`, "\"attempts\":1\x00", 1), result("c")), 2, "not valid JSON (it holds NUL bytes)"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -134,6 +148,45 @@ func TestScanCorruptMiddle(t *testing.T) {
 	}
 }
 
+// TestSealCatchesSplices: cutting bytes out of a file of answers joins one
+// answer's start to another's end, and the spliced line is usually valid JSON
+// (here, with custom_id "b" and the answer to "e"). Only the seal tells.
+func TestSealCatchesSplices(t *testing.T) {
+	var plain, withSeal []string
+	for _, id := range []string{"a", "b", "c", "d", "e", "f"} {
+		plain = append(plain, result(id))
+		withSeal = append(withSeal, sealed(result(id)))
+	}
+	spliced := strings.Split(cutMiddle(lines(plain...), 200, 700), "\n")[1]
+	if !validJSON([]byte(spliced)) || !strings.Contains(spliced, `"custom_id":"b"`) || !strings.Contains(spliced, "answer to e") {
+		t.Fatalf("the unsealed splice %q was expected to pass as JSON", spliced)
+	}
+	spliced = strings.Split(cutMiddle(lines(withSeal...), 200, 700), "\n")[1]
+	if got := checkLine([]byte(spliced), true); !strings.Contains(got, "checksum mismatch") {
+		t.Fatalf("checkLine(sealed splice) = %q", got)
+	}
+	for _, l := range withSeal {
+		if got := checkLine([]byte(l), true); got != "" || !validJSON([]byte(l)) || verifySeal([]byte(l)) != sealOK {
+			t.Fatalf("a sealed line fails: %q %s", got, l)
+		}
+	}
+	for in, want := range map[string]string{
+		`{"a":{}}`:        `{"a":{"crc32c":"`,
+		`{"a":{"b":1}}`:   `{"a":{"b":1,"crc32c":"`,
+		`{"a":1}`:         `{"a":1}`, // last member not an object: unsealed
+		`{"a":{"b":1} }`:  `{"a":{"b":1} }`,
+		`{"a":[{"b":1}]}`: `{"a":[{"b":1}]}`,
+	} {
+		if got := sealed(in); !strings.HasPrefix(got, want) || !validJSON([]byte(got)) {
+			t.Errorf("seal(%s) = %s", in, got)
+		}
+	}
+}
+
+// cutMiddle returns s without s[from:to], as a bad disk or a careless edit
+// leaves it.
+func cutMiddle(s string, from, to int) string { return s[:from] + s[to:] }
+
 func TestScanLongLines(t *testing.T) {
 	long := `{"custom_id":"big","text":"` + strings.Repeat("x", 3*scanChunk) + `"}`
 	ids, res, err := collectIDs(t, lines(result("a"), long, result("b")), scanChunk)
@@ -142,44 +195,45 @@ func TestScanLongLines(t *testing.T) {
 	}
 }
 
-// FuzzScan checks scan's contract on arbitrary bytes: it never panics, and
-// the good prefix (what Open keeps after a repair) rescans without error to a
-// prefix of the same ids. (Only the last line is fully validated, so a line
-// that passed the cheap check in the middle may be dropped once it becomes
-// the last; the runner never writes such lines.)
+// scanAll records every line scan passes on, as "no@off:bad:id".
+func scanAll(t *testing.T, data []byte, o scanOpts) ([]string, scanResult) {
+	t.Helper()
+	var got []string
+	res, err := scan(bytes.NewReader(data), o, func(l *scanLine) error {
+		got = append(got, fmt.Sprintf("%d@%d:%s:%q", l.No, l.Off, l.Bad, l.ID))
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("scan: %v", err)
+	}
+	return got, res
+}
+
+// FuzzScan checks scan's contract on arbitrary bytes: it never panics or
+// fails on content; every chunk size and worker count sees the same lines;
+// and the good prefix (what Open keeps after a repair) rescans to the same
+// lines with no torn tail.
 func FuzzScan(f *testing.F) {
 	f.Add([]byte(lines(result("a"), result("b"))))
 	f.Add([]byte(lines(result("a")) + `{"custom_id":"b`))
 	f.Add([]byte(lines(result("a"), "x", result("b"))))
 	f.Add([]byte("\n\n{\"custom_id\":1}\n\xc3"))
+	f.Add([]byte(lines(result("a"), "[1]", "") + "  "))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var ids [][]byte
-		res, err := scanBuf(bytes.NewReader(data), "f", true, func(_ int, _, id []byte) error {
-			ids = append(ids, bytes.Clone(id))
-			return nil
-		}, 16)
-		if err != nil {
-			var ce *CorruptError
-			if !errors.As(err, &ce) {
-				t.Fatalf("unexpected error %v", err)
+		want, res := scanAll(t, data, scanOpts{path: "f", needID: true, chunk: 16, workers: 1})
+		if res.Good > res.Size || res.Size != int64(len(data)) || len(want) != res.Lines || (res.TornLine == 0) != (res.Good == res.Size) {
+			t.Fatalf("bad result %+v for %d bytes, %d lines", res, len(data), len(want))
+		}
+		for _, o := range []scanOpts{{chunk: 1, workers: 2}, {chunk: 7, workers: 3}, {}} {
+			o.path, o.needID = "f", true
+			got, res2 := scanAll(t, data, o)
+			if !slices.Equal(got, want) || res2 != res {
+				t.Fatalf("chunk %d workers %d: %q %+v, want %q %+v", o.chunk, o.workers, got, res2, want, res)
 			}
-			return
 		}
-		if res.Good > res.Size || res.Size != int64(len(data)) || len(ids) != res.Lines {
-			t.Fatalf("bad result %+v for %d bytes, %d ids", res, len(data), len(ids))
-		}
-		var again [][]byte
-		res2, err := scanBuf(bytes.NewReader(data[:res.Good]), "f", true, func(_ int, _, id []byte) error {
-			again = append(again, bytes.Clone(id))
-			return nil
-		}, 16)
-		if err != nil || len(again) > len(ids) || (res2.TornLine == 0) != (len(again) == len(ids)) {
-			t.Fatalf("rescan of good prefix: %+v %v (%d ids, had %d)", res2, err, len(again), len(ids))
-		}
-		for i := range again {
-			if !bytes.Equal(ids[i], again[i]) {
-				t.Fatalf("id %d: %q vs %q", i, ids[i], again[i])
-			}
+		again, res2 := scanAll(t, data[:res.Good], scanOpts{path: "f", needID: true, chunk: 16, workers: 2})
+		if !slices.Equal(again, want) || res2.TornLine != 0 {
+			t.Fatalf("rescan of the good prefix: %q %+v, want %q", again, res2, want)
 		}
 	})
 }

@@ -38,23 +38,36 @@ func readSidecar(path string) (sc sidecar, found bool, err error) {
 		return sidecar{}, false, fmt.Errorf("checkpoint: read state: %w", err)
 	}
 	if err := json.Unmarshal(b, &sc); err != nil {
-		return sidecar{}, false, fmt.Errorf("checkpoint: state file %s is not valid JSON (%v); it records open batch ids, so it is not replaced automatically", path, err)
+		return sidecar{}, false, &StateError{Path: path, Reason: fmt.Sprintf("is not valid JSON (%v)", err),
+			Fix: "it records the run's open provider batches, so llmrun does not replace it: fix it, or move it aside and rerun (a batch still open at the provider may then be submitted again)"}
 	}
 	for k, v := range sc.State {
 		sc.State[k] = compact(v) // MarshalIndent indented it
 	}
 	if sc.Version > sidecarVersion {
-		return sidecar{}, false, fmt.Errorf("checkpoint: state file %s has version %d; this llmrun reads up to %d", path, sc.Version, sidecarVersion)
+		return sidecar{}, false, &StateError{Path: path, Reason: fmt.Sprintf("has version %d; this llmrun reads up to %d", sc.Version, sidecarVersion),
+			Fix: "run the newer llmrun that wrote it"}
 	}
 	return sc, true, nil
 }
 
+// write replaces the state file, owner-only (mode 0600) because the settings
+// and the state describe endpoints, and with URL credentials removed.
 func (sc *sidecar) write(path string) error {
-	b, err := json.MarshalIndent(sc, "", "  ")
+	out := *sc
+	out.Settings = maps.Clone(sc.Settings)
+	for k, v := range out.Settings {
+		out.Settings[k] = withoutUserinfo(v)
+	}
+	out.State = maps.Clone(sc.State)
+	for k, v := range out.State {
+		out.State[k] = scrubJSON(v)
+	}
+	b, err := json.MarshalIndent(&out, "", "  ")
 	if err != nil {
 		return fmt.Errorf("checkpoint: encode state: %w", err)
 	}
-	return writeFileAtomic(path, append(b, '\n'))
+	return writeFileAtomic(path, append(b, '\n'), filePerm, false)
 }
 
 // settingsDiffs compares the recorded settings with the current ones over the

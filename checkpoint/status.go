@@ -24,13 +24,18 @@ type StatusReport struct {
 	Settings  map[string]string
 	State     map[string]json.RawMessage
 	Updated   time.Time // when the state file was last written; zero if none
+	// Malformed is the first malformed line of the output or the errors
+	// file, with the count of them all; nil if there is none. Such lines count
+	// as neither done nor failed: Repair moves them aside and the next run
+	// redoes their requests.
+	Malformed *CorruptError
 }
 
 // Status reads the checkpoint at output without locking or changing it: the
 // done and failed counts, the recorded input, settings and state, and, if a
-// live run holds the lock, its pid. It is safe while a run appends. A malformed
-// line in the middle of the output is a *CorruptError; if neither the output
-// nor its state file exists the error wraps os.ErrNotExist.
+// live run holds the lock, its pid. It is safe while a run appends. Malformed
+// lines are reported in Malformed, not counted; if neither the output nor its
+// state file exists the error wraps os.ErrNotExist.
 func Status(output string) (StatusReport, error) {
 	r := StatusReport{Output: output}
 	sc, found, err := readSidecar(statePath(output))
@@ -55,8 +60,12 @@ func Status(output string) (StatusReport, error) {
 	case err != nil:
 		return r, fmt.Errorf("checkpoint: status: %w", err)
 	default:
-		res, err := scan(f, output, true, func(_ int, _, id []byte) error {
-			done[string(id)] = struct{}{}
+		res, err := scan(f, scanOpts{path: output, needID: true}, func(l *scanLine) error {
+			if l.Bad != "" {
+				r.Malformed = corrupt(r.Malformed, l, output, output)
+				return nil
+			}
+			done[string(l.ID)] = struct{}{}
 			return nil
 		})
 		f.Close()
@@ -79,9 +88,13 @@ func Status(output string) (StatusReport, error) {
 	}
 	defer f.Close()
 	failed := map[string]struct{}{}
-	if _, err := scan(f, r.Errors, false, func(_ int, _, id []byte) error {
-		if _, ok := done[string(id)]; id != nil && !ok {
-			failed[string(id)] = struct{}{}
+	if _, err := scan(f, scanOpts{path: r.Errors}, func(l *scanLine) error {
+		if l.Bad != "" {
+			r.Malformed = corrupt(r.Malformed, l, r.Errors, output)
+			return nil
+		}
+		if _, ok := done[string(l.ID)]; l.ID != nil && !ok {
+			failed[string(l.ID)] = struct{}{}
 		}
 		return nil
 	}); err != nil {

@@ -132,6 +132,12 @@ func Open(o Options) (*Store, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Settings != nil { // as the state file records them
+		o.Settings = maps.Clone(o.Settings)
+		for k, v := range o.Settings {
+			o.Settings[k] = withoutUserinfo(v)
+		}
+	}
 	if o.Warn == nil {
 		o.Warn = func(string) {}
 	}
@@ -206,7 +212,7 @@ func (s *Store) open() error {
 func (s *Store) openOutput() error {
 	path := s.opts.Output
 	_, statErr := os.Stat(path)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, filePerm)
 	if err != nil {
 		return fmt.Errorf("checkpoint: open output: %w", err)
 	}
@@ -221,20 +227,30 @@ func (s *Store) openOutput() error {
 		if fi, err := f.Stat(); err == nil {
 			size = fi.Size()
 		}
-		var dups []string
-		res, err := scan(f, path, true, func(no int, line, id []byte) error {
+		var (
+			dups []string
+			bad  *CorruptError
+		)
+		res, err := scan(f, scanOpts{path: path, needID: true}, func(l *scanLine) error {
+			if l.Bad != "" {
+				bad = corrupt(bad, l, path, s.opts.Output)
+				return nil
+			}
 			if s.done == nil {
-				s.done = make(map[string]struct{}, size/int64(len(line)+1)+16)
+				s.done = make(map[string]struct{}, size/int64(len(l.Line)+1)+16)
 			}
 			n := len(s.done)
-			s.done[string(id)] = struct{}{} // one hash probe, not a lookup and an insert
+			s.done[string(l.ID)] = struct{}{} // one hash probe, not a lookup and an insert
 			if len(s.done) == n {
-				dups = append(dups, fmt.Sprintf("%q (line %d)", id, no))
+				dups = append(dups, fmt.Sprintf("%q (line %d)", l.ID, l.No))
 			}
 			return nil
 		})
 		if err != nil {
 			return err
+		}
+		if bad != nil {
+			return bad
 		}
 		if s.done == nil {
 			s.done = map[string]struct{}{}
@@ -275,10 +291,16 @@ func (s *Store) openErrors() error {
 	case err != nil:
 		return fmt.Errorf("checkpoint: open errors file: %w", err)
 	default:
-		res, err = scan(old, path, false, func(_ int, line, id []byte) error {
+		var bad *CorruptError
+		res, err = scan(old, scanOpts{path: path}, func(l *scanLine) error {
+			if l.Bad != "" {
+				bad = corrupt(bad, l, path, s.opts.Output)
+				return nil
+			}
 			total++
+			id := l.ID
 			if id == nil {
-				return nil // malformed, or a failure without an id: the runner meets it again
+				return nil // a failure without an id: the runner meets it again
 			}
 			if _, done := s.done[string(id)]; done {
 				return nil
@@ -287,12 +309,15 @@ func (s *Store) openErrors() error {
 				kept[i] = nil
 			}
 			index[string(id)] = len(kept)
-			kept = append(kept, bytes.Clone(line))
+			kept = append(kept, bytes.Clone(l.Line))
 			return nil
 		})
 		old.Close()
 		if err != nil {
 			return err
+		}
+		if bad != nil {
+			return bad
 		}
 	}
 	if res.Good < res.Size {
@@ -310,14 +335,14 @@ func (s *Store) openErrors() error {
 				b = append(append(b, l...), '\n')
 			}
 		}
-		if err := writeFileAtomic(path, b); err != nil {
+		if err := writeFileAtomic(path, b, filePerm, true); err != nil {
 			return err
 		}
 	}
 	for id := range index {
 		s.failed[id] = struct{}{}
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, filePerm)
 	if err != nil {
 		return fmt.Errorf("checkpoint: open errors file: %w", err)
 	}
@@ -428,7 +453,7 @@ func validLine(id string, line []byte, checkID bool) error {
 	if bytes.IndexByte(line, '\n') >= 0 {
 		return fmt.Errorf("%w: %q: the line contains a newline", ErrBadLine, id)
 	}
-	if !isObject(line) {
+	if !isObject(line) || !validJSON(line) {
 		return fmt.Errorf("%w: %q: not a JSON object", ErrBadLine, id)
 	}
 	if checkID {
@@ -443,7 +468,7 @@ func validLine(id string, line []byte, checkID bool) error {
 // back, and fsyncs if due. Op "write" in the result means the line is not in
 // the file; op "fsync" means it is. Requires s.ioMu.
 func (s *Store) appendLocked(a *appendFile, line []byte) *WriteError {
-	s.buf = append(append(s.buf[:0], line...), '\n')
+	s.buf = append(seal(s.buf[:0], line), '\n')
 	n, err := a.f.Write(s.buf)
 	if err == nil && n < len(s.buf) {
 		err = io.ErrShortWrite
@@ -607,6 +632,16 @@ func (s *Store) Close() error {
 
 	errs = append(errs, s.lock.release())
 	return errors.Join(errs...)
+}
+
+// corrupt records a malformed line: the first one makes the error, later ones
+// are counted.
+func corrupt(e *CorruptError, l *scanLine, path, output string) *CorruptError {
+	if e == nil {
+		return &CorruptError{Path: path, Output: output, Line: l.No, Offset: l.Off, Reason: l.Bad, Count: 1}
+	}
+	e.Count++
+	return e
 }
 
 // truncateDurably cuts f to size and fsyncs it.

@@ -65,7 +65,7 @@ func TestOpenRepairsTornTail(t *testing.T) {
 				t.Fatal(err)
 			}
 			mustClose(t, s)
-			if got := readFile(t, o.Output); got != good+lines(result("c")) {
+			if got := readFile(t, o.Output); got != good+lines(sealed(result("c"))) {
 				t.Fatalf("output %q", got)
 			}
 			s = mustOpen(t, o) // clean now: no warning
@@ -275,7 +275,6 @@ func TestErrorsFileRewrite(t *testing.T) {
 		failure("a", "stale: a succeeded later"),
 		failure("b", "first"),
 		`{"error":"unparsable input line 7"}`,
-		"not JSON at all: a stray line is dropped, not fatal",
 		failure("c", "only"),
 		failure("b", "second"),
 	) + `{"custom_id":"d","err` // torn
@@ -374,7 +373,7 @@ func TestAppendRejects(t *testing.T) {
 			}
 		})
 	}
-	if got := readFile(t, o.Output); got != lines(result("old"), result("new")) {
+	if got := readFile(t, o.Output); got != lines(result("old"), sealed(result("new"))) {
 		t.Fatalf("output %q", got)
 	}
 }
@@ -419,15 +418,31 @@ func TestStateRoundTrip(t *testing.T) {
 	}
 }
 
+// TestStateFileCorrupt: an unusable state file is a *StateError (an input
+// error: exit 2) naming the file and what to do, and it is left as it is.
 func TestStateFileCorrupt(t *testing.T) {
 	o, _ := testOpts(t)
-	writeFile(t, o.Output+".state.json", "{not json")
-	if _, err := Open(o); err == nil || !strings.Contains(err.Error(), "not valid JSON") {
-		t.Fatalf("Open: %v", err)
-	}
-	writeFile(t, o.Output+".state.json", `{"version":99}`)
-	if _, err := Open(o); err == nil || !strings.Contains(err.Error(), "version 99") {
-		t.Fatalf("Open: %v", err)
+	for content, want := range map[string][]string{
+		"{not json":      {"is not valid JSON", "move it aside and rerun"},
+		`{"version":99}`: {"has version 99", "newer llmrun"},
+	} {
+		writeFile(t, o.Output+".state.json", content)
+		_, err := Open(o)
+		var se *StateError
+		if !errors.As(err, &se) || se.Path != o.Output+".state.json" || !strings.Contains(err.Error(), o.Output+".state.json") {
+			t.Fatalf("Open: %v, want a *StateError naming the file", err)
+		}
+		for _, w := range want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("message %q lacks %q", err, w)
+			}
+		}
+		if readFile(t, o.Output+".state.json") != content {
+			t.Error("the state file was replaced")
+		}
+		if _, err := Status(o.Output); !errors.As(err, &se) {
+			t.Errorf("Status: %v", err)
+		}
 	}
 }
 
@@ -447,7 +462,7 @@ func TestWriteErrorRollsBack(t *testing.T) {
 			if s.Done("b") {
 				t.Fatal("a failed append marked the id done")
 			}
-			if got := readFile(t, o.Output); got != lines(result("a")) {
+			if got := readFile(t, o.Output); got != lines(sealed(result("a"))) {
 				t.Fatalf("output after a failed write: %q", got)
 			}
 			// Space is freed: the store goes on.
@@ -456,7 +471,7 @@ func TestWriteErrorRollsBack(t *testing.T) {
 				t.Fatal(err)
 			}
 			mustClose(t, s)
-			if got := readFile(t, o.Output); got != lines(result("a"), result("b")) {
+			if got := readFile(t, o.Output); got != lines(sealed(result("a")), sealed(result("b"))) {
 				t.Fatalf("output %q", got)
 			}
 		})

@@ -1,0 +1,221 @@
+package checkpoint
+
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
+// maxDepth bounds the nesting validJSON accepts, as encoding/json does.
+const maxDepth = 10000
+
+// validJSON reports whether b is one JSON value with optional space around
+// it: the same answer as encoding/json.Valid, which a fuzz test checks.
+//
+// Open validates every line of a checkpoint, and a 1M-line output is
+// hundreds of megabytes, mostly the text of answers inside JSON strings. The
+// general validators walk that text a byte at a time (about 3 ns a byte on
+// the reference machine); validJSON skips string content eight bytes at a
+// time, stopping only at a quote, a backslash or a control character.
+func validJSON(b []byte) bool {
+	var stackBuf [32]byte
+	stack := stackBuf[:0] // '{' or '[' per open container
+	i := skipSpace(b, 0)
+	for {
+		// A value starts at i.
+		if i >= len(b) {
+			return false
+		}
+		ok := true
+		switch c := b[i]; c {
+		case '{', '[':
+			if len(stack) == maxDepth {
+				return false
+			}
+			end := byte('}')
+			if c == '[' {
+				end = ']'
+			}
+			i = skipSpace(b, i+1)
+			if i < len(b) && b[i] == end {
+				i++
+				break
+			}
+			stack = append(stack, c)
+			if c == '{' {
+				if i, ok = key(b, i); !ok {
+					return false
+				}
+			}
+			continue // the first member's value
+		case '"':
+			i, ok = str(b, i+1)
+		case 't':
+			i, ok = literal(b, i, "true")
+		case 'f':
+			i, ok = literal(b, i, "false")
+		case 'n':
+			i, ok = literal(b, i, "null")
+		default:
+			i, ok = number(b, i)
+		}
+		if !ok {
+			return false
+		}
+		// A value ended at i: close containers until one takes another member.
+		for {
+			i = skipSpace(b, i)
+			if len(stack) == 0 {
+				return i == len(b)
+			}
+			if i >= len(b) {
+				return false
+			}
+			top := stack[len(stack)-1]
+			if b[i] == ',' {
+				i = skipSpace(b, i+1)
+				if top == '{' {
+					if i, ok = key(b, i); !ok {
+						return false
+					}
+				}
+				break
+			}
+			if (top == '{' && b[i] != '}') || (top == '[' && b[i] != ']') {
+				return false
+			}
+			stack = stack[:len(stack)-1]
+			i++
+		}
+	}
+}
+
+// key reads `"name" :` and the space after it; it returns where the value
+// starts.
+func key(b []byte, i int) (int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return i, false
+	}
+	i, ok := str(b, i+1)
+	if !ok {
+		return i, false
+	}
+	i = skipSpace(b, i)
+	if i >= len(b) || b[i] != ':' {
+		return i, false
+	}
+	return skipSpace(b, i+1), true
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// SWAR constants: one in every byte, and every byte's high bit.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// str reads the rest of a string whose opening quote is before i and returns
+// the index after its closing quote.
+func str(b []byte, i int) (int, bool) {
+	for {
+		// Eight bytes at a time until one is '"', '\\' or below 0x20. Each
+		// term flags its bytes exactly up to its first hit (a borrow can only
+		// flag bytes after it), so the lowest flag is the first such byte.
+		for i+8 <= len(b) {
+			w := binary.LittleEndian.Uint64(b[i:])
+			q := w ^ (ones * '"')
+			s := w ^ (ones * '\\')
+			m := ((q - ones) &^ q) | ((s - ones) &^ s) | ((w - ones*0x20) &^ w)
+			if m &= highs; m != 0 {
+				i += bits.TrailingZeros64(m) / 8
+				break
+			}
+			i += 8
+		}
+		if i >= len(b) {
+			return i, false
+		}
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1, true
+		case c == '\\':
+			if i+1 >= len(b) {
+				return i, false
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(b) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
+					return i, false
+				}
+				i += 6
+			default:
+				return i, false
+			}
+		case c < 0x20:
+			return i, false
+		default: // fewer than eight bytes were left
+			i++
+		}
+	}
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func literal(b []byte, i int, lit string) (int, bool) {
+	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
+		return i, false
+	}
+	return i + len(lit), true
+}
+
+// number reads -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func number(b []byte, i int) (int, bool) {
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i >= len(b):
+		return i, false
+	case b[i] == '0':
+		i++
+	case '1' <= b[i] && b[i] <= '9':
+		i = digits(b, i+1)
+	default:
+		return i, false
+	}
+	if i < len(b) && b[i] == '.' {
+		j := digits(b, i+1)
+		if j == i+1 {
+			return j, false
+		}
+		i = j
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		j := digits(b, i)
+		if j == i {
+			return j, false
+		}
+		i = j
+	}
+	return i, true
+}
+
+func digits(b []byte, i int) int {
+	for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+		i++
+	}
+	return i
+}
