@@ -59,9 +59,20 @@ func BenchmarkAppendBatch(b *testing.B) {
 }
 
 // BenchmarkScan1M measures Open (lock, scan, state file) of an output with
-// 1M lines of ~600 bytes (about 600 MB), generated once.
+// 1M lines of ~600 bytes (about 600 MB), generated once: "sealed" as the
+// Store writes them (checked by checksum), "unsealed" as an older llmrun
+// wrote them (validated as JSON).
 func BenchmarkScan1M(b *testing.B) {
-	const n = 1_000_000
+	for _, sealLines := range []bool{true, false} {
+		name := "unsealed"
+		if sealLines {
+			name = "sealed"
+		}
+		b.Run(name, func(b *testing.B) { benchScan(b, 1_000_000, sealLines) })
+	}
+}
+
+func benchScan(b *testing.B, n int, sealLines bool) {
 	dir := b.TempDir()
 	o := Options{Output: filepath.Join(dir, "x.out.jsonl"), Errors: filepath.Join(dir, "x.errors.jsonl")}
 	f, err := os.Create(o.Output)
@@ -70,10 +81,14 @@ func BenchmarkScan1M(b *testing.B) {
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
 	var size int64
+	var buf []byte
 	for i := range n {
-		l := benchLine(i, 600)
-		size += int64(len(l) + 1)
-		w.Write(l)
+		buf = benchLine(i, 600)
+		if sealLines {
+			buf = seal(nil, buf)
+		}
+		size += int64(len(buf) + 1)
+		w.Write(buf)
 		w.WriteByte('\n')
 	}
 	if err := w.Flush(); err != nil {

@@ -29,7 +29,8 @@ const (
 const exitCodesHelp = `Exit codes:
   0    every request succeeded
   1    some requests failed (see the errors file), or an I/O error
-  2    usage or input error (bad flag, bad input line, corrupt checkpoint): nothing was sent
+  2    usage or input error (bad flag, bad input line, corrupt checkpoint or state file): nothing
+       was sent; a corrupt checkpoint names the llmrun repair command that fixes it
   3    aborted by a fatal provider condition (bad key, spend cap, outage longer than --max-outage);
        rerun the same command to resume
   130  interrupted by SIGINT (143: SIGTERM) after draining; rerun the same command to resume`
@@ -72,7 +73,7 @@ every result as it lands, and resumes where it stopped when rerun.
 	root.SetOut(io.Out)
 	root.SetErr(io.Err)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &usageError{err} })
-	root.AddCommand(newBatchCmd(io, nil), newMockCmd(io), newStatusCmd(io), newCancelCmd(io))
+	root.AddCommand(newBatchCmd(io, nil), newMockCmd(io), newStatusCmd(io), newCancelCmd(io), newRepairCmd(io))
 	return root
 }
 
@@ -104,6 +105,7 @@ func ExitCode(err error) int {
 		ce  *checkpoint.CorruptError
 		me  *checkpoint.MismatchError
 		le  *checkpoint.LockedError
+		se  *checkpoint.StateError
 		ae  *runner.AbortError
 		sig *runner.InterruptedError
 	)
@@ -114,7 +116,7 @@ func ExitCode(err error) int {
 		return runner.ExitSignalCode(sig.Signal)
 	case errors.As(err, &ae):
 		return ExitAborted
-	case errors.As(err, &ue), errors.As(err, &ie), errors.As(err, &ce), errors.As(err, &me), errors.As(err, &le):
+	case errors.As(err, &ue), errors.As(err, &ie), errors.As(err, &ce), errors.As(err, &me), errors.As(err, &le), errors.As(err, &se):
 		return ExitUsage
 	case errors.Is(err, context.Canceled):
 		return 130

@@ -34,6 +34,9 @@ func newStatusCmd(io *IO) *cobra.Command {
 					fmt.Fprintf(io.Out, ", %d pending", max(n-st.Done-st.Failed, 0))
 				}
 			}
+			if m := st.Malformed; m != nil {
+				fmt.Fprintf(io.Out, "; %d malformed lines, not counted (first at %s:%d: %s): run llmrun repair %s", m.Count, m.Path, m.Line, m.Reason, path)
+			}
 			if st.PID != 0 {
 				fmt.Fprintf(io.Out, "; running as pid %d", st.PID)
 			}

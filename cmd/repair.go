@@ -1,0 +1,34 @@
+package cmd
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llmrun/llmrun/checkpoint"
+)
+
+func newRepairCmd(io *IO) *cobra.Command {
+	var errorsPath string
+	c := &cobra.Command{
+		Use:   "repair OUTPUT",
+		Short: "Move malformed lines of a checkpoint aside, so that the next run redoes their requests",
+		Long: `Repair moves the malformed lines of OUTPUT and of its errors file (bytes cut out, NULs, a
+line changed after llmrun wrote it, a torn last line) to OUTPUT.rejected and ERRORS.rejected,
+keeping every well-formed line. Rerun the batch afterwards: the requests of the moved lines are
+sent again. It takes the checkpoint's lock, so it fails while a run is using OUTPUT.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			done, err := checkpoint.Repair(args[0], errorsPath)
+			for _, r := range done {
+				fmt.Fprintf(io.Out, "%s: moved %d malformed lines (%d bytes) to %s\n", r.Path, r.Lines, r.Bytes, r.Rejected)
+			}
+			if err == nil && len(done) == 0 {
+				fmt.Fprintf(io.Out, "%s: no malformed lines\n", args[0])
+			}
+			return err
+		},
+	}
+	c.Flags().StringVar(&errorsPath, "errors", "", "errors file (default: the one the checkpoint's state file records)")
+	return c
+}
