@@ -204,7 +204,7 @@ func TestBreakerThresholdDeprecated(t *testing.T) {
 	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if cfg := got.Breaker.config(time.Minute); cfg.MinAttempts != 7 || cfg.Window != 20 || cfg.FailureRate != 0.9 {
+	if cfg := got.Breaker.Config(time.Minute); cfg.MinAttempts != 7 || cfg.Window != 20 || cfg.FailureRate != 0.9 {
 		t.Errorf("breaker config %+v, want MinAttempts 7 and the default window", cfg)
 	}
 	if !strings.Contains(stderr.String(), "deprecated") || !strings.Contains(stderr.String(), "--breaker-min-attempts") {

@@ -1,15 +1,11 @@
 package cmd
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"net"
-	"net/http"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/llmrun/llmrun/job"
 	"github.com/llmrun/llmrun/providers/mock"
 )
 
@@ -26,12 +22,7 @@ server-side limits (429 with retry-after and rate-limit headers) and injectable 
 GET /mock/stats returns its counters as JSON.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			ln, err := net.Listen("tcp", addr)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(io.Err, "llmrun mock: serving on http://%s (OpenAI base http://%s/v1)\n", ln.Addr(), ln.Addr())
-			return serve(c.Context(), ln, mock.New(cfg))
+			return job.ServeMock(c.Context(), io, addr, cfg)
 		},
 	}
 	f := c.Flags()
@@ -54,17 +45,4 @@ GET /mock/stats returns its counters as JSON.`,
 	f.Float64Var(&cfg.BatchFailRate, "batch-fail-rate", 0, "fraction of batch items answered with an error")
 	f.BoolVar(&cfg.BatchExpire, "batch-expire", false, "batches expire after part of their items (the rest: expired)")
 	return c
-}
-
-// serve runs h on ln until ctx is cancelled.
-func serve(ctx context.Context, ln net.Listener, h http.Handler) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		srv.Close()
-	}()
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
 }

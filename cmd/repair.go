@@ -1,11 +1,9 @@
 package cmd
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
-	"github.com/llmrun/llmrun/checkpoint"
+	"github.com/llmrun/llmrun/job"
 )
 
 func newRepairCmd(io *IO) *cobra.Command {
@@ -19,14 +17,7 @@ keeping every well-formed line. Rerun the batch afterwards: the requests of the 
 sent again. It takes the checkpoint's lock, so it fails while a run is using OUTPUT.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			done, err := checkpoint.Repair(args[0], errorsPath)
-			for _, r := range done {
-				fmt.Fprintf(io.Out, "%s: moved %d malformed lines (%d bytes) to %s\n", r.Path, r.Lines, r.Bytes, r.Rejected)
-			}
-			if err == nil && len(done) == 0 {
-				fmt.Fprintf(io.Out, "%s: no malformed lines\n", args[0])
-			}
-			return err
+			return job.Repair(io.Out, args[0], errorsPath)
 		},
 	}
 	c.Flags().StringVar(&errorsPath, "errors", "", "errors file (default: the one the checkpoint's state file records)")

@@ -1,19 +1,21 @@
-// Package cmd holds llmrun's cobra commands. Commands only parse flags into
-// options, build the parts and call the runner; every error becomes an exit
-// code in one place, Main.
+// Package cmd holds llmrun's cobra commands. A command only parses its
+// flags into an options struct and makes one call into package job; every
+// error becomes an exit code in one place, ExitCode.
 package cmd
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log"
+	"net/url"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/llmrun/llmrun/checkpoint"
+	"github.com/llmrun/llmrun/job"
 	"github.com/llmrun/llmrun/providers"
 	"github.com/llmrun/llmrun/runner"
 )
@@ -35,25 +37,9 @@ const exitCodesHelp = `Exit codes:
        rerun the same command to resume
   130  interrupted by SIGINT (143: SIGTERM) after draining; rerun the same command to resume`
 
-// IO is where commands read and write; tests replace it.
-type IO struct {
-	In       io.Reader
-	Out, Err io.Writer
-	// ErrIsTerminal selects the progress bar over plain log lines.
-	ErrIsTerminal bool
-	// Getenv reads the environment (API keys, base URLs).
-	Getenv func(string) string
-}
-
-// usageError marks a bad invocation (exit 2).
-type usageError struct{ err error }
-
-func (e *usageError) Error() string { return e.err.Error() }
-func (e *usageError) Unwrap() error { return e.err }
-
-func usagef(format string, args ...any) error {
-	return &usageError{fmt.Errorf(format, args...)}
-}
+// IO is where commands read and write, and their environment; tests
+// replace it.
+type IO = job.IO
 
 // NewRoot builds the command tree.
 func NewRoot(io *IO) *cobra.Command {
@@ -72,7 +58,7 @@ every result as it lands, and resumes where it stopped when rerun.
 	root.SetIn(io.In)
 	root.SetOut(io.Out)
 	root.SetErr(io.Err)
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &usageError{err} })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &job.UsageError{Err: err} })
 	root.AddCommand(newBatchCmd(io, nil), newMockCmd(io), newStatusCmd(io), newCancelCmd(io), newRepairCmd(io))
 	return root
 }
@@ -100,7 +86,7 @@ func Execute(ctx context.Context, io *IO, args []string) int {
 // that knows the mapping.
 func ExitCode(err error) int {
 	var (
-		ue  *usageError
+		ue  *job.UsageError
 		ie  *runner.InputError
 		ce  *checkpoint.CorruptError
 		me  *checkpoint.MismatchError
@@ -122,4 +108,37 @@ func ExitCode(err error) int {
 		return 130
 	}
 	return ExitFailed
+}
+
+// finish stamps a run's exit code on its summary, prints the summary line
+// (and how to resume a stopped run), writes the --summary file, and
+// returns the run's error.
+func finish(io *IO, summaryFile string, sum *runner.Summary, runErr error) error {
+	if sum == nil {
+		return runErr
+	}
+	sum.ExitCode = ExitCode(runErr)
+	fmt.Fprintln(io.Err, sum.OneLine())
+	if runErr != nil && sum.ExitCode != ExitFailed && sum.ExitCode != ExitOK {
+		fmt.Fprintf(io.Err, "llmrun: resume with: %s\n", resumeCommand())
+	}
+	if summaryFile != "" {
+		if err := sum.WriteFile(summaryFile); err != nil && runErr == nil {
+			runErr = err
+		}
+	}
+	return runErr
+}
+
+// resumeCommand is the command line that resumes this run: the same one,
+// with passwords in URLs (--redis, --base-url) masked.
+func resumeCommand() string {
+	args := []string{"llmrun"}
+	for _, a := range os.Args[1:] {
+		if u, err := url.Parse(a); err == nil && u.User != nil {
+			a = u.Redacted()
+		}
+		args = append(args, a)
+	}
+	return strings.Join(args, " ")
 }

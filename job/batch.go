@@ -1,0 +1,262 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/llmrun/llmrun/checkpoint"
+	"github.com/llmrun/llmrun/estimate"
+	"github.com/llmrun/llmrun/limiter"
+	"github.com/llmrun/llmrun/providers"
+	"github.com/llmrun/llmrun/providers/registry"
+	"github.com/llmrun/llmrun/runner"
+	"github.com/llmrun/llmrun/runner/retry"
+)
+
+// BatchOptions are everything the batch command takes. Zero durations and
+// counts are not defaults: the CLI's flags carry the defaults.
+type BatchOptions struct {
+	// Input is the JSONL file; Output and Errors default from it (and the
+	// shard). Summary is the --summary file, written by the caller.
+	Input, Output, Errors, Summary string
+
+	Provider, BaseURL, Model, System string
+	MaxTokens                        int
+	Stream                           bool
+	// Fallback is the chain of provider:model hops after the primary.
+	Fallback []string
+
+	Concurrency                     int
+	RPM, ITPM, OTPM, TPM, Headroom  float64
+	Burst, Skew, MaxPause           time.Duration
+	Pool, Shard, Redis              string
+	MaxAttempts                     int
+	BackoffBase, BackoffMax         time.Duration
+	RequestTimeout, FirstByte, Idle time.Duration
+	MaxResponseBytes                int64
+	RetryBudget                     float64
+	Breaker                         BreakerOptions
+	MaxOutage                       time.Duration
+	RequireJSON                     bool
+	JSONSchema                      string
+	MinChars                        int
+	Fsync                           string
+	NoRetryFailed, Force, Quiet     bool
+	Grace                           time.Duration
+	// Seed seeds the retry jitter; 0 seeds from the clock.
+	Seed             uint64
+	ProgressInterval time.Duration
+	// Offline chooses the live or the batch API route.
+	Offline OfflineOptions
+}
+
+// batch is one batch command's parts, built from its options.
+type batch struct {
+	io  *IO
+	o   *BatchOptions
+	set *registry.Set
+	// primary is the registry entry of routes[0].
+	primary registry.Entry
+	routes  []runner.Route
+	src     *runner.Source
+	total   int // requests in the source (its shard)
+	limits  limiter.Limits
+	budget  limiter.Budget
+	// closeBudget releases the budget's connections.
+	closeBudget func()
+	estimator   *estimate.Estimator
+	guard       retry.Guard
+	store       *checkpoint.Store
+	seed        uint64
+	interrupts  chan os.Signal
+}
+
+// Batch runs every pending request of o.Input: checked in one pass, then
+// through the live API or the provider's batch API, results appended to
+// the checkpoint. It returns the summary (nil when the run never started)
+// and how the run ended: nil (every request succeeded), runner.ErrFailures,
+// *runner.AbortError, *runner.InterruptedError, *runner.PendingError,
+// *UsageError, an input or checkpoint error, or an I/O error.
+func Batch(ctx context.Context, io *IO, o BatchOptions) (*runner.Summary, error) {
+	b, err := prepare(ctx, io, &o)
+	if err != nil {
+		return nil, err
+	}
+	defer b.close()
+	sum, handled, err := b.runOffline(ctx)
+	if !handled {
+		sum, err = runner.Run(ctx, b.runConfig())
+	}
+	if cerr := b.store.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	return sum, err
+}
+
+// prepare checks the options and builds the run's parts, in the order
+// that sends nothing until the whole input is checked: routes, budget,
+// input check, checkpoint.
+func prepare(ctx context.Context, io *IO, o *BatchOptions) (_ *batch, err error) {
+	shard, fsync, err := o.complete()
+	if err != nil {
+		return nil, err
+	}
+	b := &batch{io: io, o: o, set: registry.NewSet(io.Getenv, providers.Config{
+		Stream:           o.Stream,
+		HTTPClient:       providers.NewHTTPClient(o.Concurrency),
+		FirstByteTimeout: o.FirstByte,
+		IdleTimeout:      o.Idle,
+		MaxResponseBytes: o.MaxResponseBytes,
+	})}
+	defer func() {
+		if err != nil {
+			b.close()
+		}
+	}()
+	if b.guard, err = o.guard(); err != nil {
+		return nil, err
+	}
+	if err = b.buildRoutes(); err != nil {
+		return nil, err
+	}
+	b.src = &runner.Source{Path: o.Input, Shard: shard, Parser: runner.Parser{
+		Format:   b.routes[0].Provider.Format(),
+		Defaults: runner.LineDefaults{Model: o.Model, MaxTokens: o.MaxTokens, System: o.System},
+	}}
+	b.limits, b.seed = o.limits(), o.Seed
+	if b.seed == 0 {
+		b.seed = uint64(time.Now().UnixNano())
+	}
+	if b.budget, b.closeBudget, err = newBudget(ctx, io, o, b.limits, b.seed); err != nil {
+		return nil, err
+	}
+	b.estimator = estimate.NewEstimator()
+	b.src.Validate = runner.FitsLimits(b.limits, b.estimator, b.routes[0].Admission)
+	check, err := b.src.Check()
+	if err != nil {
+		return nil, err
+	}
+	b.total = check.Requests
+	if b.store, err = b.openStore(fsync); err != nil {
+		return nil, err
+	}
+	b.interrupts = make(chan os.Signal, 2)
+	signal.Notify(b.interrupts, syscall.SIGINT, syscall.SIGTERM)
+	return b, nil
+}
+
+// complete fills the options' derived defaults (output paths, the mock's
+// model) and checks what the parts would not: the shard, the concurrency,
+// the breaker, the fsync mode.
+func (o *BatchOptions) complete() (runner.Shard, checkpoint.FsyncMode, error) {
+	var shard runner.Shard
+	suffix := ""
+	if o.Shard != "" {
+		var err error
+		if shard, err = runner.ParseShard(o.Shard); err != nil {
+			return shard, 0, usage(err)
+		}
+		suffix = fmt.Sprintf(".shard-%d-of-%d", shard.I, shard.N)
+	}
+	if o.Output == "" {
+		o.Output = DerivePath(o.Input, suffix+".out.jsonl")
+	}
+	if o.Errors == "" {
+		o.Errors = DerivePath(o.Input, suffix+".errors.jsonl")
+	}
+	if o.Concurrency <= 0 {
+		return shard, 0, usagef("--concurrency must be positive")
+	}
+	if err := o.Breaker.validate(); err != nil {
+		return shard, 0, err
+	}
+	fsync, err := checkpoint.ParseFsyncMode(o.Fsync)
+	if err != nil {
+		return shard, 0, usage(err)
+	}
+	if o.Model == "" && strings.HasPrefix(o.Provider, "mock") {
+		o.Model = "mock-1"
+	}
+	return shard, fsync, nil
+}
+
+// limits are the budget's limits per key; none given means learn them.
+func (o *BatchOptions) limits() limiter.Limits {
+	return limiter.Limits{
+		RPM: o.RPM, ITPM: o.ITPM, OTPM: o.OTPM, TPM: o.TPM,
+		Burst: o.Burst, Headroom: o.Headroom, Concurrency: o.Concurrency, Skew: o.Skew,
+		Auto: o.RPM == 0 && o.ITPM == 0 && o.OTPM == 0 && o.TPM == 0,
+	}
+}
+
+// openStore opens the checkpoint: the output file, its errors file and
+// state, locked for this run.
+func (b *batch) openStore(fsync checkpoint.FsyncMode) (*checkpoint.Store, error) {
+	info, err := checkpoint.Fingerprint(b.o.Input)
+	if err != nil {
+		return nil, err
+	}
+	return checkpoint.Open(checkpoint.Options{
+		Output:      b.o.Output,
+		Errors:      b.o.Errors,
+		Fsync:       fsync,
+		RetryFailed: !b.o.NoRetryFailed,
+		Input:       info,
+		Settings:    map[string]string{"provider": b.routes[0].Provider.Name(), "model": b.o.Model, "shard": b.o.Shard},
+		Force:       b.o.Force,
+		Warn:        func(msg string) { b.io.warnf("%s", msg) },
+	})
+}
+
+// runConfig is the live run's configuration.
+func (b *batch) runConfig() runner.Config {
+	o := b.o
+	return runner.Config{
+		Source:      b.src,
+		Total:       b.total,
+		Routes:      b.routes,
+		Store:       b.store,
+		Limiter:     b.budget,
+		Estimator:   b.estimator,
+		Policy:      retry.Policy{MaxAttempts: o.MaxAttempts, Deadline: o.RequestTimeout, Base: o.BackoffBase, Max: o.BackoffMax, MaxServerDelay: o.MaxPause},
+		RetryBudget: retry.NewBudget(o.RetryBudget, retry.DefaultBudgetWindow, retry.DefaultBudgetAllowance),
+		Breaker:     o.Breaker.Config(o.MaxOutage),
+		Guard:       b.guard,
+		Concurrency: o.Concurrency,
+		Grace:       o.Grace,
+		Interrupts:  b.interrupts,
+		Progress:    &runner.Progress{Mode: progressMode(b.io, o), Out: b.io.Err, Interval: o.ProgressInterval},
+		Rand:        rand.New(rand.NewPCG(b.seed, b.seed^0x9e3779b97f4a7c15)),
+	}
+}
+
+// close releases what prepare built, in reverse.
+func (b *batch) close() {
+	if b.interrupts != nil {
+		signal.Stop(b.interrupts)
+	}
+	if b.store != nil {
+		b.store.Close()
+	}
+	if b.closeBudget != nil {
+		b.closeBudget()
+	}
+	b.set.Close()
+}
+
+// progressMode: nothing with --quiet, a bar on a terminal, log lines otherwise.
+func progressMode(io *IO, o *BatchOptions) runner.ProgressMode {
+	switch {
+	case o.Quiet:
+		return runner.ProgressOff
+	case io.ErrIsTerminal:
+		return runner.ProgressBar
+	}
+	return runner.ProgressLog
+}

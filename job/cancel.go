@@ -1,0 +1,144 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/llmrun/llmrun/checkpoint"
+	"github.com/llmrun/llmrun/providers"
+	"github.com/llmrun/llmrun/providers/registry"
+	"github.com/llmrun/llmrun/runner"
+)
+
+// CancelOptions are the cancel command's options.
+type CancelOptions struct {
+	// Output is the run's output file, or its input file (its default
+	// output is used).
+	Output string
+	// BaseURL replaces the endpoint recorded with each batch.
+	BaseURL string
+	// NoWait only asks the provider to cancel; a later run collects.
+	NoWait bool
+	// PollInterval is the first wait between polls while waiting for
+	// the batches to stop.
+	PollInterval time.Duration
+}
+
+// Cancel cancels the open provider batches recorded in o.Output's state.
+// Unless a run holds the output (it collects them itself) or o.NoWait,
+// it then waits for them to stop and collects them: answers into the
+// output, the cancelled requests into the errors file.
+func Cancel(ctx context.Context, io *IO, o CancelOptions) error {
+	out := o.Output
+	if _, err := os.Stat(out + ".state.json"); err != nil {
+		out = DerivePath(out, ".out.jsonl")
+	}
+	st, err := checkpoint.Status(out)
+	if err != nil {
+		return usage(fmt.Errorf("no checkpoint at %s: %w", o.Output, err))
+	}
+	recs, err := runner.OpenBatches(st.State)
+	if err != nil {
+		return err
+	}
+	if len(recs) == 0 {
+		fmt.Fprintf(io.Err, "llmrun: %s has no open batches\n", out)
+		return nil
+	}
+	client, err := cancelAll(ctx, io, recs, o.BaseURL)
+	if err != nil {
+		return err
+	}
+	switch {
+	case o.NoWait:
+		fmt.Fprintf(io.Err, "llmrun: the next run on %s collects the results\n", out)
+		return nil
+	case st.Running:
+		fmt.Fprintf(io.Err, "llmrun: the run holding %s (pid %d) collects the results\n", out, st.PID)
+		return nil
+	}
+	errs := st.Errors
+	if errs == "" {
+		errs = DerivePath(out, ".errors.jsonl")
+	}
+	return collectCancelled(ctx, io, client, out, errs, o.PollInterval)
+}
+
+// cancelAll asks the provider to cancel each batch and returns a client
+// of theirs, for collecting.
+func cancelAll(ctx context.Context, io *IO, recs []runner.BatchRecord, baseURL string) (providers.BatchClient, error) {
+	var failed []error
+	var client providers.BatchClient
+	for _, rec := range recs {
+		cl, err := batchClientFor(io, rec, baseURL)
+		if err != nil {
+			failed = append(failed, err)
+			continue
+		}
+		client = cl
+		job, err := cl.Cancel(ctx, rec.ID)
+		var pe *providers.Error
+		switch {
+		case err == nil:
+			fmt.Fprintf(io.Err, "llmrun: batch %s (%s, %d requests): %s\n", rec.ID, rec.Provider, len(rec.IDs), job.Status)
+		case errors.As(err, &pe) && pe.Status == 400:
+			// Ended already (or ending): nothing left to stop.
+			fmt.Fprintf(io.Err, "llmrun: batch %s: not cancelled: %s\n", rec.ID, pe.Message)
+		default:
+			failed = append(failed, fmt.Errorf("batch %s: %w", rec.ID, err))
+		}
+	}
+	return client, errors.Join(failed...)
+}
+
+// collectCancelled waits for the cancelled batches to stop and collects
+// them into the output and errors files.
+func collectCancelled(ctx context.Context, io *IO, client providers.BatchClient, out, errs string, poll time.Duration) error {
+	store, err := checkpoint.Open(checkpoint.Options{Output: out, Errors: errs,
+		Warn: func(msg string) { io.warnf("%s", msg) }})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	interrupts := make(chan os.Signal, 1)
+	signal.Notify(interrupts, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(interrupts)
+	sum, err := runner.RunOffline(ctx, runner.OfflineConfig{Client: client, Store: store, PollInterval: poll,
+		PollMax: max(poll, time.Minute), Log: io.Err, Interrupts: interrupts})
+	if cerr := store.Close(); err == nil || errors.Is(err, runner.ErrFailures) {
+		if cerr != nil {
+			return cerr
+		}
+	}
+	if errors.Is(err, runner.ErrFailures) {
+		err = nil // the cancelled requests: expected, and in the errors file
+	}
+	if sum != nil && err == nil {
+		fmt.Fprintf(io.Err, "llmrun: collected %d answers into %s and %d unfinished requests into %s; rerun with --mode sync to finish them live\n",
+			sum.Succeeded, out, sum.Failed, errs)
+	}
+	return err
+}
+
+// batchClientFor builds the client of a recorded batch. The record's base
+// URL holds no credentials: when the environment's base URL names the same
+// endpoint, it is used instead, with its userinfo.
+func batchClientFor(io *IO, rec runner.BatchRecord, baseURL string) (providers.BatchClient, error) {
+	entry, err := registry.Lookup(rec.Provider)
+	if err != nil {
+		return nil, fmt.Errorf("batch %s: %w", rec.ID, err)
+	}
+	if env := entry.BaseURL("", io.Getenv); baseURL == "" && providers.StripUserinfo(env) == rec.BaseURL {
+		baseURL = env
+	}
+	if baseURL == "" {
+		baseURL = rec.BaseURL
+	}
+	set := registry.NewSet(io.Getenv, providers.Config{HTTPClient: providers.NewHTTPClient(1), FirstByteTimeout: 2 * time.Minute})
+	return set.Batch(entry, baseURL)
+}

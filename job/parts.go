@@ -1,0 +1,185 @@
+package job
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/tidwall/gjson"
+
+	"github.com/llmrun/llmrun/limiter"
+	"github.com/llmrun/llmrun/limiter/redisbudget"
+	"github.com/llmrun/llmrun/providers"
+	"github.com/llmrun/llmrun/providers/registry"
+	"github.com/llmrun/llmrun/runner"
+	"github.com/llmrun/llmrun/runner/retry"
+)
+
+// buildRoutes builds the primary route and the fallback hops from the
+// provider registry.
+func (b *batch) buildRoutes() error {
+	shape := inputShape(b.o.Input)
+	primary, entry, err := b.route(b.o.Provider, shape, b.o.BaseURL)
+	if err != nil {
+		return err
+	}
+	primary.Pool, b.primary = b.o.Pool, entry
+	b.routes = []runner.Route{primary}
+	for _, hop := range b.o.Fallback {
+		name, model, _ := strings.Cut(hop, ":")
+		rt, _, err := b.route(name, shape, "")
+		if err != nil {
+			return err
+		}
+		rt.Model = model
+		b.routes = append(b.routes, rt)
+	}
+	return nil
+}
+
+// route builds the route of the provider called name ("" infers it from
+// the input's shape and the keys set) at baseURL ("" for the
+// environment's or the provider's own).
+func (b *batch) route(name string, shape providers.Format, baseURL string) (runner.Route, registry.Entry, error) {
+	entry, err := registry.Resolve(name, shape, b.io.Getenv)
+	if err != nil {
+		return runner.Route{}, entry, usage(err)
+	}
+	p, err := b.set.Provider(entry, baseURL)
+	if mk := (*registry.MissingKeyError)(nil); errors.As(err, &mk) {
+		return runner.Route{}, entry, usage(err)
+	} else if err != nil {
+		return runner.Route{}, entry, err
+	}
+	return runner.Route{Provider: p, Admission: entry.Admission}, entry, nil
+}
+
+// inputShape reports the wire format of the input's first request line:
+// Anthropic for {"params":...}, OpenAI otherwise.
+func inputShape(path string) providers.Format {
+	f, err := os.Open(path)
+	if err != nil {
+		return providers.FormatOpenAI
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		if gjson.GetBytes(line, "params").Exists() {
+			return providers.FormatAnthropic
+		}
+		return providers.FormatOpenAI
+	}
+	return providers.FormatOpenAI
+}
+
+// newBudget is the in-process budget, or with --redis one shared through
+// Redis by every llmrun pointed at it; closeBudget releases its
+// connections.
+func newBudget(ctx context.Context, io *IO, o *BatchOptions, limits limiter.Limits, seed uint64) (budget limiter.Budget, closeBudget func(), err error) {
+	warn := func(msg string) { io.warnf("%s", msg) }
+	if o.Redis == "" {
+		return limiter.AsBudget(limiter.New(limiter.Options{Defaults: limits, MaxPause: o.MaxPause, Warn: warn})), func() {}, nil
+	}
+	ropt, err := redis.ParseURL(o.Redis)
+	if err != nil {
+		return nil, nil, usage(fmt.Errorf("--redis: %w", err))
+	}
+	// One line when Redis goes down and one when it is back, never the
+	// password, instead of a line per failed call and per go-redis pool
+	// message. go-redis logs only through a process-wide logger.
+	health := redisbudget.NewHealth(ropt.Addr, warn, nil, ropt.Password)
+	redis.SetLogger(health)
+	rc := redis.NewClient(ropt)
+	health.Watch(rc)
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	err = rc.Ping(pctx).Err()
+	cancel()
+	if err != nil {
+		rc.Close()
+		return nil, nil, fmt.Errorf("--redis %s: %w", ropt.Addr, err)
+	}
+	rb, err := redisbudget.New(redisbudget.Options{
+		Client:   rc,
+		Defaults: limits,
+		Rand:     rand.New(rand.NewPCG(seed^1, seed)),
+		OnError:  health.Report,
+		MaxPause: o.MaxPause,
+		Warn:     warn,
+		// Only the holder of the output's lock runs in this role: a rerun
+		// after kill -9 frees the dead run's slots at once.
+		Holder: redisbudget.Holder{Role: absPath(o.Output)},
+	})
+	if err != nil { // no --rpm/--itpm/--otpm/--tpm: learning limits is per process
+		rc.Close()
+		return nil, nil, usage(err)
+	}
+	return rb, func() { rb.Close(); rc.Close() }, nil
+}
+
+// absPath is path made absolute when possible.
+func absPath(path string) string {
+	if a, err := filepath.Abs(path); err == nil {
+		return a
+	}
+	return path
+}
+
+// guard builds the answer guard from --require-json, --json-schema and
+// --min-chars.
+func (o *BatchOptions) guard() (retry.Guard, error) {
+	g := retry.Guard{RequireJSON: o.RequireJSON, MinChars: o.MinChars}
+	if o.JSONSchema != "" {
+		s, err := retry.LoadSchema(o.JSONSchema)
+		if err != nil {
+			return g, usage(err)
+		}
+		g.Schema = s
+	}
+	return g, nil
+}
+
+// BreakerOptions configure each key's circuit breaker.
+type BreakerOptions struct {
+	Window, MinAttempts, Probes int
+	WindowTime, Cooldown        time.Duration
+	FailureRate                 float64
+	// Threshold is the deprecated --breaker-threshold; when set it is
+	// MinAttempts, the fewest failures that open the breaker.
+	Threshold int
+}
+
+// validate rejects values the breaker would silently replace by defaults.
+func (b BreakerOptions) validate() error {
+	switch {
+	case !(b.FailureRate > 0 && b.FailureRate <= 1):
+		return usagef("--breaker-failure-rate must be in (0, 1], got %v", b.FailureRate)
+	case b.Window <= 0 || b.MinAttempts <= 0 || b.Probes <= 0 || b.Threshold < 0:
+		return usagef("--breaker-window, --breaker-min-attempts and --breaker-probes must be positive")
+	case b.WindowTime <= 0 || b.Cooldown <= 0:
+		return usagef("--breaker-window-time and --breaker-cooldown must be positive")
+	}
+	return nil
+}
+
+// Config is the breaker configuration the options ask for.
+func (b BreakerOptions) Config(maxOutage time.Duration) retry.BreakerConfig {
+	c := retry.BreakerConfig{Window: b.Window, WindowTime: b.WindowTime, MinAttempts: b.MinAttempts, FailureRate: b.FailureRate,
+		Cooldown: b.Cooldown, Probes: b.Probes, MaxOutage: maxOutage}
+	if b.Threshold > 0 {
+		c.MinAttempts = b.Threshold
+	}
+	return c
+}
