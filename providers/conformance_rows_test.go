@@ -46,19 +46,31 @@ type row struct {
 	events  []string
 	content int
 	want    providers.Response // Text, Model, Usage
-	// errEvent is an error event after a 200, of type errEventType.
-	errEvent, errEventType string
-	// limits are rate-limit headers this provider sends, and check says
-	// whether Response.Limits read them right.
+	// errEvent is an error event after a 200, of type errEventType with
+	// errEventMsg; terminator is what a complete stream ends with (named
+	// in the error of a stream that ends without it).
+	errEvent, errEventType, errEventMsg, terminator string
+	// limits are rate-limit headers this provider sends, and checkLimits
+	// whether Response.Limits read them right at the suite's clock
+	// (2026-01-01T00:00:00Z).
 	limits      map[string]string
 	checkLimits func(providers.RateLimits) error
 
+	// inputWindow picks the input-token window the mock's ITPM limit
+	// shows up in; nil for a provider without rate-limit headers.
+	inputWindow func(providers.RateLimits) providers.Window
+
 	// errBody renders an error answer; code "" is the provider's "none".
-	errBody func(typ, code, msg string) string
+	// bodyRequestID is the request id errBody carries (used when the
+	// header is missing), "" when the format has none.
+	errBody       func(typ, code, msg string) string
+	bodyRequestID string
 	// quota and overloaded are this provider's spend-cap and overload
 	// answers; extraErrors its own cases beyond the shared table.
 	quota, overloaded errCase
 	extraErrors       map[string]errCase
+	// streams are wire-specific streams and what they must read as.
+	streams map[string]streamCase
 	// mockIgnore names body members that may differ between two mock
 	// answers to the same request.
 	mockIgnore []string
@@ -127,6 +139,9 @@ data: [DONE]
 	want:         providers.Response{Text: "Seven.", Model: "gpt-4o-mini-2024-07-18", Usage: providers.Usage{InputTokens: 21, OutputTokens: 2}},
 	errEvent:     `data: {"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}` + "\n\ndata: [DONE]\n\n",
 	errEventType: "server_error",
+	errEventMsg:  "The server had an error",
+	terminator:   "[DONE]",
+	inputWindow:  func(l providers.RateLimits) providers.Window { return l.Tokens },
 	limits:       map[string]string{"x-ratelimit-limit-tokens": "150000", "x-ratelimit-remaining-tokens": "149984", "x-ratelimit-reset-tokens": "6m0s", "x-ratelimit-limit-requests": "60", "x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "20ms"},
 	checkLimits: func(l providers.RateLimits) error {
 		if l.Tokens != (providers.Window{Limit: 150000, Remaining: 149984, Reset: 6 * time.Minute}) || l.Requests != (providers.Window{Limit: 60, Remaining: 0, Reset: 20 * time.Millisecond}) {
@@ -157,6 +172,7 @@ data: [DONE]
 		"vllm shape": {400, nil, `{"object":"error","message":"max_tokens is too large","type":"BadRequestError","param":null,"code":400}`,
 			providers.ClassInvalid, "BadRequestError", "400", -1},
 	},
+	streams:    openAIStreams,
 	mockIgnore: []string{"id", "created", "system_fingerprint"},
 	bench:      openAIBench,
 	benchText:  " the quick brown fox\n jumps \"over\" café the",
@@ -207,14 +223,18 @@ event: message_stop
 data: {"type":"message_stop"}
 
 `),
-	content:      3,
-	want:         providers.Response{Text: "Seven.", Model: "claude-sonnet-4-5-20250929", Usage: providers.Usage{InputTokens: 18, OutputTokens: 5}},
-	errEvent:     "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"Internal\"}}\n\n",
-	errEventType: "api_error",
+	content:       3,
+	want:          providers.Response{Text: "Seven.", Model: "claude-sonnet-4-5-20250929", Usage: providers.Usage{InputTokens: 18, OutputTokens: 5}},
+	errEvent:      "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"Internal\"}}\n\n",
+	errEventType:  "api_error",
+	errEventMsg:   "Internal",
+	terminator:    "message_stop",
+	inputWindow:   func(l providers.RateLimits) providers.Window { return l.InputTokens },
+	bodyRequestID: "req_body",
 	limits: map[string]string{"anthropic-ratelimit-requests-limit": "1000", "anthropic-ratelimit-requests-remaining": "999", "anthropic-ratelimit-requests-reset": "2999-01-01T00:00:00Z",
 		"anthropic-ratelimit-input-tokens-limit": "80000", "anthropic-ratelimit-input-tokens-remaining": "0", "anthropic-ratelimit-input-tokens-reset": "2026-01-01T00:00:30Z"},
 	checkLimits: func(l providers.RateLimits) error {
-		if l.Requests.Limit != 1000 || l.Requests.Remaining != 999 || l.Requests.Reset <= 0 || l.InputTokens.Limit != 80000 || l.InputTokens.Remaining != 0 {
+		if l.Requests.Limit != 1000 || l.Requests.Remaining != 999 || l.Requests.Reset <= 0 || l.InputTokens != (providers.Window{Limit: 80000, Remaining: 0, Reset: 30 * time.Second}) {
 			return fmt.Errorf("requests %+v input %+v", l.Requests, l.InputTokens)
 		}
 		return nil
@@ -240,6 +260,7 @@ data: {"type":"message_stop"}
 		"429 null details": {429, nil, `{"type":"error","error":{"type":"rate_limit_error","message":"slow down","details":null},"request_id":"req_body"}`,
 			providers.ClassRateLimited, "rate_limit_error", "", -1},
 	},
+	streams:    anthropicStreams,
 	mockIgnore: []string{"id"},
 	bench:      anthropicBench,
 	benchText:  " the quick brown fox\n jumps \"over\" café the",

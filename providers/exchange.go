@@ -7,6 +7,8 @@ import (
 	"mime"
 	"net/http"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 // ErrInvalidJSON is the error of a request body that is not JSON.
@@ -21,11 +23,30 @@ type Wire struct {
 	RequestIDHeader string
 	// StatusError classifies a non-2xx answer.
 	StatusError func(*http.Response) error
+	// Prepare shapes a request body, valid JSON, for this wire (stream
+	// flags). It must not modify its input: retries resend it.
+	Prepare func(body []byte) ([]byte, error)
 	// ReadStream decodes an SSE body into out; start is when the request
 	// was sent (for the time to first token).
 	ReadStream func(ctx context.Context, r io.Reader, out *Response, start time.Time) error
-	// ReadPlain decodes a plain JSON body into out.
-	ReadPlain func(ctx context.Context, r io.Reader, out *Response) error
+	// ParsePlain decodes a plain answer, read whole and valid JSON, into
+	// out; b is out.Body's to keep.
+	ParsePlain func(b []byte, out *Response) error
+}
+
+// Send is Provider.Send for a provider made of w: it shapes req's body
+// (a body that is not JSON, or that Prepare rejects, is ClassInvalid and
+// never sent) and makes one Exchange.
+func (c *Config) Send(ctx context.Context, w *Wire, req *Request) (*Response, error) {
+	err := ErrInvalidJSON
+	var body []byte
+	if gjson.ValidBytes(req.Body) {
+		body, err = w.Prepare(req.Body)
+	}
+	if err != nil {
+		return nil, &Error{Class: ClassInvalid, Message: "request body: " + err.Error(), Err: err}
+	}
+	return c.Exchange(ctx, w, body, req.MaxTokens)
 }
 
 // Exchange makes one attempt: it posts body (already shaped, stream flags
@@ -68,7 +89,15 @@ func (c *Config) Exchange(ctx context.Context, w *Wire, body []byte, maxTokens i
 		Drain(resp.Body)
 		return out, nil
 	}
-	if err := w.ReadPlain(ctx, resp.Body, out); err != nil {
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, StreamError(ctx, err, out.Status, out.RequestID)
+	}
+	if !gjson.ValidBytes(b) {
+		return nil, &Error{Class: ClassMidStream, Status: out.Status, RequestID: out.RequestID,
+			Message: "response body is not valid JSON", Body: Redact(b[:min(len(b), MaxErrorBody)], c.APIKey)}
+	}
+	if err := w.ParsePlain(b, out); err != nil {
 		return nil, err // nothing of a failed answer is kept
 	}
 	return out, nil

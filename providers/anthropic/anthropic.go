@@ -54,8 +54,9 @@ func New(cfg providers.Config) *Provider {
 		},
 		RequestIDHeader: "request-id",
 		StatusError:     p.statusError,
+		Prepare:         p.prepare,
 		ReadStream:      p.readStream,
-		ReadPlain:       p.readPlain,
+		ParsePlain:      p.parsePlain,
 	}
 	return p
 }
@@ -72,19 +73,12 @@ func (p *Provider) BaseURL() string { return p.cfg.BaseURL }
 // Send makes one attempt of req. It never retries. Errors are *providers.Error,
 // except that a done ctx yields ctx.Err() itself.
 func (p *Provider) Send(ctx context.Context, req *providers.Request) (*providers.Response, error) {
-	body, err := p.prepare(req.Body)
-	if err != nil {
-		return nil, &providers.Error{Class: providers.ClassInvalid, Message: "request body: " + err.Error(), Err: err}
-	}
-	return p.cfg.Exchange(ctx, &p.wire, body, req.MaxTokens)
+	return p.cfg.Send(ctx, &p.wire, req)
 }
 
 // prepare sets or removes the stream flag. The caller's body is never
 // modified (sjson copies), because retries resend it.
 func (p *Provider) prepare(in []byte) ([]byte, error) {
-	if !gjson.ValidBytes(in) {
-		return nil, providers.ErrInvalidJSON
-	}
 	if p.cfg.Stream {
 		return sjson.SetBytes(in, "stream", true)
 	}
@@ -128,16 +122,8 @@ func fillError(e *providers.Error, root gjson.Result) {
 	}
 }
 
-// readPlain reads a non-streaming answer. Body is kept as received.
-func (p *Provider) readPlain(ctx context.Context, r io.Reader, out *providers.Response) error {
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return providers.StreamError(ctx, err, out.Status, out.RequestID)
-	}
-	if !gjson.ValidBytes(b) {
-		return &providers.Error{Class: providers.ClassMidStream, Status: out.Status, RequestID: out.RequestID,
-			Message: "response body is not valid JSON", Body: providers.Redact(b[:min(len(b), providers.MaxErrorBody)], p.cfg.APIKey)}
-	}
+// parsePlain reads a non-streaming answer. Body is kept as received.
+func (p *Provider) parsePlain(b []byte, out *providers.Response) error {
 	root := gjson.ParseBytes(b)
 	if root.Get("type").String() == "error" {
 		e := &providers.Error{Class: providers.ClassMidStream, Status: out.Status, RequestID: out.RequestID, Body: providers.Redact(b, p.cfg.APIKey)}
