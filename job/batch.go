@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -122,13 +123,19 @@ func prepare(ctx context.Context, io *IO, o *BatchOptions) (_ *batch, err error)
 	if b.guard, err = o.guard(); err != nil {
 		return nil, err
 	}
+	// The input is opened before anything reads it: a pipe is spooled
+	// beside the output here, and every pass (shape, check, run) reads that.
+	b.src = &runner.Source{Path: o.Input, Shard: shard, Stdin: io.In, SpoolDir: filepath.Dir(o.Output)}
+	if err = b.src.Open(); err != nil {
+		return nil, err
+	}
 	if err = b.buildRoutes(); err != nil {
 		return nil, err
 	}
-	b.src = &runner.Source{Path: o.Input, Shard: shard, Parser: runner.Parser{
+	b.src.Parser = runner.Parser{
 		Format:   b.routes[0].Provider.Format(),
 		Defaults: runner.LineDefaults{Model: o.Model, MaxTokens: o.MaxTokens, System: o.System},
-	}}
+	}
 	b.limits, b.seed = o.limits(), o.Seed
 	if b.seed == 0 {
 		b.seed = uint64(time.Now().UnixNano())
@@ -164,11 +171,19 @@ func (o *BatchOptions) complete() (runner.Shard, checkpoint.FsyncMode, error) {
 		}
 		suffix = fmt.Sprintf(".shard-%d-of-%d", shard.I, shard.N)
 	}
+	regular := isRegularFile(o.Input)
 	if o.Output == "" {
+		if !regular {
+			return shard, 0, usagef("%s is not a regular file (a pipe or standard input): name the output with -o", inputName(o.Input))
+		}
 		o.Output = DerivePath(o.Input, suffix+".out.jsonl")
 	}
 	if o.Errors == "" {
-		o.Errors = DerivePath(o.Input, suffix+".errors.jsonl")
+		if regular {
+			o.Errors = DerivePath(o.Input, suffix+".errors.jsonl")
+		} else {
+			o.Errors = DerivePath(strings.TrimSuffix(o.Output, ".out.jsonl"), ".errors.jsonl")
+		}
 	}
 	if o.Concurrency <= 0 {
 		return shard, 0, usagef("--concurrency must be positive")
@@ -186,6 +201,24 @@ func (o *BatchOptions) complete() (runner.Shard, checkpoint.FsyncMode, error) {
 	return shard, fsync, nil
 }
 
+// isRegularFile reports whether path names a regular file (not "-", a
+// pipe, a FIFO or a device): only then are outputs derived from its name
+// and its fingerprint recorded.
+func isRegularFile(path string) bool {
+	if path == "-" {
+		return false
+	}
+	fi, err := os.Stat(path)
+	return err != nil || fi.Mode().IsRegular() // a missing file fails later, naming itself
+}
+
+func inputName(path string) string {
+	if path == "-" {
+		return "standard input"
+	}
+	return path
+}
+
 // limits are the budget's limits per key; none given means learn them.
 func (o *BatchOptions) limits() limiter.Limits {
 	return limiter.Limits{
@@ -198,9 +231,12 @@ func (o *BatchOptions) limits() limiter.Limits {
 // openStore opens the checkpoint: the output file, its errors file and
 // state, locked for this run.
 func (b *batch) openStore(fsync checkpoint.FsyncMode) (*checkpoint.Store, error) {
-	info, err := checkpoint.Fingerprint(b.o.Input)
-	if err != nil {
-		return nil, err
+	var info checkpoint.InputInfo // unknown for a pipe: not compared
+	if isRegularFile(b.o.Input) {
+		var err error
+		if info, err = checkpoint.Fingerprint(b.o.Input); err != nil {
+			return nil, err
+		}
 	}
 	return checkpoint.Open(checkpoint.Options{
 		Output:      b.o.Output,
@@ -246,6 +282,9 @@ func (b *batch) close() {
 	}
 	if b.closeBudget != nil {
 		b.closeBudget()
+	}
+	if b.src != nil {
+		b.src.Close()
 	}
 	b.set.Close()
 }

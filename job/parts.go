@@ -1,13 +1,10 @@
 package job
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -26,7 +23,7 @@ import (
 // buildRoutes builds the primary route and the fallback hops from the
 // provider registry.
 func (b *batch) buildRoutes() error {
-	shape := inputShape(b.o.Input)
+	shape := inputShape(b.src)
 	primary, entry, err := b.route(b.o.Provider, shape, b.o.BaseURL)
 	if err != nil {
 		return err
@@ -63,24 +60,12 @@ func (b *batch) route(name string, shape providers.Format, baseURL string) (runn
 }
 
 // inputShape reports the wire format of the input's first request line:
-// Anthropic for {"params":...}, OpenAI otherwise.
-func inputShape(path string) providers.Format {
-	f, err := os.Open(path)
-	if err != nil {
-		return providers.FormatOpenAI
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
-		if gjson.GetBytes(line, "params").Exists() {
-			return providers.FormatAnthropic
-		}
-		return providers.FormatOpenAI
+// Anthropic for {"params":...}, OpenAI otherwise. It reads through the
+// source, which a pipe has been spooled to, so nothing is consumed.
+func inputShape(src *runner.Source) providers.Format {
+	line, err := src.FirstLine()
+	if err == nil && gjson.GetBytes(line, "params").Exists() {
+		return providers.FormatAnthropic
 	}
 	return providers.FormatOpenAI
 }

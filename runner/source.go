@@ -3,10 +3,13 @@ package runner
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
+	"io/fs"
+	"math"
 	"os"
 	"strconv"
 
@@ -229,14 +232,168 @@ func (lr *lineReader) next() ([]byte, int, error) {
 	}
 }
 
-// Source reads requests from a JSONL file.
+// Source reads requests from a JSONL input: a file, or "-" for standard
+// input. The input is read twice, once by Check and once by Each (or the
+// offline route), so Open keeps it where both passes see the same bytes: a
+// regular file stays open and is read by position; anything that cannot be
+// read twice (a pipe, a FIFO, /dev/stdin, "-") is first copied to a spool
+// file in SpoolDir.
 type Source struct {
+	// Path names the input; "-" reads Stdin.
 	Path   string
 	Parser Parser
 	// Validate, if set, checks each request during Check (see FitsLimits).
 	Validate func(*providers.Request) error
 	// Shard, if set, keeps only the requests of one shard (see Shard).
 	Shard Shard
+	// Stdin is what Path "-" reads.
+	Stdin io.Reader
+	// SpoolDir is where a non-seekable input is spooled: beside the output,
+	// where the user chose to have room, rather than a temporary directory
+	// that may be memory. Empty means the system's temporary directory.
+	SpoolDir string
+
+	// f is the open input: the regular file itself, or the spool. Reads
+	// start at base (standard input redirected from a file may start inside it).
+	f         *os.File
+	base      int64
+	spooled   bool
+	spoolName string // set when the spool could not be unlinked at once
+}
+
+// name is the input as messages show it.
+func (s *Source) name() string {
+	if s.Path == "-" {
+		return "stdin"
+	}
+	return s.Path
+}
+
+func (s *Source) inputErr(line int, msg string) *InputError {
+	return &InputError{Path: s.name(), Line: line, Msg: msg}
+}
+
+// Open opens the input for the passes and spools it if it cannot be read
+// twice. Check and Each call it if the caller has not; Close releases it.
+//
+// The spool is unlinked as soon as it is created, so it takes no name on
+// disk and its space returns when the process exits, however it exits. It
+// is not kept for resume: a rerun reads its input again (the same pipe
+// command), and what was done is found in the output, by custom_id.
+func (s *Source) Open() error {
+	if s.f != nil {
+		return nil
+	}
+	var src io.Reader
+	if s.Path == "-" {
+		if s.Stdin == nil {
+			return s.inputErr(0, "no standard input")
+		}
+		if f, ok := s.Stdin.(*os.File); ok {
+			if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+				if off, err := f.Seek(0, io.SeekCurrent); err == nil {
+					s.f, s.base = f, off // redirected from a file: read it in place
+					return nil
+				}
+			}
+		}
+		src = s.Stdin
+	} else {
+		// Opening a FIFO waits for its writer, as any reader of it would.
+		f, err := os.Open(s.Path)
+		if err != nil {
+			return s.inputErr(0, openErrMsg(err))
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return s.inputErr(0, err.Error())
+		}
+		switch {
+		case fi.IsDir():
+			f.Close()
+			return s.inputErr(0, "is a directory")
+		case fi.Mode().IsRegular():
+			s.f = f
+			return nil
+		}
+		defer f.Close()
+		src = f
+	}
+	sp, unlinked, err := spool(src, s.SpoolDir)
+	if err != nil {
+		return s.inputErr(0, fmt.Sprintf("cannot be read twice and could not be spooled to %s: %v", cmp.Or(s.SpoolDir, os.TempDir()), err))
+	}
+	s.f, s.spooled = sp, true
+	if !unlinked {
+		s.spoolName = sp.Name()
+	}
+	return nil
+}
+
+// openErrMsg drops the path os.Open repeats, since InputError names it.
+func openErrMsg(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// spool copies r to a new file in dir and returns it, unlinked where the
+// system allows (Unix); elsewhere unlinked is false and Close removes it.
+func spool(r io.Reader, dir string) (f *os.File, unlinked bool, err error) {
+	if f, err = os.CreateTemp(dir, ".llmrun-spool-*"); err != nil {
+		return nil, false, err
+	}
+	unlinked = os.Remove(f.Name()) == nil
+	if _, err = io.Copy(f, r); err != nil {
+		f.Close()
+		if !unlinked {
+			os.Remove(f.Name())
+		}
+		return nil, false, err
+	}
+	return f, unlinked, nil
+}
+
+// Spooled reports whether Open copied the input to a spool file.
+func (s *Source) Spooled() bool { return s.spooled }
+
+// Close releases the input (and with it the spool's disk space).
+func (s *Source) Close() error {
+	if s.f == nil || s.f == s.Stdin {
+		return nil
+	}
+	err := s.f.Close()
+	if s.spoolName != "" {
+		os.Remove(s.spoolName)
+	}
+	s.f = nil
+	return err
+}
+
+// FirstLine returns a copy of the input's first non-blank line (nil if it
+// has none), for guessing the provider from the input's shape without
+// consuming an input that cannot be read twice.
+func (s *Source) FirstLine() ([]byte, error) {
+	r, err := s.open()
+	if err != nil {
+		return nil, err
+	}
+	line, _, err := newLineReader(r, s.name()).next()
+	if err == io.EOF {
+		return nil, nil
+	}
+	return bytes.Clone(line), err
+}
+
+// open starts one pass over the input from its beginning.
+func (s *Source) open() (io.Reader, error) {
+	if err := s.Open(); err != nil {
+		return nil, err
+	}
+	return io.NewSectionReader(s.f, s.base, math.MaxInt64-s.base), nil
 }
 
 // Shard splits one input across N machines or processes without
@@ -274,14 +431,13 @@ type CheckResult struct {
 // Check validates the whole file in one streaming pass before anything is
 // sent: every line parses, every id is unique. Only the ids are kept.
 func (s *Source) Check() (CheckResult, error) {
-	f, err := os.Open(s.Path)
+	f, err := s.open()
 	if err != nil {
-		return CheckResult{}, &InputError{Path: s.Path, Msg: err.Error()}
+		return CheckResult{}, err
 	}
-	defer f.Close()
 	seen := make(map[string]int)
 	mine := 0
-	lr := newLineReader(f, s.Path)
+	lr := newLineReader(f, s.name())
 	for {
 		line, n, err := lr.next()
 		if err == io.EOF {
@@ -292,15 +448,15 @@ func (s *Source) Check() (CheckResult, error) {
 		}
 		req, err := s.Parser.Parse(line, n)
 		if err != nil {
-			return CheckResult{}, &InputError{Path: s.Path, Line: n, Msg: err.Error()}
+			return CheckResult{}, &InputError{Path: s.name(), Line: n, Msg: err.Error()}
 		}
 		if s.Validate != nil {
 			if err := s.Validate(req); err != nil {
-				return CheckResult{}, &InputError{Path: s.Path, Line: n, Msg: err.Error()}
+				return CheckResult{}, &InputError{Path: s.name(), Line: n, Msg: err.Error()}
 			}
 		}
 		if first, dup := seen[req.ID]; dup {
-			return CheckResult{}, &InputError{Path: s.Path, Line: n, FirstLine: first, Msg: fmt.Sprintf("duplicate custom_id %q", req.ID)}
+			return CheckResult{}, &InputError{Path: s.name(), Line: n, FirstLine: first, Msg: fmt.Sprintf("duplicate custom_id %q", req.ID)}
 		}
 		seen[req.ID] = n
 		if s.Shard.Has(req.ID) {
@@ -308,7 +464,7 @@ func (s *Source) Check() (CheckResult, error) {
 		}
 	}
 	if len(seen) == 0 {
-		return CheckResult{}, &InputError{Path: s.Path, Msg: "no requests in file"}
+		return CheckResult{}, &InputError{Path: s.name(), Msg: "no requests in file"}
 	}
 	return CheckResult{Requests: mine}, nil
 }
@@ -316,12 +472,11 @@ func (s *Source) Check() (CheckResult, error) {
 // Each streams the file's requests to fn in file order, stopping at the
 // first error fn returns.
 func (s *Source) Each(fn func(*providers.Request) error) error {
-	f, err := os.Open(s.Path)
+	f, err := s.open()
 	if err != nil {
-		return &InputError{Path: s.Path, Msg: err.Error()}
+		return err
 	}
-	defer f.Close()
-	lr := newLineReader(f, s.Path)
+	lr := newLineReader(f, s.name())
 	for {
 		line, n, err := lr.next()
 		if err == io.EOF {
@@ -332,7 +487,7 @@ func (s *Source) Each(fn func(*providers.Request) error) error {
 		}
 		req, err := s.Parser.Parse(line, n)
 		if err != nil {
-			return &InputError{Path: s.Path, Line: n, Msg: err.Error()}
+			return &InputError{Path: s.name(), Line: n, Msg: err.Error()}
 		}
 		if !s.Shard.Has(req.ID) {
 			continue

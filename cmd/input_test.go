@@ -1,0 +1,114 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/llmrun/llmrun/providers/mock"
+)
+
+// runWithStdin runs llmrun in-process with stdin as its standard input.
+func runWithStdin(t *testing.T, env map[string]string, stdin string, args ...string) (int, string) {
+	t.Helper()
+	var stderr bytes.Buffer
+	io := &IO{In: strings.NewReader(stdin), Out: &bytes.Buffer{}, Err: &stderr, Getenv: func(k string) string { return env[k] }}
+	code := Execute(context.Background(), io, args)
+	return code, stderr.String()
+}
+
+// A piped input is answered in full: "-" and a named FIFO are spooled beside
+// the output, so the run sees the lines the check saw.
+func TestPipedInputIsAnswered(t *testing.T) {
+	m, url := mockServer(t, mock.Config{Seed: 1})
+	env := mockEnv(url)
+	in, prompts := promptFile(t, 20)
+	data, err := os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("dash reads standard input", func(t *testing.T) {
+		dir := t.TempDir()
+		out := filepath.Join(dir, "res.out.jsonl")
+		before := m.Stats().Completed
+		code, stderr := runWithStdin(t, env, string(data), "batch", "-", "-o", out, "--provider", "openai", "--model", "m", "-q")
+		if code != ExitOK {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		got := readLines(t, out)
+		if len(got) != len(prompts) {
+			t.Fatalf("%d answers, want %d", len(got), len(prompts))
+		}
+		if n := m.Stats().Completed - before; n != int64(len(prompts)) {
+			t.Errorf("%d requests reached the server, want %d", n, len(prompts))
+		}
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if strings.Contains(e.Name(), "spool") {
+				t.Errorf("spool file left behind: %s", e.Name())
+			}
+		}
+		// Rerunning with the same piped input resumes: nothing is sent again.
+		before = m.Stats().Completed
+		if code, stderr := runWithStdin(t, env, string(data), "batch", "-", "-o", out, "--provider", "openai", "--model", "m", "-q"); code != ExitOK {
+			t.Fatalf("rerun exit %d: %s", code, stderr)
+		}
+		if n := m.Stats().Completed - before; n != 0 {
+			t.Errorf("rerun sent %d requests, want 0", n)
+		}
+	})
+	t.Run("dash without -o is a usage error", func(t *testing.T) {
+		code, stderr := runWithStdin(t, env, string(data), "batch", "-", "--provider", "mock", "-q")
+		if code != ExitUsage || !strings.Contains(stderr, "-o") {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+	})
+	t.Run("named FIFO", func(t *testing.T) {
+		dir := t.TempDir()
+		fifo := filepath.Join(dir, "in.jsonl")
+		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+			t.Skip("no FIFOs here:", err)
+		}
+		go func() {
+			if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+				w.Write(data)
+				w.Close()
+			}
+		}()
+		stop := make(chan struct{})
+		defer close(stop)
+		go unblockFIFO(fifo, 20*time.Second, stop) // so a regression fails instead of hanging
+		out := filepath.Join(dir, "res.out.jsonl")
+		code, stderr := runWithStdin(t, env, "", "batch", fifo, "-o", out, "--provider", "openai", "--model", "m", "-q")
+		if code != ExitOK {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		if got := readLines(t, out); len(got) != len(prompts) {
+			t.Fatalf("%d answers, want %d", len(got), len(prompts))
+		}
+	})
+}
+
+// unblockFIFO: see the runner package's copy.
+func unblockFIFO(fifo string, d time.Duration, stop <-chan struct{}) {
+	select {
+	case <-stop:
+		return
+	case <-time.After(d):
+	}
+	for {
+		if w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			w.Close()
+		}
+		select {
+		case <-stop:
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
