@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -139,12 +140,13 @@ func (c BreakerConfig) withDefaults() BreakerConfig {
 // from before an outage cannot close or reopen it, nor count in the
 // window after the breaker closed again.
 type Ticket struct {
-	gen   uint64
-	probe uint64 // the probe's serial number; 0 for an attempt while closed
+	gen    uint64
+	serial uint64 // in the order Allow handed tickets out, from 1
+	probe  bool
 }
 
 // Probe reports whether this ticket is one of the half-open breaker's probes.
-func (t Ticket) Probe() bool { return t.probe != 0 }
+func (t Ticket) Probe() bool { return t.probe }
 
 // BreakerStats are a breaker's counters for the run summary.
 type BreakerStats struct {
@@ -167,6 +169,7 @@ type BreakerStats struct {
 // outcomeAt is one attempt's outcome in the window.
 type outcomeAt struct {
 	at     time.Time
+	serial uint64
 	failed bool
 }
 
@@ -174,7 +177,12 @@ type outcomeAt struct {
 // It judges a sliding window of the key's recent attempts and opens when
 // nearly all of them failed (FailureRate of at least MinAttempts), so a
 // degraded provider stays in service and a dead one is caught after a few
-// attempts. While open, Allow refuses and the runner holds (no new
+// attempts. Failures are often quick (an overload is refused at once) and
+// successes slow (an answer streams for seconds), so among attempts started
+// together the failures are reported first; an attempt still in flight that
+// started before a failed one in the window therefore counts as not failed,
+// so a burst of refusals does not read as an outage while the answers of the
+// same burst are still streaming. While open, Allow refuses and the runner holds (no new
 // attempts, nothing marked failed). After the cooldown — FirstCooldown,
 // doubling per consecutive opening up to Cooldown — the breaker turns
 // half-open and lets Probes attempts through; a majority of successes
@@ -189,14 +197,17 @@ type Breaker struct {
 
 	// The window: a ring of the last cfg.Window outcomes while closed,
 	// oldest at head; fails counts the failed ones.
-	ring        []outcomeAt
-	head, n     int
-	fails       int
+	ring    []outcomeAt
+	head, n int
+	fails   int
+	// inflight holds the serials, ascending, of the tickets handed out
+	// while closed whose outcome is not in.
+	inflight    []uint64
 	level       int       // consecutive openings; the cooldown is FirstCooldown·2^(level-1)
 	closedAt    time.Time // when the breaker last closed
 	openedAt    time.Time // start of the current outage; zero when closed
 	probeAt     time.Time // end of the current cooldown
-	probeSerial uint64    // serial of the last probe handed out
+	serial      uint64    // of the last ticket handed out
 	probesOut   []uint64  // serials of the probes whose outcome is not in
 	probeOK     int       // successes among this half-open's probes
 	probeFailed int       // failures among this half-open's probes
@@ -236,6 +247,7 @@ func (b *Breaker) setState(s State) {
 	b.probesOut = b.probesOut[:0]
 	b.probeOK, b.probeFailed = 0, 0
 	b.head, b.n, b.fails = 0, 0, 0
+	b.inflight = b.inflight[:0]
 	b.wake()
 }
 
@@ -279,7 +291,9 @@ func (b *Breaker) Allow(now time.Time) (Ticket, bool) {
 	defer b.mu.Unlock()
 	switch b.state {
 	case Closed:
-		return Ticket{gen: b.gen}, true
+		b.serial++
+		b.inflight = append(b.inflight, b.serial)
+		return Ticket{gen: b.gen, serial: b.serial}, true
 	case Open:
 		if now.Before(b.probeAt) {
 			return Ticket{}, false
@@ -289,10 +303,10 @@ func (b *Breaker) Allow(now time.Time) (Ticket, bool) {
 	if len(b.probesOut)+b.probeOK+b.probeFailed >= b.cfg.Probes {
 		return Ticket{}, false
 	}
-	b.probeSerial++
-	b.probesOut = append(b.probesOut, b.probeSerial)
+	b.serial++
+	b.probesOut = append(b.probesOut, b.serial)
 	b.probes++
-	return Ticket{gen: b.gen, probe: b.probeSerial}, true
+	return Ticket{gen: b.gen, serial: b.serial, probe: true}, true
 }
 
 // Valid reports whether ticket t still lets its attempt start: false once
@@ -317,11 +331,25 @@ func (b *Breaker) probeIndex(t Ticket) int {
 		return -1
 	}
 	for i, s := range b.probesOut {
-		if s == t.probe {
+		if s == t.serial {
 			return i
 		}
 	}
 	return -1
+}
+
+// settleClosed removes t from the closed breaker's attempts in flight and
+// reports whether it was one (a stale or repeated report is not).
+// settleClosed requires that b.mu is held.
+func (b *Breaker) settleClosed(t Ticket) bool {
+	if t.Probe() || t.gen != b.gen || b.state != Closed {
+		return false
+	}
+	i, ok := slices.BinarySearch(b.inflight, t.serial)
+	if ok {
+		b.inflight = slices.Delete(b.inflight, i, i+1)
+	}
+	return ok
 }
 
 // settleProbe removes t's probe from the outstanding ones and reports
@@ -338,19 +366,19 @@ func (b *Breaker) settleProbe(t Ticket) bool {
 // majority is how many of the probes' outcomes decide the half-open state.
 func (b *Breaker) majority() int { return b.cfg.Probes/2 + 1 }
 
-// record adds a closed-state outcome to the window at now, first dropping
+// record adds the outcome of closed-state ticket t to the window at now, first dropping
 // the outcomes older than WindowTime, except that the last MinAttempts stay
 // whatever their age: a provider whose attempts take longer than
 // WindowTime to fail (timeouts) would otherwise never fill the window.
 // record requires that b.mu is held.
-func (b *Breaker) record(now time.Time, failed bool) {
+func (b *Breaker) record(now time.Time, t Ticket, failed bool) {
 	for b.n >= b.cfg.MinAttempts && now.Sub(b.ring[b.head].at) >= b.cfg.WindowTime {
 		b.drop()
 	}
 	if b.n == len(b.ring) {
 		b.drop()
 	}
-	b.ring[(b.head+b.n)%len(b.ring)] = outcomeAt{at: now, failed: failed}
+	b.ring[(b.head+b.n)%len(b.ring)] = outcomeAt{at: now, serial: t.serial, failed: failed}
 	b.n++
 	if failed {
 		b.fails++
@@ -366,12 +394,25 @@ func (b *Breaker) drop() {
 	b.n--
 }
 
-// tripped reports whether the window says the provider is down. tripped
-// requires that b.mu is held.
+// tripped reports whether the window says the provider is down: at least
+// MinAttempts outcomes, and failures at FailureRate of them plus the
+// attempts still in flight that started before the window's last failed
+// one (they have outlived a failure, so they are not failing fast).
+// tripped requires that b.mu is held.
 func (b *Breaker) tripped() bool {
+	if b.n < b.cfg.MinAttempts {
+		return false
+	}
+	var lastFailed uint64
+	for i := range b.n {
+		if o := b.ring[(b.head+i)%len(b.ring)]; o.failed {
+			lastFailed = max(lastFailed, o.serial)
+		}
+	}
+	older, _ := slices.BinarySearch(b.inflight, lastFailed)
 	// The small slack keeps 0.9 × 20 = 18 failures at the rate despite
 	// floating point.
-	return b.n >= b.cfg.MinAttempts && float64(b.fails) >= b.cfg.FailureRate*float64(b.n)-1e-9
+	return float64(b.fails) >= b.cfg.FailureRate*float64(b.n+older)-1e-9
 }
 
 // Success reports that the attempt of ticket t succeeded at now: it joins
@@ -384,8 +425,8 @@ func (b *Breaker) Success(now time.Time, t Ticket) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !t.Probe() {
-		if t.gen == b.gen && b.state == Closed {
-			b.record(now, false)
+		if b.settleClosed(t) {
+			b.record(now, t, false)
 		}
 		return
 	}
@@ -412,8 +453,8 @@ func (b *Breaker) Failure(now time.Time, t Ticket) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !t.Probe() {
-		if t.gen == b.gen && b.state == Closed {
-			b.record(now, true)
+		if b.settleClosed(t) {
+			b.record(now, t, true)
 			if b.tripped() {
 				b.open(now)
 			}
@@ -441,7 +482,9 @@ func (b *Breaker) Release(now time.Time, t Ticket) {
 	defer b.mu.Unlock()
 	if b.settleProbe(t) {
 		b.wake() // holders: a probe slot is free
+		return
 	}
+	b.settleClosed(t)
 }
 
 // Observe reports the outcome err of the attempt of ticket t: nil is a
