@@ -110,6 +110,10 @@ func (e *Estimator) encodingFor(model string) *lazyCodec {
 	return nil
 }
 
+// HasTokenizer reports whether RawInputTokens counts model's text with the
+// model's own tokenizer; otherwise the count is bytes/4, an approximation.
+func (e *Estimator) HasTokenizer(model string) bool { return e.encodingFor(model) != nil }
+
 // RawInputTokens is the uncalibrated estimate: tiktoken (o200k_base for
 // gpt-4o/4.1/5 and o-series, cl100k_base for gpt-3.5/gpt-4) for
 // OpenAI-family models, ceil(bytes/4) otherwise. Texts over 32 KiB are

@@ -40,6 +40,9 @@ type task struct {
 	req      *providers.Request // as read from the input
 	start    time.Time
 	attempts int // over every hop
+	// spent is what its answers cost, over every hop (guard-rejected
+	// answers too).
+	spent spend
 }
 
 // hop is one request's attempts on one route of the fallback chain.
@@ -132,6 +135,8 @@ func (r *run) tryRoute(t *task, i int, req *providers.Request) hopResult {
 		}
 		o := r.attempt(h)
 		if o.resp != nil {
+			o.cost = r.price(h.route, h.req, o.resp)
+			t.spent.add(o.cost)
 			gerr := r.cfg.Guard.Check(o.resp.Text)
 			if gerr == nil {
 				// Hand the line to the writer before the slot is freed:
@@ -269,6 +274,9 @@ func (r *run) emit(h *hop, resp *providers.Response) {
 			TTFTMS:       resp.TTFT.Milliseconds(),
 			InputTokens:  resp.Usage.InputTokens,
 			OutputTokens: resp.Usage.OutputTokens,
+			CacheRead:    resp.Usage.CacheReadTokens,
+			CacheWrite:   resp.Usage.CacheWriteTokens,
+			CostUSD:      h.t.spent.json(),
 		},
 	}
 	r.send(h.t.req.ID, &l, true)
@@ -283,6 +291,7 @@ func (r *run) emitFailure(t *task, last hopResult) {
 			Attempts:  t.attempts,
 			Model:     t.req.Model,
 			LatencyMS: time.Since(t.start).Milliseconds(),
+			CostUSD:   t.spent.json(),
 		},
 	}
 	if len(r.cfg.Routes) > 0 {

@@ -16,6 +16,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/llmrun/llmrun/checkpoint"
+	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/providers"
 	"github.com/llmrun/llmrun/runner/retry"
 )
@@ -114,6 +115,9 @@ type OfflineConfig struct {
 	// Interrupts delivers SIGINT/SIGTERM: polling stops at once (the
 	// batches keep running at the provider, and a rerun collects them).
 	Interrupts <-chan os.Signal
+	// Prices prices every result at the provider's batch price; nil
+	// computes no costs.
+	Prices *pricing.Table
 }
 
 // Default polling of RunOffline.
@@ -208,6 +212,9 @@ func RunOffline(ctx context.Context, cfg OfflineConfig) (*Summary, error) {
 		err = fmt.Errorf("writing results: %w", ferr)
 	}
 	sum := o.c.summary(time.Since(started))
+	if cfg.Prices != nil {
+		sum.PricesDate = cfg.Prices.Date()
+	}
 	if err == nil && ctx.Err() != nil {
 		err = context.Cause(ctx)
 	}
@@ -626,7 +633,17 @@ func (o *offline) resultLine(id string, r *providers.BatchResult, latency time.D
 			LatencyMS:    latency.Milliseconds(),
 			InputTokens:  r.Usage.InputTokens,
 			OutputTokens: r.Usage.OutputTokens,
+			CacheRead:    r.Usage.CacheReadTokens,
+			CacheWrite:   r.Usage.CacheWriteTokens,
 		},
+	}
+	if r.OK() && o.cfg.Prices != nil {
+		c, known := priceOf(o.cfg.Prices, o.cfg.Client.Name(), model, r.Usage, true)
+		o.c.costs.add(o.cfg.Client.Name(), model, r.Usage, c, known)
+		l.Llmrun.CostUSD = spend{cost: c, priced: 1}.json()
+		if !known {
+			l.Llmrun.CostUSD = spend{unpriced: 1}.json()
+		}
 	}
 	if r.Outcome == providers.OutcomeSucceeded || r.Outcome == providers.OutcomeErrored {
 		l.Llmrun.Attempts = 1

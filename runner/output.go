@@ -41,6 +41,15 @@ type LineDetails struct {
 	TTFTMS       int64  `json:"ttft_ms"`
 	InputTokens  int64  `json:"input_tokens"`
 	OutputTokens int64  `json:"output_tokens"`
+	// CacheRead and CacheWrite are the parts of InputTokens read from and
+	// written to the provider's prompt cache.
+	CacheRead  int64 `json:"cache_read_tokens,omitempty"`
+	CacheWrite int64 `json:"cache_write_tokens,omitempty"`
+	// CostUSD is what the request's answers cost by the usage the
+	// provider reported (at batch prices for batch results; answers a
+	// guard rejected included): a number, null when a model has no price,
+	// absent when there was nothing to price.
+	CostUSD json.RawMessage `json:"cost_usd,omitempty"`
 }
 
 // lineID is the output line's "id": stable for a custom_id, so rewriting a

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llmrun/llmrun/limiter"
+	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/providers"
 	"github.com/llmrun/llmrun/runner/retry"
 )
@@ -48,8 +49,12 @@ type permit struct {
 	ticket retry.Ticket
 	gate   func()         // opens the key's gate; nil until acquired
 	resv   limiter.Ticket // nil until reserved
-	slot   bool           // holds a run slot
-	ended  bool
+	// spend is the --max-cost reservation (the attempt's worst case);
+	// spendHeld reports that it is held.
+	spend     pricing.Cost
+	spendHeld bool
+	slot      bool // holds a run slot
+	ended     bool
 }
 
 // attemptOutcome is what happened to one attempt, as the permit's end and
@@ -63,6 +68,9 @@ type attemptOutcome struct {
 	// cut reports that the run's shutdown cut the attempt: it says
 	// nothing about the provider.
 	cut bool
+	// cost is what the answer cost by its reported usage (set once
+	// priced); a failure reports no usage, so its cost is not known.
+	cost spend
 }
 
 // notSent is the outcome of an attempt that never reached the provider.
@@ -100,6 +108,10 @@ func (r *run) admit(h *hop) (*permit, outcome, error) {
 			return nil, outPending, nil
 		}
 		p.gate = gate
+		if p.spend, p.spendHeld = r.reserveSpend(h); !p.spendHeld && r.spend != nil {
+			p.end(notSent)
+			return nil, outPending, nil
+		}
 		resv, err := r.cfg.Limiter.Reserve(r.admitCtx, h.key, r.cost(h.key, h.route, h.req, h.raw))
 		if err != nil {
 			p.end(notSent)
@@ -152,6 +164,9 @@ func (p *permit) end(o attemptOutcome) {
 	r, h := p.r, p.h
 	if p.slot {
 		<-r.slots
+	}
+	if p.spendHeld {
+		r.spend.settle(p.spend, o.cost.cost)
 	}
 	if p.resv != nil {
 		switch {

@@ -94,6 +94,9 @@ func (p *Progress) Stop() {
 
 func (p *Progress) describe(c *Counters) string {
 	s := fmt.Sprintf("in flight %d, retries %d, 429s %d", c.InFlight.Load(), c.Retries.Load(), c.RateLimited.Load())
+	if spent := c.Spent(); spent > 0 {
+		s += fmt.Sprintf(", spent %v", spent)
+	}
 	if p.Status != nil {
 		if st := p.Status(); st != "" {
 			s += ", " + st

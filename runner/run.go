@@ -19,6 +19,7 @@ import (
 	"github.com/llmrun/llmrun/checkpoint"
 	"github.com/llmrun/llmrun/estimate"
 	"github.com/llmrun/llmrun/limiter"
+	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/providers"
 	"github.com/llmrun/llmrun/runner/retry"
 )
@@ -64,6 +65,13 @@ type Config struct {
 	// Interrupts delivers SIGINT/SIGTERM; nil means none.
 	Interrupts <-chan os.Signal
 
+	// Prices prices every response; nil computes no costs.
+	Prices *pricing.Table
+	// MaxCost, when positive, caps the spend recorded in the output, Spent
+	// (what earlier runs recorded) included: see spendCap. Every model
+	// must have a price (cmd checks).
+	MaxCost, Spent pricing.Cost
+
 	Progress *Progress
 	// Rand seeds the retry jitter; nil seeds one from the clock.
 	Rand *rand.Rand
@@ -107,6 +115,9 @@ type run struct {
 	gates    map[string]*keyGate
 	rngMu    sync.Mutex
 
+	// spend is the --max-cost budget; nil without a cap.
+	spend *spendCap
+
 	results chan result
 	// slots holds one token per attempt in flight.
 	slots chan struct{}
@@ -141,6 +152,9 @@ func newRun(ctx context.Context, cfg Config) *run {
 		cfg.RetryBudget = retry.NewBudget(retry.DefaultBudgetRatio, retry.DefaultBudgetWindow, retry.DefaultBudgetAllowance)
 	}
 	r := &run{cfg: cfg, c: new(Counters), breakers: make(map[string]Breaker), gates: make(map[string]*keyGate), produced: make(chan struct{}), slots: make(chan struct{}, cfg.Concurrency), results: make(chan result, 4*cfg.Concurrency)}
+	if cfg.MaxCost > 0 {
+		r.spend = &spendCap{cap: cfg.MaxCost, spent: cfg.Spent}
+	}
 	r.workCtx, r.stopWork = context.WithCancelCause(ctx)
 	r.admitCtx, r.stopAdmit = context.WithCancelCause(r.workCtx)
 	return r
@@ -168,6 +182,10 @@ func (r *run) execute(ctx context.Context) (*Summary, error) {
 		werr = ferr
 	}
 	sum := r.summarize(time.Since(started))
+	if r.spend != nil {
+		sum.RecordedCostUSD = usd(r.spend.total(), true)
+		sum.MaxCostUSD = r.cfg.MaxCost.USD()
+	}
 	return sum, r.ending(ctx, sum, werr, prodErr)
 }
 
@@ -176,6 +194,9 @@ func (r *run) ending(ctx context.Context, sum *Summary, werr, prodErr error) err
 	r.mu.Lock()
 	abort, sig := r.abort, r.signal
 	r.mu.Unlock()
+	if errors.Is(abort, errCostCap) {
+		abort = &CostCapError{Spent: r.spend.total(), Cap: r.cfg.MaxCost}
+	}
 	switch {
 	case werr != nil:
 		return fmt.Errorf("writing results: %w", werr)

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/providers"
 )
 
@@ -25,7 +26,13 @@ type Counters struct {
 
 	mu      sync.Mutex
 	byCause map[string]int64
+
+	// costs is the spend by model, from reported usage.
+	costs costBook
 }
+
+// Spent is the cost of the responses so far (priced ones only).
+func (c *Counters) Spent() pricing.Cost { return c.costs.spent() }
 
 // retried records one retry and its cause.
 func (c *Counters) retried(class providers.Class) {

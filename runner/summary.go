@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llmrun/llmrun/limiter"
+	"github.com/llmrun/llmrun/pricing"
 )
 
 // Summary is the end-of-run report: printed as one line on stderr and, with
@@ -34,6 +35,21 @@ type Summary struct {
 	HeldSeconds        float64          `json:"held_seconds"`
 	Limits             []KeyLimits      `json:"limits,omitempty"`
 	Aborted            string           `json:"aborted,omitempty"`
+
+	// CostUSD is what this run's answers cost, from the usage the
+	// providers reported, at batch prices for batch results; answers of
+	// models without a price are not in it (Unpriced counts them).
+	CostUSD float64 `json:"cost_usd"`
+	// Costs is CostUSD by provider and model, with the cache-hit ratio.
+	Costs    []ModelCost `json:"costs"`
+	Unpriced int64       `json:"unpriced,omitempty"`
+	// PricesDate is the date of the price snapshot the costs use.
+	PricesDate string `json:"prices_date,omitempty"`
+	// RecordedCostUSD is the spend recorded in the output, earlier runs
+	// included, and MaxCostUSD the --max-cost it is held under (only with
+	// --max-cost).
+	RecordedCostUSD *float64 `json:"recorded_cost_usd,omitempty"`
+	MaxCostUSD      float64  `json:"max_cost_usd,omitempty"`
 }
 
 // summary is what the counters alone say about a run.
@@ -53,6 +69,12 @@ func (c *Counters) summary(wall time.Duration) *Summary {
 		FellBack:       c.FellBack.Load(),
 	}
 	s.Pending = max(s.Requests-s.Skipped-s.Succeeded-s.Failed, 0)
+	var total pricing.Cost
+	s.Costs, total, _ = c.costs.summary()
+	s.CostUSD = total.USD()
+	for _, m := range s.Costs {
+		s.Unpriced += m.Unpriced
+	}
 	if answered := s.Succeeded + s.Failed; answered > 0 {
 		s.AttemptsPerRequest = float64(s.Attempts) / float64(answered)
 		s.FallbackRate = float64(s.FellBack) / float64(answered)
@@ -63,6 +85,9 @@ func (c *Counters) summary(wall time.Duration) *Summary {
 // summarize adds the budget and the breakers to the counters' summary.
 func (r *run) summarize(wall time.Duration) *Summary {
 	s := r.c.summary(wall)
+	if r.cfg.Prices != nil {
+		s.PricesDate = r.cfg.Prices.Date()
+	}
 	s.Limits = keyLimits(r.cfg.Limiter.Stats())
 	r.mu.Lock()
 	for _, b := range r.breakers {
@@ -122,6 +147,7 @@ func (s *Summary) OneLine() string {
 	if s.FellBack > 0 {
 		line += fmt.Sprintf("; %d fell back", s.FellBack)
 	}
+	line += s.costString()
 	for _, k := range s.Limits {
 		if k.BoundBy != "" {
 			line += fmt.Sprintf("; requests waited %.1fs in all for the budget, most for %s", k.WaitSeconds, k.BoundBy)
@@ -135,6 +161,27 @@ func (s *Summary) OneLine() string {
 	}
 	if s.BreakerOpenings > 0 {
 		line += fmt.Sprintf("; breaker opened %d times, held %.1fs", s.BreakerOpenings, s.HeldSeconds)
+	}
+	return line
+}
+
+// costString is the one-line summary's part about money.
+func (s *Summary) costString() string {
+	if s.PricesDate == "" {
+		return ""
+	}
+	line := fmt.Sprintf("; cost %v", pricing.FromUSD(s.CostUSD))
+	for _, m := range s.Costs {
+		if m.CacheReadTokens > 0 {
+			line += fmt.Sprintf(", %s cache hits %.0f%%", m.Model, 100*m.CacheHitRatio)
+		}
+	}
+	if s.Unpriced > 0 {
+		line += fmt.Sprintf(" (%d answers of models without a price not counted)", s.Unpriced)
+	}
+	line += " (prices of " + s.PricesDate + ")"
+	if s.RecordedCostUSD != nil {
+		line += fmt.Sprintf("; %v recorded in this output of --max-cost %v", pricing.FromUSD(*s.RecordedCostUSD), pricing.FromUSD(s.MaxCostUSD))
 	}
 	return line
 }
