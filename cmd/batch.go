@@ -87,6 +87,7 @@ ANTHROPIC_BASE_URL (or --base-url). --provider mock runs against a built-in mock
 	f.Uint64Var(&o.Seed, "seed", 0, "seed for retry jitter (0: random)")
 	f.DurationVar(&o.ProgressInterval, "progress-interval", 5*time.Second, "interval of plain progress lines when stderr is not a terminal")
 	addOfflineFlags(f, &o.Offline)
+	addCostFlags(f, &o.Cost)
 	return c
 }
 

@@ -59,7 +59,7 @@ every result as it lands, and resumes where it stopped when rerun.
 	root.SetOut(io.Out)
 	root.SetErr(io.Err)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &job.UsageError{Err: err} })
-	root.AddCommand(newBatchCmd(io, nil), newMockCmd(io), newStatusCmd(io), newCancelCmd(io), newRepairCmd(io))
+	root.AddCommand(newBatchCmd(io, nil), newEstimateCmd(io), newMockCmd(io), newStatusCmd(io), newCancelCmd(io), newRepairCmd(io))
 	return root
 }
 

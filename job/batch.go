@@ -14,6 +14,7 @@ import (
 	"github.com/llmrun/llmrun/checkpoint"
 	"github.com/llmrun/llmrun/estimate"
 	"github.com/llmrun/llmrun/limiter"
+	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/providers"
 	"github.com/llmrun/llmrun/providers/registry"
 	"github.com/llmrun/llmrun/runner"
@@ -55,6 +56,8 @@ type BatchOptions struct {
 	ProgressInterval time.Duration
 	// Offline chooses the live or the batch API route.
 	Offline OfflineOptions
+	// Cost holds --prices, --max-cost and --dry-run (cost.go).
+	Cost CostOptions
 }
 
 // batch is one batch command's parts, built from its options.
@@ -76,6 +79,10 @@ type batch struct {
 	store       *checkpoint.Store
 	seed        uint64
 	interrupts  chan os.Signal
+	// prices prices the answers; spent is the spend recorded in the
+	// output before this run (read only with --max-cost).
+	prices *pricing.Table
+	spent  pricing.Cost
 }
 
 // Batch runs every pending request of o.Input: checked in one pass, then
@@ -85,6 +92,9 @@ type batch struct {
 // *runner.AbortError, *runner.InterruptedError, *runner.PendingError,
 // *UsageError, an input or checkpoint error, or an I/O error.
 func Batch(ctx context.Context, io *IO, o BatchOptions) (*runner.Summary, error) {
+	if o.Cost.DryRun {
+		return nil, Estimate(io, o)
+	}
 	b, err := prepare(ctx, io, &o)
 	if err != nil {
 		return nil, err
@@ -123,6 +133,12 @@ func prepare(ctx context.Context, io *IO, o *BatchOptions) (_ *batch, err error)
 	if b.guard, err = o.guard(); err != nil {
 		return nil, err
 	}
+	if b.prices, err = loadPrices(&o.Cost); err != nil {
+		return nil, err
+	}
+	if o.Cost.MaxCost < 0 {
+		return nil, usagef("--max-cost must be positive")
+	}
 	// The input is opened before anything reads it: a pipe is spooled
 	// beside the output here, and every pass (shape, check, run) reads that.
 	b.src = &runner.Source{Path: o.Input, Shard: shard, Stdin: io.In, SpoolDir: filepath.Dir(o.Output)}
@@ -144,13 +160,31 @@ func prepare(ctx context.Context, io *IO, o *BatchOptions) (_ *batch, err error)
 		return nil, err
 	}
 	b.estimator = estimate.NewEstimator()
-	b.src.Validate = runner.FitsLimits(b.limits, b.estimator, b.routes[0].Admission)
+	fits := runner.FitsLimits(b.limits, b.estimator, b.routes[0].Admission)
+	models := map[string]bool{} // the input's models, for --max-cost
+	b.src.Validate = func(req *providers.Request) error {
+		models[req.Model] = true
+		return fits(req)
+	}
 	check, err := b.src.Check()
 	if err != nil {
 		return nil, err
 	}
 	b.total = check.Requests
+	if o.Cost.MaxCost > 0 {
+		if err := checkPriced(b.prices, b.routes, models); err != nil {
+			return nil, err
+		}
+	}
+	// The errors file's costs, read before Open drops the lines it retries.
+	errRec, err := runner.ReadRecorded(o.Errors, false)
+	if err != nil {
+		return nil, err
+	}
 	if b.store, err = b.openStore(fsync); err != nil {
+		return nil, err
+	}
+	if b.spent, err = recordedSpend(b.store, o.Output, errRec.Cost, !o.NoRetryFailed, o.Cost.MaxCost > 0); err != nil {
 		return nil, err
 	}
 	b.interrupts = make(chan os.Signal, 2)
@@ -269,6 +303,9 @@ func (b *batch) runConfig() runner.Config {
 		Interrupts:  b.interrupts,
 		Progress:    &runner.Progress{Mode: progressMode(b.io, o), Out: b.io.Err, Interval: o.ProgressInterval},
 		Rand:        rand.New(rand.NewPCG(b.seed, b.seed^0x9e3779b97f4a7c15)),
+		Prices:      b.prices,
+		MaxCost:     pricing.FromUSD(o.Cost.MaxCost),
+		Spent:       b.spent,
 	}
 }
 

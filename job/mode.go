@@ -109,8 +109,16 @@ func (b *batch) runOffline(ctx context.Context) (sum *runner.Summary, handled bo
 	}
 	done, failed := store.Counts()
 	mode, why := chooseMode(&o.Offline, max(b.total-done-failed, 0), len(open), time.Now())
+	if mode == ModeBatch && len(open) == 0 && o.Cost.MaxCost > 0 {
+		// A provider batch is submitted whole: no per-request cap.
+		if o.Offline.Mode == ModeBatch {
+			return nil, true, usagef("--max-cost caps live runs only (a provider batch is submitted whole); use --mode sync, or see the batch's cost with llmrun estimate")
+		}
+		why += "; but --max-cost caps live runs only: the live API"
+		mode = ModeSync
+	}
 	if why != "" {
-		fmt.Fprintf(b.io.Err, "llmrun: --mode auto: %s\n", why)
+		fmt.Fprintf(b.io.Err, "llmrun: --mode auto: %s%s\n", why, b.batchSaving())
 	}
 	if mode == ModeSync && len(open) == 0 {
 		return nil, false, nil
@@ -124,6 +132,7 @@ func (b *batch) runOffline(ctx context.Context) (sum *runner.Summary, handled bo
 		MaxItems: o.Offline.MaxItems, MaxBytes: o.Offline.MaxBytes,
 		PollInterval: o.Offline.PollInterval, PollMax: o.Offline.PollMax,
 		Interrupts: b.interrupts,
+		Prices:     b.prices,
 	}
 	if !o.Quiet {
 		cfg.Log = b.io.Err

@@ -1,0 +1,249 @@
+package job
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/llmrun/llmrun/checkpoint"
+	"github.com/llmrun/llmrun/estimate"
+	"github.com/llmrun/llmrun/limiter"
+	"github.com/llmrun/llmrun/pricing"
+	"github.com/llmrun/llmrun/providers/registry"
+	"github.com/llmrun/llmrun/runner"
+)
+
+// CostOptions are the options about money, shared by batch and estimate.
+type CostOptions struct {
+	// Prices is a --prices file of overrides and additions.
+	Prices string
+	// MaxCost caps the spend recorded in the output, in USD (0: none).
+	MaxCost float64
+	// DryRun estimates instead of running (batch --dry-run, estimate).
+	DryRun bool
+	// JSON prints the estimate as JSON.
+	JSON bool
+}
+
+// loadPrices is the built-in price list with --prices on top.
+func loadPrices(o *CostOptions) (*pricing.Table, error) {
+	t := pricing.Snapshot()
+	if o.Prices == "" {
+		return t, nil
+	}
+	t, err := t.WithPricesFile(o.Prices)
+	if err != nil {
+		return nil, usage(err)
+	}
+	return t, nil
+}
+
+// checkPriced makes --max-cost a usage error when a model that may be
+// sent has no price: the cap could not be kept.
+func checkPriced(t *pricing.Table, routes []runner.Route, inputModels map[string]bool) error {
+	var missing []string
+	for i, rt := range routes {
+		models := inputModels
+		if i > 0 && rt.Model != "" {
+			models = map[string]bool{rt.Model: true}
+		}
+		for m := range models {
+			if _, ok := t.Lookup(rt.Provider.Name(), m); !ok {
+				missing = append(missing, fmt.Sprintf("%s (%s)", m, rt.Provider.Name()))
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	sort.Strings(missing)
+	return usagef("--max-cost needs a price for every model, and %s has none in the price list of %s: give it one with --prices FILE", strings.Join(missing, ", "), t.Date())
+}
+
+// droppedCostKey is the checkpoint state holding the cost of failed
+// requests whose errors-file lines a rerun dropped to retry them.
+const droppedCostKey = "cost.dropped_usd"
+
+// recordedSpend is the spend recorded in the output: its lines' cost_usd,
+// the errors file's (errSpent, read before Open dropped the lines it
+// retries) and what earlier reruns carried over from dropped lines. It
+// records this rerun's dropped cost in the checkpoint state first, so the
+// record survives the lines.
+// The output is read (a pass over it) only when needed, for --max-cost.
+func recordedSpend(store *checkpoint.Store, output string, errSpent pricing.Cost, retryFailed, needed bool) (pricing.Cost, error) {
+	var carried pricing.Cost
+	if raw, ok := store.State(droppedCostKey); ok {
+		var usd float64
+		if json.Unmarshal(raw, &usd) == nil {
+			carried = pricing.FromUSD(usd)
+		}
+	}
+	if retryFailed && errSpent > 0 {
+		carried += errSpent
+		b, _ := json.Marshal(carried.USD())
+		if err := store.SetState(droppedCostKey, b); err != nil {
+			return 0, err
+		}
+		errSpent = 0
+	}
+	if !needed {
+		return 0, nil
+	}
+	out, err := runner.ReadRecorded(output, false)
+	if err != nil {
+		return 0, err
+	}
+	return out.Cost + carried + errSpent, nil
+}
+
+// Estimate is batch --dry-run (llmrun estimate): it prints what running
+// o.Input would take, sending nothing and needing no key.
+func Estimate(io *IO, o BatchOptions) error {
+	shard, _, err := o.complete()
+	if err != nil {
+		return err
+	}
+	prices, err := loadPrices(&o.Cost)
+	if err != nil {
+		return err
+	}
+	entry, err := registry.Resolve(o.Provider, inputShape(o.Input), io.Getenv)
+	if err != nil {
+		return usage(err)
+	}
+	src := &runner.Source{Path: o.Input, Shard: shard, Parser: runner.Parser{
+		Format:   entry.Format,
+		Defaults: runner.LineDefaults{Model: o.Model, MaxTokens: o.MaxTokens, System: o.System},
+	}}
+	if _, err := src.Check(); err != nil {
+		return err
+	}
+	rec, err := runner.ReadRecorded(o.Output, true)
+	if err != nil {
+		return err
+	}
+	est, err := runner.RunEstimate(runner.EstimateConfig{
+		Source: src, Provider: entry.Name, Admission: entry.Admission,
+		Estimator: estimate.NewEstimator(), Prices: prices, Recorded: rec,
+		Limits: limiter.Limits{RPM: o.RPM, ITPM: o.ITPM, OTPM: o.OTPM, TPM: o.TPM, Burst: o.Burst, Headroom: o.Headroom},
+		Pool:   o.Pool != "",
+	})
+	if err != nil {
+		return err
+	}
+	if o.Cost.JSON {
+		b, err := json.MarshalIndent(est, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(io.Out, "%s\n", b)
+		return err
+	}
+	printEstimate(io.Out, est, &o, entry.Name)
+	return nil
+}
+
+// printEstimate writes the estimate as a table.
+func printEstimate(w io.Writer, e *runner.Estimate, o *BatchOptions, provider string) {
+	fmt.Fprintf(w, "llmrun estimate: %d requests to send to %s", e.Requests, provider)
+	if e.AlreadyDone > 0 {
+		fmt.Fprintf(w, " (%d already in %s)", e.AlreadyDone, o.Output)
+	}
+	fmt.Fprintf(w, "; prices of %s\n\n", e.PricesDate)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "model\trequests\tinput tokens\toutput ≤\toutput ~\tlive ≤\tlive ~\tbatch ≤\tbatch ~\t")
+	row := func(name string, req, in int64, approx bool, omax int64, oexp *int64, cmax, cexp, bmax, bexp *float64) {
+		tilde := ""
+		if approx {
+			tilde = "~"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s%d\t%d\t%s\t%s\t%s\t%s\t%s\t\n", name, req, tilde, in, omax, intOr(oexp), money(cmax), money(cexp), money(bmax), money(bexp))
+	}
+	for _, m := range e.Models {
+		row(m.Model, m.Requests, m.InputTokens, m.InputApproximate, m.OutputTokensMax, m.OutputTokensExpected, m.CostUSDMax, m.CostUSDExpected, m.BatchCostUSDMax, m.BatchCostUSDExpected)
+	}
+	if len(e.Models) > 1 {
+		row("total", e.Requests, e.InputTokens, e.InputApproximate, e.OutputTokensMax, e.OutputTokensExpected, e.CostUSDMax, e.CostUSDExpected, e.BatchCostUSDMax, e.BatchCostUSDExpected)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	if e.InputApproximate {
+		fmt.Fprintln(w, "~ input counted as bytes/4 (no tokenizer for the model): an approximation, usually within 20% for English.")
+	}
+	if e.OutputTokensExpected == nil {
+		fmt.Fprintln(w, "output ~ and the expected costs need answers in the output; until then output ≤ (the sum of max tokens) is the bound.")
+	}
+	if len(e.Unpriced) > 0 {
+		fmt.Fprintf(w, "no price for %s: its cost is unknown (give it one with --prices FILE).\n", strings.Join(e.Unpriced, ", "))
+	}
+	if e.CostUSDMax != nil && e.BatchCostUSDMax != nil && *e.CostUSDMax > 0 {
+		fmt.Fprintf(w, "the batch API (--mode batch) would save %s at most, results within 24h.\n",
+			pricing.FromUSD(*e.CostUSDMax-*e.BatchCostUSDMax))
+	}
+	if e.WallSeconds == nil {
+		fmt.Fprintln(w, "wall time: unknown without limits (give --rpm, --itpm, --otpm or --tpm).")
+	} else {
+		fmt.Fprintf(w, "wall time: about %s on the live API, bound by %s (%s); more if few requests are in flight.\n",
+			secs(*e.WallSeconds), e.BoundBy, limitsString(o))
+	}
+}
+
+func intOr(p *int64) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprint(*p)
+}
+
+func money(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return pricing.FromUSD(*p).String()
+}
+
+func secs(s float64) string {
+	switch {
+	case s < 120:
+		return fmt.Sprintf("%.1fs", s)
+	case s < 7200:
+		return fmt.Sprintf("%.1f min", s/60)
+	}
+	return fmt.Sprintf("%.1f h", s/3600)
+}
+
+func limitsString(o *BatchOptions) string {
+	var parts []string
+	for _, l := range []struct {
+		name string
+		v    float64
+	}{{"--rpm", o.RPM}, {"--itpm", o.ITPM}, {"--otpm", o.OTPM}, {"--tpm", o.TPM}} {
+		if l.v > 0 {
+			parts = append(parts, fmt.Sprintf("%s %g", l.name, l.v))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// batchSaving says, for --mode auto, what the batch route saves on the
+// pending requests at most: a quick pass counting input as bytes/4.
+func (b *batch) batchSaving() string {
+	o := b.o
+	if o.Offline.Mode != ModeAuto || b.prices == nil {
+		return ""
+	}
+	rec, err := runner.ReadRecorded(o.Output, true)
+	if err != nil {
+		return ""
+	}
+	est, err := runner.RunEstimate(runner.EstimateConfig{Source: b.src, Provider: b.primary.Name, Admission: b.primary.Admission,
+		Estimator: estimate.NewEstimator(), Prices: b.prices, Recorded: rec, Fast: true})
+	if err != nil || est.CostUSDMax == nil || est.BatchCostUSDMax == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (the batch API costs at most %v instead of %v live: it saves %v)",
+		pricing.FromUSD(*est.BatchCostUSDMax), pricing.FromUSD(*est.CostUSDMax), pricing.FromUSD(*est.CostUSDMax-*est.BatchCostUSDMax))
+}
