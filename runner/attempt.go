@@ -151,6 +151,11 @@ func (r *run) tryRoute(t *task, i int, req *providers.Request) hopResult {
 			h.res.status, h.res.errBody, h.res.reqID = o.resp.Status, o.resp.Body, o.resp.RequestID
 			o.err = &providers.Error{Class: providers.ClassUnknown, Status: o.resp.Status, Code: "rejected_by_guard", Message: gerr.Error(), RequestID: o.resp.RequestID}
 		} else {
+			if !o.cut && o.class().AbortsRun() {
+				// Stop admissions before end opens the key's gate, so no
+				// other attempt starts on a key that just failed fatally.
+				r.abortRun(o.err)
+			}
 			p.end(o)
 		}
 		if out, done := r.next(h, o); done {
