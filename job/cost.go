@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -110,14 +111,20 @@ func Estimate(io *IO, o BatchOptions) error {
 	if err != nil {
 		return err
 	}
-	entry, err := registry.Resolve(o.Provider, inputShape(o.Input), io.Getenv)
+	// The input may be a pipe: spooled beside the output, as a run would.
+	src := &runner.Source{Path: o.Input, Shard: shard, Stdin: io.In, SpoolDir: filepath.Dir(o.Output)}
+	if err := src.Open(); err != nil {
+		return err
+	}
+	defer src.Close()
+	entry, err := registry.Resolve(o.Provider, inputShape(src), io.Getenv)
 	if err != nil {
 		return usage(err)
 	}
-	src := &runner.Source{Path: o.Input, Shard: shard, Parser: runner.Parser{
+	src.Parser = runner.Parser{
 		Format:   entry.Format,
 		Defaults: runner.LineDefaults{Model: o.Model, MaxTokens: o.MaxTokens, System: o.System},
-	}}
+	}
 	if _, err := src.Check(); err != nil {
 		return err
 	}
