@@ -138,6 +138,11 @@ func (p *Parser) Parse(line []byte, lineNo int) (*providers.Request, error) {
 		return nil, errors.New("line has no prompt, body or params")
 	}
 
+	// Checked in the line's own shape: translating an Anthropic request
+	// that has only a system prompt would make a messages array of it.
+	if err := checkMessages(body); err != nil {
+		return nil, err
+	}
 	if from != p.Format {
 		var err error
 		if body, err = providers.Translate(body, from, p.Format); err != nil {
@@ -154,10 +159,25 @@ func (p *Parser) Parse(line []byte, lineNo int) (*providers.Request, error) {
 	if req.MaxTokens == 0 {
 		req.MaxTokens = int(gjson.GetBytes(body, "max_completion_tokens").Int())
 	}
-	if !gjson.GetBytes(body, "messages").IsArray() {
-		return nil, errors.New("request has no messages array")
+	if err := checkMessages(body); err != nil {
+		return nil, err
 	}
 	return req, nil
+}
+
+// checkMessages rejects a body the provider would answer with a 400: no
+// messages array, or an empty one.
+func checkMessages(body []byte) error {
+	m := gjson.GetBytes(body, "messages")
+	if !m.IsArray() {
+		return errors.New("request has no messages array")
+	}
+	empty := true
+	m.ForEach(func(_, _ gjson.Result) bool { empty = false; return false })
+	if empty {
+		return errors.New("request has an empty messages array (it needs at least one message)")
+	}
+	return nil
 }
 
 // defaultAnthropicMaxTokens is used when an Anthropic request has no

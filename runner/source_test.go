@@ -100,6 +100,13 @@ func TestParseRejects(t *testing.T) {
 		"body not object": {`{"body":"x"}`, "body must be"},
 		"no messages":     {`{"body":{"model":"m"}}`, "messages"},
 		"bad max_tokens":  {`{"prompt":"p","max_tokens":-1}`, "max_tokens"},
+		"empty messages":  {`{"body":{"model":"m","messages":[]}}`, "empty messages"},
+		// Translated to OpenAI, an Anthropic line with only a system prompt
+		// would gain a messages array: it is checked in its own shape.
+		"anthropic no messages":       {`{"params":{"model":"m","max_tokens":5}}`, "no messages"},
+		"anthropic only system":       {`{"params":{"model":"m","max_tokens":5,"system":"s"}}`, "no messages"},
+		"anthropic empty messages":    {`{"params":{"model":"m","max_tokens":5,"messages":[]}}`, "empty messages"},
+		"anthropic messages not list": {`{"params":{"model":"m","max_tokens":5,"messages":{}}}`, "no messages"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -108,6 +115,18 @@ func TestParseRejects(t *testing.T) {
 				t.Fatalf("err = %v, want it to mention %q", err, tc.want)
 			}
 		})
+	}
+	// The same lines sent to an Anthropic provider.
+	anth := Parser{Format: providers.FormatAnthropic, Defaults: LineDefaults{Model: "m"}}
+	for _, line := range []string{
+		`{"params":{"model":"m","max_tokens":5}}`,
+		`{"params":{"model":"m","max_tokens":5,"messages":[]}}`,
+		`{"body":{"model":"m","messages":[]}}`,
+		`{"body":{"model":"m","messages":[]}, "system":"s"}`,
+	} {
+		if _, err := anth.Parse([]byte(line), 1); err == nil || !strings.Contains(err.Error(), "messages") {
+			t.Errorf("anthropic provider, %s: err = %v", line, err)
+		}
 	}
 	noModel := Parser{Format: providers.FormatOpenAI}
 	if _, err := noModel.Parse([]byte(`{"prompt":"p"}`), 1); err == nil || !strings.Contains(err.Error(), "--model") {
@@ -141,6 +160,13 @@ func TestCheckNamesFileAndLine(t *testing.T) {
 			t.Fatalf("err = %v, want both lines", err)
 		}
 	})
+	t.Run("empty messages stop the check at its line", func(t *testing.T) {
+		path := writeInput(t, `{"prompt":"a"}`, `{"custom_id":"x","params":{"model":"m","max_tokens":5,"messages":[]}}`)
+		_, err := (&Source{Path: path, Parser: p}).Check()
+		if err == nil || !strings.Contains(err.Error(), path+":2: ") || !strings.Contains(err.Error(), "messages") {
+			t.Fatalf("err = %v, want %s:2 naming messages", err, path)
+		}
+	})
 	t.Run("blank lines skipped, count right", func(t *testing.T) {
 		path := writeInput(t, ``, `{"prompt":"a"}`, `   `, `{"prompt":"b"}`)
 		res, err := (&Source{Path: path, Parser: p}).Check()
@@ -164,7 +190,7 @@ func TestCheckNamesFileAndLine(t *testing.T) {
 }
 
 // FuzzParseLine: Parse never panics, and whatever it accepts is a valid
-// JSON body with a messages array and a non-empty id and model.
+// JSON body with a non-empty messages array and a non-empty id and model.
 func FuzzParseLine(f *testing.F) {
 	for _, s := range []string{
 		`{"prompt":"hi"}`,
@@ -185,7 +211,7 @@ func FuzzParseLine(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if req.ID == "" || req.Model == "" || !gjson.ValidBytes(req.Body) || !gjson.GetBytes(req.Body, "messages").IsArray() {
+		if req.ID == "" || req.Model == "" || !gjson.ValidBytes(req.Body) || checkMessages(req.Body) != nil {
 			t.Fatalf("accepted a bad request: %+v body=%s", req, req.Body)
 		}
 	})
