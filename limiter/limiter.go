@@ -143,7 +143,8 @@ type Window struct {
 type Observation struct{ Requests, Tokens, Input, Output Window }
 
 // Limiter holds the budgets of many keys. It is safe for concurrent use;
-// keys are independent (one mutex each).
+// keys are independent (one mutex each). The zero Limiter is not usable
+// (it has no clock): make one with New.
 type Limiter struct {
 	defaults Limits
 	now      func() time.Time

@@ -110,12 +110,6 @@ type Options struct {
 	// Rand draws the jitter added to waits; nil seeds one from crypto/rand.
 	// The Budget serialises its use.
 	Rand *rand.Rand
-	// Now reads the clock for local accounting (waits, the age of headers,
-	// pause durations); nil means time.Now.
-	Now func() time.Time
-	// NewTimer starts a timer that fires once after d and returns its
-	// channel and stop function; nil means time.NewTimer.
-	NewTimer func(d time.Duration) (<-chan time.Time, func() bool)
 	// OnError receives the errors of calls that cannot return one (Settle,
 	// Fail, Cancel, Observe, Pause, lease renewal); nil drops them.
 	OnError func(error)
@@ -174,15 +168,13 @@ func New(o Options) (*Budget, error) {
 	o.StateTTL = positive(o.StateTTL, DefaultStateTTL)
 	o.MaxPause = positive(o.MaxPause, limiter.DefaultMaxPause)
 	b := &Budget{
-		o:        o,
-		client:   o.Client,
-		now:      o.Now,
-		newTimer: o.NewTimer,
-		holder:   newHolderID(o.Holder, crand.Text()[:16]),
-		alive:    o.Holder.Alive,
-		rand:     o.Rand,
-		keys:     map[string]*keyState{},
-		stop:     make(chan struct{}),
+		o:      o,
+		client: o.Client,
+		holder: newHolderID(o.Holder, crand.Text()[:16]),
+		alive:  o.Holder.Alive,
+		rand:   o.Rand,
+		keys:   map[string]*keyState{},
+		stop:   make(chan struct{}),
 	}
 	if b.now == nil {
 		b.now = time.Now
