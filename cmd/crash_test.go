@@ -2,9 +2,11 @@ package cmd
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -164,5 +166,50 @@ func TestSIGINTDrainsAndResumes(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "skipped") {
 		t.Errorf("summary does not mention skipped: %q", stderr.String())
+	}
+}
+
+// TestKill9LosesAtMostTheConcurrency (issue 9 item 5): answers the server
+// completed but llmrun had not yet appended when it was killed are lost
+// (the rerun pays for them again). They must stay within what the
+// concurrency allows: an answer is handed to the writer before its run
+// slot is freed, so at most --concurrency answers (in flight or waiting
+// for the writer) plus the one being written are lost, whatever the fsync
+// mode and however fast the server.
+func TestKill9LosesAtMostTheConcurrency(t *testing.T) {
+	if testing.Short() {
+		t.Skip("subprocess crash test")
+	}
+	const (
+		requests    = 20000
+		concurrency = 64
+	)
+	m, url := mockServer(t, mock.Config{Seed: 5})
+	in, _ := promptFile(t, requests)
+	for _, fsync := range []string{"always", "batch"} {
+		for _, killAfter := range []int64{1000, 3000} {
+			out := filepath.Join(t.TempDir(), "out.jsonl")
+			base := m.Stats().Completed
+			var stderr bytes.Buffer
+			c := llmrunProcess(url, &stderr, "batch", in, "-o", out, "--provider", "openai", "--model", "m", "--quiet",
+				"--concurrency", fmt.Sprint(concurrency), "--rpm", "100000000", "--fsync", fsync)
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(30 * time.Second)
+			for m.Stats().Completed-base < killAfter && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
+			c.Process.Signal(syscall.SIGKILL)
+			c.Wait()
+			time.Sleep(50 * time.Millisecond) // the server finishes what was in flight
+			completed := m.Stats().Completed - base
+			written := int64(len(readLines(t, out)))
+			lost := completed - written
+			t.Logf("--fsync %s, killed after %d completions: %d completed, %d written, %d lost", fsync, killAfter, completed, written, lost)
+			if lost > concurrency+1 {
+				t.Errorf("--fsync %s: %d answers completed by the server are missing from the output; at most --concurrency (%d) + 1 may be", fsync, lost, concurrency)
+			}
+		}
 	}
 }

@@ -118,6 +118,10 @@ type run struct {
 	// spend is the --max-cost budget; nil without a cap.
 	spend *spendCap
 
+	// results hands each line to the sink, unbuffered: a worker holds its
+	// run slot until the sink has taken its answer, so the answers a
+	// kill -9 can lose (received or in flight, not yet appended) are at
+	// most Concurrency, plus the one being appended.
 	results chan result
 	// slots holds one token per attempt in flight.
 	slots chan struct{}
@@ -151,7 +155,7 @@ func newRun(ctx context.Context, cfg Config) *run {
 	if cfg.RetryBudget == nil {
 		cfg.RetryBudget = retry.NewBudget(retry.DefaultBudgetRatio, retry.DefaultBudgetWindow, retry.DefaultBudgetAllowance)
 	}
-	r := &run{cfg: cfg, c: new(Counters), breakers: make(map[string]Breaker), gates: make(map[string]*keyGate), produced: make(chan struct{}), slots: make(chan struct{}, cfg.Concurrency), results: make(chan result, 4*cfg.Concurrency)}
+	r := &run{cfg: cfg, c: new(Counters), breakers: make(map[string]Breaker), gates: make(map[string]*keyGate), produced: make(chan struct{}), slots: make(chan struct{}, cfg.Concurrency), results: make(chan result)}
 	if cfg.MaxCost > 0 {
 		r.spend = &spendCap{cap: cfg.MaxCost, spent: cfg.Spent}
 	}
