@@ -88,6 +88,7 @@ ANTHROPIC_BASE_URL (or --base-url). --provider mock runs against a built-in mock
 	f.DurationVar(&o.ProgressInterval, "progress-interval", 5*time.Second, "interval of plain progress lines when stderr is not a terminal")
 	addOfflineFlags(f, &o.Offline)
 	addCostFlags(f, &o.Cost)
+	addSourceFlags(f, &o.Source)
 	return c
 }
 

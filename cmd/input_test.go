@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmrun/llmrun/job"
 	"github.com/llmrun/llmrun/providers/mock"
 )
 
@@ -110,5 +111,35 @@ func unblockFIFO(fifo string, d time.Duration, stop <-chan struct{}) {
 			return
 		case <-time.After(10 * time.Millisecond):
 		}
+	}
+}
+
+// Invalid UTF-8 stops the check naming file and line; --lossy-utf8 replaces
+// it and says so once, with the count.
+func TestInvalidUTF8Input(t *testing.T) {
+	m, url := mockServer(t, mock.Config{Seed: 1})
+	env := mockEnv(url)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	data := "{\"custom_id\":\"a\",\"prompt\":\"fine\"}\n{\"custom_id\":\"b\",\"prompt\":\"caf\xe9\"}\n{\"custom_id\":\"c\",\"prompt\":\"\xff\xfe\"}\n"
+	if err := os.WriteFile(in, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stderr := runWithStdin(t, env, "", "batch", in, "--provider", "openai", "--model", "m", "-q")
+	if code != ExitUsage || !strings.Contains(stderr, in+":2: invalid UTF-8") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if n := m.Stats().Completed; n != 0 {
+		t.Fatalf("%d requests sent after an input error", n)
+	}
+	code, stderr = runWithStdin(t, env, "", "batch", in, "--provider", "openai", "--model", "m", "-q", "--lossy-utf8")
+	if code != ExitOK {
+		t.Fatalf("lossy: exit %d: %s", code, stderr)
+	}
+	if strings.Count(stderr, "U+FFFD") != 1 || !strings.Contains(stderr, "in 2 line(s)") || !strings.Contains(stderr, "first: line 2") {
+		t.Errorf("want one warning with the count, got: %s", stderr)
+	}
+	if got := readLines(t, job.DerivePath(in, ".out.jsonl")); len(got) != 3 {
+		t.Errorf("%d answers, want 3", len(got))
 	}
 }

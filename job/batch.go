@@ -58,6 +58,8 @@ type BatchOptions struct {
 	Offline OfflineOptions
 	// Cost holds --prices, --max-cost and --dry-run (cost.go).
 	Cost CostOptions
+	// Source says how the input is read (source.go).
+	Source SourceOptions
 }
 
 // batch is one batch command's parts, built from its options.
@@ -148,10 +150,7 @@ func prepare(ctx context.Context, io *IO, o *BatchOptions) (_ *batch, err error)
 	if err = b.buildRoutes(); err != nil {
 		return nil, err
 	}
-	b.src.Parser = runner.Parser{
-		Format:   b.routes[0].Provider.Format(),
-		Defaults: runner.LineDefaults{Model: o.Model, MaxTokens: o.MaxTokens, System: o.System},
-	}
+	b.src.Parser = o.parser(b.routes[0].Provider.Format())
 	b.limits, b.seed = o.limits(), o.Seed
 	if b.seed == 0 {
 		b.seed = uint64(time.Now().UnixNano())
@@ -170,6 +169,7 @@ func prepare(ctx context.Context, io *IO, o *BatchOptions) (_ *batch, err error)
 	if err != nil {
 		return nil, err
 	}
+	o.checked(io, check)
 	b.total = check.Requests
 	if o.Cost.MaxCost > 0 {
 		if err := checkPriced(b.prices, b.routes, models); err != nil {

@@ -121,13 +121,12 @@ func Estimate(io *IO, o BatchOptions) error {
 	if err != nil {
 		return usage(err)
 	}
-	src.Parser = runner.Parser{
-		Format:   entry.Format,
-		Defaults: runner.LineDefaults{Model: o.Model, MaxTokens: o.MaxTokens, System: o.System},
-	}
-	if _, err := src.Check(); err != nil {
+	src.Parser = o.parser(entry.Format)
+	check, err := src.Check()
+	if err != nil {
 		return err
 	}
+	o.checked(io, check)
 	rec, err := runner.ReadRecorded(o.Output, true)
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -54,6 +55,9 @@ type Parser struct {
 	// Format is the wire format of the provider the requests go to.
 	Format   providers.Format
 	Defaults LineDefaults
+	// LossyUTF8 replaces invalid UTF-8 with U+FFFD instead of rejecting
+	// the line (--lossy-utf8).
+	LossyUTF8 bool
 }
 
 // Parse parses one non-blank input line (lineNo is 1-based). It accepts the
@@ -61,6 +65,38 @@ type Parser struct {
 // {custom_id, params} and the simple shape {custom_id?, prompt, system?,
 // model?, max_tokens?}, and translates bodies to p.Format when needed.
 func (p *Parser) Parse(line []byte, lineNo int) (*providers.Request, error) {
+	req, _, err := p.parse(line, lineNo)
+	return req, err
+}
+
+// parse is Parse that also reports whether invalid UTF-8 was replaced.
+func (p *Parser) parse(line []byte, lineNo int) (_ *providers.Request, repaired bool, err error) {
+	// Checked before anything decodes the line: gjson and the JSON encoders
+	// would each silently turn invalid bytes into U+FFFD, and a body passed
+	// through would reach the provider as it is.
+	if !utf8.Valid(line) {
+		if !p.LossyUTF8 {
+			return nil, false, fmt.Errorf("invalid UTF-8 at byte %d (fix the input, or pass --lossy-utf8 to replace it with U+FFFD)", invalidUTF8At(line)+1)
+		}
+		line, repaired = bytes.ToValidUTF8(line, []byte("\uFFFD")), true
+	}
+	req, err := p.parseValid(line, lineNo)
+	return req, repaired, err
+}
+
+// invalidUTF8At is the offset of the first byte of b that is not valid UTF-8.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
+}
+
+func (p *Parser) parseValid(line []byte, lineNo int) (*providers.Request, error) {
 	if !gjson.ValidBytes(line) {
 		return nil, errors.New("not valid JSON")
 	}
@@ -446,6 +482,9 @@ func (sh Shard) Has(id string) bool {
 type CheckResult struct {
 	// Requests counts the requests of the source's shard.
 	Requests int
+	// LossyLines counts the lines whose invalid UTF-8 was replaced
+	// (Parser.LossyUTF8); LossyFirst is the first of them.
+	LossyLines, LossyFirst int
 }
 
 // Check validates the whole file in one streaming pass before anything is
@@ -456,7 +495,7 @@ func (s *Source) Check() (CheckResult, error) {
 		return CheckResult{}, err
 	}
 	seen := make(map[string]int)
-	mine := 0
+	var res CheckResult
 	lr := newLineReader(f, s.name())
 	for {
 		line, n, err := lr.next()
@@ -466,9 +505,15 @@ func (s *Source) Check() (CheckResult, error) {
 		if err != nil {
 			return CheckResult{}, err
 		}
-		req, err := s.Parser.Parse(line, n)
+		req, repaired, err := s.Parser.parse(line, n)
 		if err != nil {
 			return CheckResult{}, &InputError{Path: s.name(), Line: n, Msg: err.Error()}
+		}
+		if repaired {
+			if res.LossyLines == 0 {
+				res.LossyFirst = n
+			}
+			res.LossyLines++
 		}
 		if s.Validate != nil {
 			if err := s.Validate(req); err != nil {
@@ -480,13 +525,13 @@ func (s *Source) Check() (CheckResult, error) {
 		}
 		seen[req.ID] = n
 		if s.Shard.Has(req.ID) {
-			mine++
+			res.Requests++
 		}
 	}
 	if len(seen) == 0 {
 		return CheckResult{}, &InputError{Path: s.name(), Msg: "no requests in file"}
 	}
-	return CheckResult{Requests: mine}, nil
+	return res, nil
 }
 
 // Each streams the file's requests to fn in file order, stopping at the

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/llmrun/llmrun/providers"
 )
 
@@ -143,4 +145,42 @@ func unblockFIFO(fifo string, d time.Duration, stop <-chan struct{}) {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+func TestInvalidUTF8(t *testing.T) {
+	bad := "{\"custom_id\":\"a\",\"prompt\":\"caf\xe9 au lait\"}"
+	t.Run("rejected naming the byte", func(t *testing.T) {
+		p := Parser{Format: providers.FormatOpenAI, Defaults: LineDefaults{Model: "m"}}
+		_, err := p.Parse([]byte(bad), 1)
+		if err == nil || !strings.Contains(err.Error(), "invalid UTF-8 at byte 31") || !strings.Contains(err.Error(), "--lossy-utf8") {
+			t.Fatalf("err = %v", err)
+		}
+		// Also inside a body passed through untouched.
+		_, err = p.Parse([]byte("{\"body\":{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"\xff\"}]}}"), 1)
+		if err == nil || !strings.Contains(err.Error(), "invalid UTF-8") {
+			t.Fatalf("body: err = %v", err)
+		}
+		path := writeInput(t, `{"prompt":"ok"}`, bad)
+		_, err = (&Source{Path: path, Parser: p}).Check()
+		if err == nil || !strings.Contains(err.Error(), path+":2: invalid UTF-8") {
+			t.Fatalf("check: err = %v", err)
+		}
+	})
+	t.Run("lossy replaces and counts", func(t *testing.T) {
+		p := Parser{Format: providers.FormatOpenAI, Defaults: LineDefaults{Model: "m"}, LossyUTF8: true}
+		path := writeInput(t, `{"prompt":"ok"}`, bad, "{\"prompt\":\"\xc3\x28 and \xff\"}", `{"prompt":"fine"}`)
+		src := &Source{Path: path, Parser: p}
+		res, err := src.Check()
+		if err != nil || res.Requests != 4 || res.LossyLines != 2 || res.LossyFirst != 2 {
+			t.Fatalf("res = %+v, err = %v; want 4 requests, 2 lossy lines, first 2", res, err)
+		}
+		var prompts []string
+		src.Each(func(r *providers.Request) error {
+			prompts = append(prompts, gjson.GetBytes(r.Body, "messages.0.content").Str)
+			return nil
+		})
+		if len(prompts) != 4 || prompts[1] != "caf\uFFFD au lait" || prompts[2] != "\uFFFD( and \uFFFD" {
+			t.Fatalf("prompts %q", prompts)
+		}
+	})
 }
