@@ -23,14 +23,14 @@ import (
 // Exit codes, documented in --help and the README.
 const (
 	ExitOK      = 0 // every request succeeded
-	ExitFailed  = 1 // some requests failed (they are in the errors file), or an I/O error
+	ExitFailed  = 1 // some requests failed (they are in the errors file) or were left pending, or an I/O error
 	ExitUsage   = 2 // usage or input error: nothing was sent
 	ExitAborted = 3 // a fatal provider condition (auth, spend cap, outage) stopped the run; resumable
 )
 
 const exitCodesHelp = `Exit codes:
   0    every request succeeded
-  1    some requests failed (see the errors file), or an I/O error
+  1    some requests failed (see the errors file) or were left pending, or an I/O error
   2    usage or input error (bad flag, bad input line, corrupt checkpoint or state file): nothing
        was sent; a corrupt checkpoint names the llmrun repair command that fixes it
   3    aborted by a fatal provider condition (bad key, spend cap, outage longer than --max-outage);

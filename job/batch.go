@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -109,7 +110,17 @@ func Batch(ctx context.Context, io *IO, o BatchOptions) (*runner.Summary, error)
 	if cerr := b.store.Close(); cerr != nil && err == nil {
 		err = cerr
 	}
-	return sum, err
+	return sum, pendingIsAnError(sum, err)
+}
+
+// pendingIsAnError keeps exit 0 meaning every request succeeded: a run of
+// either route that ends with nothing else wrong but requests neither
+// answered nor failed reports them as a *runner.PendingError.
+func pendingIsAnError(sum *runner.Summary, err error) error {
+	if sum == nil || sum.Pending == 0 || (err != nil && !errors.Is(err, runner.ErrFailures)) {
+		return err
+	}
+	return &runner.PendingError{Pending: sum.Pending, Cause: errors.New("the run ended before it reached them")}
 }
 
 // prepare checks the options and builds the run's parts, in the order

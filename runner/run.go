@@ -92,6 +92,24 @@ type InterruptedError struct{ Signal os.Signal }
 
 func (e *InterruptedError) Error() string { return fmt.Sprintf("interrupted by %v", e.Signal) }
 
+// PendingError says a run ended, with nothing else wrong, while some
+// requests were neither answered nor failed: exit 0 must mean every request
+// succeeded, so this is an error. The rerun does them.
+type PendingError struct {
+	Pending int64
+	// Cause is why they were left, when known.
+	Cause error
+}
+
+func (e *PendingError) Error() string {
+	return fmt.Sprintf("%d requests still pending (neither answered nor failed): %v; rerun the same command to finish them", e.Pending, e.Cause)
+}
+func (e *PendingError) Unwrap() error { return e.Cause }
+
+// errShortInput is why requests are pending when the input yielded fewer
+// requests than its check pass counted.
+var errShortInput = errors.New("the input gave fewer requests than its check counted (did it change during the run?)")
+
 // ErrFailures means the run finished but some requests failed; they are in
 // the errors file.
 var ErrFailures = errors.New("some requests failed")
@@ -137,7 +155,7 @@ type result struct {
 
 // Run runs the batch. It returns the summary and an error that says how the
 // run ended: nil (all succeeded), ErrFailures, *AbortError,
-// *InterruptedError, or a setup/IO error.
+// *InterruptedError, *PendingError, or a setup/IO error.
 func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	r := newRun(ctx, cfg)
 	defer r.stopWork(nil)
@@ -213,6 +231,12 @@ func (r *run) ending(ctx context.Context, sum *Summary, werr, prodErr error) err
 		return prodErr
 	case ctx.Err() != nil:
 		return ctx.Err()
+	case sum.Pending > 0:
+		cause := context.Cause(r.admitCtx)
+		if cause == nil {
+			cause = errShortInput
+		}
+		return &PendingError{Pending: sum.Pending, Cause: cause}
 	case r.c.Failed.Load() > 0:
 		return ErrFailures
 	}

@@ -193,3 +193,23 @@ func TestBackoffDoesNotHoldASlot(t *testing.T) {
 		}
 	})
 }
+
+// TestPendingAtTheEndIsAnError (issue 9 item 3): a run that ends with
+// requests neither answered nor failed, and nothing else wrong, must not
+// exit 0. Here the input yields fewer requests than its check counted (a
+// file that changed, a pipe read twice).
+func TestPendingAtTheEndIsAnError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &slowProvider{latency: 10 * time.Millisecond}
+		cfg, store := testRun(t, t.TempDir(), 3, p, func(c *Config) { c.Total = 5 })
+		defer store.Close()
+		sum, err := Run(context.Background(), cfg)
+		var pe *PendingError
+		if !errors.As(err, &pe) || pe.Pending != 2 || sum.Pending != 2 || sum.Succeeded != 3 {
+			t.Fatalf("err = %v, summary %+v; want 2 pending reported as an error", err, sum)
+		}
+		if !strings.Contains(err.Error(), "2 requests still pending") || !strings.Contains(err.Error(), "fewer requests than its check counted") {
+			t.Errorf("message %q does not say how many and why", err)
+		}
+	})
+}
