@@ -123,9 +123,10 @@ func pendingIsAnError(sum *runner.Summary, err error) error {
 	return &runner.PendingError{Pending: sum.Pending, Cause: errors.New("the run ended before it reached them")}
 }
 
-// prepare checks the options and builds the run's parts, in the order
-// that sends nothing until the whole input is checked: routes, budget,
-// input check, checkpoint.
+// prepare checks the options and builds the run's parts, one step after
+// another, in the order that sends nothing until the whole input is
+// checked: options, input, routes, budget, input check, checkpoint. On an
+// error it releases what the earlier steps built.
 func prepare(ctx context.Context, io *IO, o *BatchOptions) (_ *batch, err error) {
 	shard, fsync, err := o.complete()
 	if err != nil {
@@ -143,33 +144,64 @@ func prepare(ctx context.Context, io *IO, o *BatchOptions) (_ *batch, err error)
 			b.close()
 		}
 	}()
+	for _, step := range []func() error{
+		b.checkOptions,
+		func() error { return b.openInput(shard) },
+		b.buildRoutes,
+		func() error { return b.buildBudget(ctx) },
+		b.checkInput,
+		func() error { return b.openCheckpoint(fsync) },
+	} {
+		if err = step(); err != nil {
+			return nil, err
+		}
+	}
+	b.interrupts = make(chan os.Signal, 2)
+	signal.Notify(b.interrupts, syscall.SIGINT, syscall.SIGTERM)
+	return b, nil
+}
+
+// checkOptions builds the answer guard and the price list, and checks the
+// spending cap.
+func (b *batch) checkOptions() (err error) {
+	o := b.o
 	if b.guard, err = o.guard(); err != nil {
-		return nil, err
+		return err
 	}
 	if b.prices, err = loadPrices(&o.Cost); err != nil {
-		return nil, err
+		return err
 	}
 	if o.Cost.MaxCost < 0 {
-		return nil, usagef("--max-cost must be positive")
+		return usagef("--max-cost must be positive")
 	}
-	// The input is opened before anything reads it: a pipe is spooled
-	// beside the output here, and every pass (shape, check, run) reads that.
-	b.src = &runner.Source{Path: o.Input, Shard: shard, Stdin: io.In, SpoolDir: filepath.Dir(o.Output)}
-	if err = b.src.Open(); err != nil {
-		return nil, err
-	}
-	if err = b.buildRoutes(); err != nil {
-		return nil, err
-	}
-	b.src.Parser = o.parser(b.routes[0].Provider.Format())
-	b.limits, b.seed = o.limits(), o.Seed
+	return nil
+}
+
+// openInput opens the input before anything reads it: a pipe is spooled
+// beside the output here, and every pass (shape, check, run) reads that.
+func (b *batch) openInput(shard runner.Shard) error {
+	b.src = &runner.Source{Path: b.o.Input, Shard: shard, Stdin: b.io.In, SpoolDir: filepath.Dir(b.o.Output)}
+	return b.src.Open()
+}
+
+// buildBudget builds the budget every attempt is admitted from, and the
+// token estimator that prices attempts in it.
+func (b *batch) buildBudget(ctx context.Context) (err error) {
+	b.limits, b.seed = b.o.limits(), b.o.Seed
 	if b.seed == 0 {
 		b.seed = uint64(time.Now().UnixNano())
 	}
-	if b.budget, b.closeBudget, err = newBudget(ctx, io, o, b.limits, b.seed); err != nil {
-		return nil, err
-	}
+	b.budget, b.closeBudget, err = newBudget(ctx, b.io, b.o, b.limits, b.seed)
 	b.estimator = estimate.NewEstimator()
+	return err
+}
+
+// checkInput reads the whole input once, in the primary route's format,
+// rejecting what no budget could admit and, with --max-cost, models with
+// no price.
+func (b *batch) checkInput() error {
+	o := b.o
+	b.src.Parser = o.parser(b.routes[0].Provider.Format())
 	fits := runner.FitsLimits(b.limits, b.estimator, b.routes[0].Admission)
 	models := map[string]bool{} // the input's models, for --max-cost
 	b.src.Validate = func(req *providers.Request) error {
@@ -178,29 +210,29 @@ func prepare(ctx context.Context, io *IO, o *BatchOptions) (_ *batch, err error)
 	}
 	check, err := b.src.Check()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	o.checked(io, check)
+	o.checked(b.io, check)
 	b.total = check.Requests
 	if o.Cost.MaxCost > 0 {
-		if err := checkPriced(b.prices, b.routes, models); err != nil {
-			return nil, err
-		}
+		return checkPriced(b.prices, b.routes, models)
 	}
+	return nil
+}
+
+// openCheckpoint opens the checkpoint and reads what earlier runs spent.
+func (b *batch) openCheckpoint(fsync checkpoint.FsyncMode) (err error) {
+	o := b.o
 	// The errors file's costs, read before Open drops the lines it retries.
 	errRec, err := runner.ReadRecorded(o.Errors, false)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if b.store, err = b.openStore(fsync); err != nil {
-		return nil, err
+		return err
 	}
-	if b.spent, err = recordedSpend(b.store, o.Output, errRec.Cost, !o.NoRetryFailed, o.Cost.MaxCost > 0); err != nil {
-		return nil, err
-	}
-	b.interrupts = make(chan os.Signal, 2)
-	signal.Notify(b.interrupts, syscall.SIGINT, syscall.SIGTERM)
-	return b, nil
+	b.spent, err = recordedSpend(b.store, o.Output, errRec.Cost, !o.NoRetryFailed, o.Cost.MaxCost > 0)
+	return err
 }
 
 // complete fills the options' derived defaults (output paths, the mock's
