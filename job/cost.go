@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -228,7 +229,7 @@ func limitsString(o *BatchOptions) string {
 		v    float64
 	}{{"--rpm", o.RPM}, {"--itpm", o.ITPM}, {"--otpm", o.OTPM}, {"--tpm", o.TPM}} {
 		if l.v > 0 {
-			parts = append(parts, fmt.Sprintf("%s %g", l.name, l.v))
+			parts = append(parts, l.name+" "+strconv.FormatFloat(l.v, 'f', -1, 64))
 		}
 	}
 	return strings.Join(parts, ", ")

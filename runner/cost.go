@@ -53,7 +53,7 @@ func (s spend) json() json.RawMessage {
 	case s.priced == 0:
 		return nil
 	}
-	return json.RawMessage(strconv.FormatFloat(s.cost.USD(), 'g', -1, 64))
+	return json.RawMessage(strconv.FormatFloat(s.cost.USD(), 'f', -1, 64))
 }
 
 // usd is a cost for a line or summary: nil (JSON null) when unknown.
