@@ -586,6 +586,9 @@ func (s *Store) SetState(key string, value json.RawMessage) error {
 	return nil
 }
 
+// Output returns the output file's path as given to Open.
+func (s *Store) Output() string { return s.opts.Output }
+
 // State returns the value recorded under key, by this run or an earlier one,
 // in compact form.
 func (s *Store) State(key string) (json.RawMessage, bool) {

@@ -18,6 +18,8 @@ func addOfflineFlags(f *pflag.FlagSet, o *job.OfflineOptions) {
 	f.DurationVar(&o.PollMax, "poll-max", runner.DefaultPollMax, "with --mode batch, the longest wait between polls")
 	f.IntVar(&o.MaxItems, "batch-max-items", 0, "cap on requests per provider batch (0: the provider's limit)")
 	f.Int64Var(&o.MaxBytes, "batch-max-bytes", 0, "cap on bytes per provider batch (0: the provider's limit)")
+	f.DurationVar(&o.CreateGrace, "batch-create-grace", runner.DefaultCreateGrace, "how long after an interrupted batch creation a rerun keeps looking for the batch")
+	f.MarkHidden("batch-create-grace")
 	f.MarkHidden("batch-max-items")
 	f.MarkHidden("batch-max-bytes")
 }

@@ -81,6 +81,14 @@ func cancelAll(ctx context.Context, io *IO, recs []runner.BatchRecord, baseURL s
 			continue
 		}
 		client = cl
+		switch {
+		case rec.ID == "":
+			fmt.Fprintf(io.Err, "llmrun: a batch of %d requests was being created when a run stopped; a batch run finds out whether it exists (cancel it then)\n", len(rec.IDs))
+			continue
+		case rec.Unverified:
+			fmt.Fprintf(io.Err, "llmrun: batch %s (%d requests) is not yet proven this output's (it was adopted by its size and creation time): not cancelling what may be another job's batch\n", rec.ID, len(rec.IDs))
+			continue
+		}
 		job, err := cl.Cancel(ctx, rec.ID)
 		var pe *providers.Error
 		switch {

@@ -68,6 +68,9 @@ type OfflineOptions struct {
 	// MaxItems and MaxBytes cap a batch below the provider's limits.
 	MaxItems int
 	MaxBytes int64
+	// CreateGrace is how long a rerun looks for the batch of an
+	// interrupted create (0: runner.DefaultCreateGrace).
+	CreateGrace time.Duration
 }
 
 // batchWindow is the providers' completion window.
@@ -131,8 +134,8 @@ func (b *batch) runOffline(ctx context.Context) (sum *runner.Summary, handled bo
 		Source: b.src, Total: b.total, Client: client, Store: store,
 		MaxItems: o.Offline.MaxItems, MaxBytes: o.Offline.MaxBytes,
 		PollInterval: o.Offline.PollInterval, PollMax: o.Offline.PollMax,
-		Interrupts: b.interrupts,
-		Prices:     b.prices,
+		Interrupts: b.interrupts, CreateGrace: o.Offline.CreateGrace,
+		Prices: b.prices,
 	}
 	if !o.Quiet {
 		cfg.Log = b.io.Err

@@ -44,11 +44,44 @@ type BatchJob struct {
 	// validation); its requests have no results.
 	Error string
 
-	// OutputFileID and ErrorFileID are OpenAI's result files ("" for null).
-	OutputFileID, ErrorFileID string
+	// Created is when the provider created the batch, by its clock.
+	Created time.Time
+	// Label is the label Submit stored with the batch; zero for a batch
+	// llmrun did not create, and always for a client without Labels.
+	Label BatchLabel
+
+	// InputFileID, OutputFileID and ErrorFileID are OpenAI's files ("" for
+	// null).
+	InputFileID, OutputFileID, ErrorFileID string
 	// ResultsURL is Anthropic's results_url ("" until the batch ended).
 	ResultsURL string
 }
+
+// BatchLabel marks a batch as llmrun's, so that a rerun can find a batch it
+// never recorded (a crash while the batch was being created, a deleted
+// state file) by listing the provider's batches instead of paying for a
+// second one.
+type BatchLabel struct {
+	// Job names the checkpoint the batch belongs to (a hash of the output
+	// file's path).
+	Job string
+	// Tag names one intent to create a batch, unique per intent.
+	Tag string
+	// Input is the input file's base name, for people reading the
+	// provider's console.
+	Input string
+	// Resume tells Submit that an earlier attempt at this work may have
+	// left objects behind that it may reuse (an OpenAI input file). It is
+	// not stored.
+	Resume bool
+}
+
+// MaxLabelValue bounds a label value as stored (OpenAI metadata values).
+const MaxLabelValue = 512
+
+// ListPages bounds the pages List reads: the batches it needs are recent,
+// and a workspace may hold thousands of old ones.
+const ListPages = 10
 
 // Batch outcomes of one request, BatchResult.Outcome.
 const (
@@ -107,8 +140,23 @@ type BatchClient interface {
 	// ValidID reports whether the provider accepts id as a custom_id;
 	// others must be mapped (reversibly) before Submit.
 	ValidID(id string) bool
-	// Submit creates one batch of items (within the limits, unique ids).
-	Submit(ctx context.Context, items []BatchItem) (BatchJob, error)
+	// Labels reports whether the provider stores Submit's label with the
+	// batch and returns it from Poll and List (OpenAI's metadata).
+	// Anthropic's Message Batches hold no label: a batch there can only be
+	// told by its size and creation time, and proved llmrun's by its
+	// results, so such a client must accept the custom_id
+	// "llmrun-<16 hex digits>".
+	Labels() bool
+	// Submit creates one batch of items (within the limits, unique ids),
+	// with label where the provider keeps labels.
+	Submit(ctx context.Context, items []BatchItem, label BatchLabel) (BatchJob, error)
+	// List returns the batches created at or after since, newest first,
+	// reading at most ListPages pages.
+	List(ctx context.Context, since time.Time) ([]BatchJob, error)
+	// SentIDs streams the custom_ids job was created with, if the provider
+	// can tell before the batch ended (OpenAI: its input file); otherwise
+	// it returns an error wrapping errors.ErrUnsupported.
+	SentIDs(ctx context.Context, job BatchJob, fn func(customID string) error) error
 	// Poll returns the batch's current state.
 	Poll(ctx context.Context, id string) (BatchJob, error)
 	// Results streams the results of an ended batch to fn, in the

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,7 +19,6 @@ import (
 	"github.com/llmrun/llmrun/checkpoint"
 	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/providers"
-	"github.com/llmrun/llmrun/runner/retry"
 )
 
 // The offline route: the same input, output and errors files as Run, but
@@ -31,14 +31,19 @@ import (
 // polled. A rerun finds the open batches there, resumes polling and
 // collecting them, and never submits a request that sits in one of them. A
 // batch's record is dropped only once every one of its results is in the
-// output or errors file. The one window left is a crash between the
-// provider's answer to the create call and that SetState.
+// output or errors file. The window between the create call and that
+// record is covered by an intent recorded before the call
+// (offline_create.go).
 
-// batchStatePrefix starts the sidecar state key of each open batch.
+// batchStatePrefix starts the sidecar state key of each open batch and
+// intent.
 const batchStatePrefix = "batch:"
 
-// BatchRecord is what the sidecar state keeps about one open batch.
+// BatchRecord is what the sidecar state keeps about one open batch, or
+// about an intent: a batch that was being created when a run stopped,
+// which may or may not exist at the provider until a run looks.
 type BatchRecord struct {
+	// ID is the provider's batch id; "" in an intent.
 	ID       string `json:"id"`
 	Provider string `json:"provider"`
 	// BaseURL is where the batch was created, without userinfo: the state
@@ -51,10 +56,22 @@ type BatchRecord struct {
 	// Mapped maps the ids sent in place of custom_ids the provider would
 	// reject back to those custom_ids.
 	Mapped map[string]string `json:"mapped,omitempty"`
+	// Tag names the intent the batch was created for (its label at the
+	// provider, see providers.BatchLabel).
+	Tag string `json:"tag,omitempty"`
+	// Input is the input file's name, as labelled.
+	Input string `json:"input,omitempty"`
+	// Unverified marks a batch adopted by its size and creation time only
+	// (a provider without labels): its results are read only once they
+	// prove it ours.
+	Unverified bool `json:"unverified,omitempty"`
+
+	dropped bool // another candidate for the same intent proved ours
 }
 
-// OpenBatches returns the open batches recorded in a sidecar state (Store
-// state or checkpoint.StatusReport.State), oldest first.
+// OpenBatches returns the open batches and intents (ID "") recorded in a
+// sidecar state (Store state or checkpoint.StatusReport.State), oldest
+// first.
 func OpenBatches(state map[string]json.RawMessage) ([]BatchRecord, error) {
 	var recs []BatchRecord
 	for k, v := range state {
@@ -62,7 +79,7 @@ func OpenBatches(state map[string]json.RawMessage) ([]BatchRecord, error) {
 			continue
 		}
 		var r BatchRecord
-		if err := json.Unmarshal(v, &r); err != nil || r.ID == "" {
+		if err := json.Unmarshal(v, &r); err != nil || r.ID == "" && r.Tag == "" {
 			return nil, fmt.Errorf("state entry %q is not a batch record: %v", k, err)
 		}
 		recs = append(recs, r)
@@ -118,6 +135,9 @@ type OfflineConfig struct {
 	// Prices prices every result at the provider's batch price; nil
 	// computes no costs.
 	Prices *pricing.Table
+	// CreateGrace is how long after an interrupted create call a rerun
+	// keeps looking for its batch; 0 means DefaultCreateGrace.
+	CreateGrace time.Duration
 }
 
 // Default polling of RunOffline.
@@ -130,27 +150,26 @@ const (
 // OpenAI), which a stop does not interrupt.
 const submitTimeout = 30 * time.Minute
 
-// submitAttempts bounds the tries of a create call answered with a
-// retryable error status. A call that failed without an answer is not
-// retried: the provider may have created the batch.
-const submitAttempts = 3
-
-// submitPolicy is the retry policy of create calls: submitAttempts tries,
-// backing off from the first poll interval, doubling up to the longest,
-// all within submitTimeout. Decisions are made without jitter (a nil
-// draw): a create call is one call per batch, not a crowd to spread.
-func submitPolicy(cfg *OfflineConfig) retry.Policy {
-	return retry.Policy{MaxAttempts: submitAttempts, Deadline: submitTimeout, Base: cfg.PollInterval, Max: cfg.PollMax}
-}
-
 type offline struct {
-	cfg   OfflineConfig
-	c     *Counters
-	open  []*BatchRecord
-	inBat map[string]bool // input ids in open batches
-	wrote map[string]bool // ids written by this run
-	last  map[string]string
-	now   func() time.Time
+	cfg     OfflineConfig
+	c       *Counters
+	open    []*BatchRecord
+	intents []*BatchRecord
+	inBat   map[string]int  // input ids in open batches and intents, by how many hold them
+	wrote   map[string]bool // ids written by this run
+	last    map[string]string
+	now     func() time.Time
+
+	job, input string // the label's job and input name
+	// resume: an intent was found never created; the next creates may
+	// reuse what it left at the provider.
+	resume bool
+	// released: requests left a batch without results (an unknown batch,
+	// one not ours); they are submitted again.
+	released bool
+	// readSource: the source has been read once (skipped and kept-failed
+	// requests are counted on the first read only).
+	readSource bool
 
 	signal   error
 	maxItems int
@@ -185,7 +204,14 @@ func RunOffline(ctx context.Context, cfg OfflineConfig) (*Summary, error) {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
-	o := &offline{cfg: cfg, c: new(Counters), inBat: map[string]bool{}, wrote: map[string]bool{}, last: map[string]string{}, now: cfg.Now}
+	if cfg.CreateGrace <= 0 {
+		cfg.CreateGrace = DefaultCreateGrace
+	}
+	o := &offline{cfg: cfg, c: new(Counters), inBat: map[string]int{}, wrote: map[string]bool{}, last: map[string]string{}, now: cfg.Now,
+		job: jobOf(cfg.Store.Output())}
+	if cfg.Source != nil {
+		o.input = filepath.Base(cfg.Source.Path)
+	}
 	o.maxItems, o.maxBytes = cfg.Client.MaxItems(), cfg.Client.MaxBytes()
 	if cfg.MaxItems > 0 {
 		o.maxItems = min(o.maxItems, cfg.MaxItems)
@@ -239,26 +265,11 @@ func RunOffline(ctx context.Context, cfg OfflineConfig) (*Summary, error) {
 }
 
 func (o *offline) run(ctx context.Context) error {
-	recs, err := OpenBatches(StoreState(o.cfg.Store))
-	if err != nil {
+	if err := o.load(); err != nil {
 		return err
 	}
-	cl := o.cfg.Client
-	for i := range recs {
-		r := &recs[i]
-		if r.Provider != cl.Name() {
-			return &AbortError{Cause: fmt.Errorf("batch %s is open at provider %s, not %s: rerun with --provider %s, or `llmrun cancel` it", r.ID, r.Provider, cl.Name(), r.Provider)}
-		}
-		if err := o.scrub(r); err != nil {
-			return err
-		}
-		if base := providers.StripUserinfo(cl.BaseURL()); r.BaseURL != base {
-			o.logf("note: batch %s was created at %s; polling it at %s", r.ID, r.BaseURL, base)
-		}
-		o.open = append(o.open, r)
-		for _, id := range r.IDs {
-			o.inBat[id] = true
-		}
+	if err := o.recoverCreates(ctx); err != nil {
+		return err
 	}
 	if len(o.open) > 0 {
 		o.logf("resuming %d open batch(es) recorded in the checkpoint (%d requests); they are not resubmitted", len(o.open), len(o.inBat))
@@ -267,10 +278,8 @@ func (o *offline) run(ctx context.Context) error {
 	if err := o.pollRound(ctx); err != nil {
 		return err
 	}
-	if o.cfg.Source != nil {
-		if err := o.submitPending(ctx); err != nil {
-			return err
-		}
+	if err := o.submitPending(ctx); err != nil {
+		return err
 	}
 	delay := o.cfg.PollInterval
 	for len(o.open) > 0 && !o.cfg.NoWait {
@@ -281,6 +290,9 @@ func (o *offline) run(ctx context.Context) error {
 		if err := o.pollRound(ctx); err != nil {
 			return err
 		}
+		if err := o.submitPending(ctx); err != nil {
+			return err
+		}
 		if o.c.Done() != n {
 			delay = o.cfg.PollInterval
 		} else {
@@ -288,6 +300,38 @@ func (o *offline) run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// load reads the open batches and intents from the sidecar state.
+func (o *offline) load() error {
+	recs, err := OpenBatches(StoreState(o.cfg.Store))
+	if err != nil {
+		return err
+	}
+	cl := o.cfg.Client
+	for i := range recs {
+		r := &recs[i]
+		what := "batch " + r.ID
+		if r.ID == "" {
+			what = "a batch being created (tag " + r.Tag + ")"
+		}
+		if r.Provider != cl.Name() {
+			return &AbortError{Cause: fmt.Errorf("%s is open at provider %s, not %s: rerun with --provider %s, or `llmrun cancel` it", what, r.Provider, cl.Name(), r.Provider)}
+		}
+		if err := o.scrub(r); err != nil {
+			return err
+		}
+		if base := providers.StripUserinfo(cl.BaseURL()); r.BaseURL != base {
+			o.logf("note: %s was created at %s; looking for it at %s", what, r.BaseURL, base)
+		}
+		if r.ID == "" {
+			o.intents = append(o.intents, r)
+		} else {
+			o.open = append(o.open, r)
+		}
+		o.hold(r)
+	}
+	return o.pruneCollected()
 }
 
 // scrub rewrites a record an older llmrun stored with credentials in its
@@ -302,7 +346,7 @@ func (o *offline) scrub(r *BatchRecord) error {
 	if err != nil {
 		return err
 	}
-	return o.cfg.Store.SetState(batchStatePrefix+r.ID, b)
+	return o.cfg.Store.SetState(r.key(), b)
 }
 
 func (o *offline) logf(format string, args ...any) {
@@ -313,6 +357,11 @@ func (o *offline) logf(format string, args ...any) {
 // done, not failed-and-kept, not in an open batch) in batches within the
 // limits.
 func (o *offline) submitPending(ctx context.Context) error {
+	if o.cfg.Source == nil || o.cfg.CollectOnly || (o.readSource && !o.released) {
+		return nil
+	}
+	first := !o.readSource
+	o.readSource, o.released = true, false
 	st := o.cfg.Store
 	var items []*providers.Request
 	var size int64
@@ -329,12 +378,16 @@ func (o *offline) submitPending(ctx context.Context) error {
 		case o.wrote[req.ID]:
 			return nil // collected from a batch earlier in this run
 		case st.Done(req.ID):
-			o.c.Skipped.Add(1)
+			if first {
+				o.c.Skipped.Add(1)
+			}
 			return nil
 		case st.Failed(req.ID):
-			o.c.Failed.Add(1) // failed before, and kept failed (--no-retry-failed)
+			if first {
+				o.c.Failed.Add(1) // failed before, and kept failed (--no-retry-failed)
+			}
 			return nil
-		case o.inBat[req.ID] || o.cfg.CollectOnly:
+		case o.inBat[req.ID] > 0:
 			return nil
 		}
 		if err := ctx.Err(); err != nil {
@@ -369,97 +422,6 @@ func (o *offline) submitPending(ctx context.Context) error {
 // "llmrun-<line>" (made unique within its batch by submit).
 func mappedIDFor(req *providers.Request) string { return "llmrun-" + strconv.Itoa(req.Line) }
 
-// submit creates one batch and records it before anything else.
-func (o *offline) submit(ctx context.Context, reqs []*providers.Request) error {
-	cl := o.cfg.Client
-	taken := make(map[string]bool, len(reqs))
-	for _, r := range reqs {
-		if cl.ValidID(r.ID) {
-			taken[r.ID] = true
-		}
-	}
-	rec := &BatchRecord{Provider: cl.Name(), BaseURL: providers.StripUserinfo(cl.BaseURL()), IDs: make([]string, len(reqs))}
-	items := make([]providers.BatchItem, len(reqs))
-	for i, r := range reqs {
-		sent := r.ID
-		if !cl.ValidID(sent) {
-			sent = mappedIDFor(r)
-			for k := 2; taken[sent]; k++ {
-				sent = mappedIDFor(r) + "-" + strconv.Itoa(k)
-			}
-			taken[sent] = true
-			if rec.Mapped == nil {
-				rec.Mapped = make(map[string]string)
-			}
-			rec.Mapped[sent] = r.ID
-		}
-		rec.IDs[i] = r.ID
-		items[i] = providers.BatchItem{CustomID: sent, Body: r.Body}
-	}
-
-	// Once a create call is under way it is not cut short by a stop (an
-	// interrupt, the caller's ctx): the provider may create the batch
-	// anyway, and it must then be recorded. submitTimeout bounds it instead.
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), submitTimeout)
-	defer cancel()
-	var job providers.BatchJob
-	var err error
-	policy, start := submitPolicy(&o.cfg), o.now()
-	for attempt := 1; ; attempt++ {
-		job, err = cl.Submit(sctx, items)
-		if err == nil {
-			break
-		}
-		class := providers.ClassOf(err)
-		var pe *providers.Error
-		answered := errors.As(err, &pe) && pe.Status != 0
-		switch {
-		case class.AbortsRun():
-			return &AbortError{Cause: err}
-		case class == providers.ClassInvalid:
-			// The provider refuses this batch as it is; its requests can
-			// still run live.
-			o.logf("the provider refused a batch of %d requests: %v", len(reqs), err)
-			for _, r := range reqs {
-				if err := o.failOne(r, "batch_rejected", err.Error()); err != nil {
-					return err
-				}
-			}
-			return nil
-		case answered:
-			d := policy.Decide(retry.AttemptOf(attempt, err, start), o.now(), nil)
-			if !d.Retry {
-				break
-			}
-			o.logf("creating a batch failed (%v); retrying in %v", err, d.Delay)
-			if !o.cfg.Sleep(ctx, d.Delay) {
-				return context.Cause(ctx)
-			}
-			continue
-		}
-		return &AbortError{Cause: fmt.Errorf("creating a batch of %d requests: %w (if the call reached the provider, a batch may exist there: check before rerunning)", len(reqs), err)}
-	}
-	rec.ID, rec.Created = job.ID, o.now().UTC()
-	b, err := json.Marshal(rec)
-	if err == nil {
-		err = o.cfg.Store.SetState(batchStatePrefix+job.ID, b)
-	}
-	if err != nil {
-		// Unrecorded, a rerun would submit these requests again: stop the batch.
-		if _, cerr := cl.Cancel(context.WithoutCancel(ctx), job.ID); cerr != nil {
-			return fmt.Errorf("recording batch %s: %w; cancelling it failed too (%v): cancel it by hand", job.ID, err, cerr)
-		}
-		return fmt.Errorf("recording batch %s: %w (the batch was cancelled)", job.ID, err)
-	}
-	o.open = append(o.open, rec)
-	for _, id := range rec.IDs {
-		o.inBat[id] = true
-	}
-	o.logf("submitted batch %s to %s: %d requests", job.ID, cl.Name(), len(reqs))
-	o.report(rec, job)
-	return nil
-}
-
 // failOne writes an errors-file line for a request that never reached a batch.
 func (o *offline) failOne(req *providers.Request, code, msg string) error {
 	l := Line{CustomID: req.ID, Error: &LineError{Code: code, Message: msg},
@@ -475,6 +437,10 @@ func (o *offline) pollRound(ctx context.Context) error {
 		if ferr != nil {
 			keep = append(keep, o.open[i:]...)
 			break
+		}
+		if rec.dropped {
+			ferr = o.forget(rec)
+			continue
 		}
 		closed, err := o.pollOne(ctx, rec)
 		if err != nil {
@@ -523,6 +489,7 @@ func (o *offline) pollFailed(ctx context.Context, rec *BatchRecord, err error) (
 		// account, a restarted mock): nothing runs there, so its requests
 		// are pending again.
 		o.logf("batch %s is unknown to %s (%v); its %d requests are pending again", rec.ID, o.cfg.Client.Name(), err, len(rec.IDs))
+		o.released = true
 		return true, o.forget(rec)
 	}
 	o.logf("batch %s: %v; trying again at the next poll", rec.ID, err)
@@ -531,10 +498,11 @@ func (o *offline) pollFailed(ctx context.Context, rec *BatchRecord, err error) (
 
 // forget drops rec from the sidecar state.
 func (o *offline) forget(rec *BatchRecord) error {
-	for _, id := range rec.IDs {
-		delete(o.inBat, id)
+	o.release(rec)
+	if err := o.cfg.Store.SetState(rec.key(), nil); err != nil {
+		return err
 	}
-	return o.cfg.Store.SetState(batchStatePrefix+rec.ID, nil)
+	return o.markCollected(rec.ID)
 }
 
 // report logs a batch's progress when it changed.
@@ -566,6 +534,11 @@ func (o *offline) report(rec *BatchRecord, job providers.BatchJob) {
 // record. Results already in the checkpoint (a collection cut short) are
 // skipped; requests the provider returned no result for are failed.
 func (o *offline) collect(ctx context.Context, rec *BatchRecord, job providers.BatchJob) error {
+	if rec.Unverified {
+		if ours, err := o.verify(ctx, rec, job); !ours {
+			return err
+		}
+	}
 	st := o.cfg.Store
 	inRec := make(map[string]bool, len(rec.IDs))
 	for _, id := range rec.IDs {

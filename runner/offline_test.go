@@ -36,17 +36,52 @@ type fakeBatches struct {
 	forget bool
 	// base is BaseURL's answer, "http://fake" if empty.
 	base string
+	// noLabels makes the fake keep no labels, like Anthropic.
+	noLabels bool
+	// lost makes the next Submit calls create the batch and then fail
+	// without an answer, as a crash or a lost connection would.
+	lost int
+	// listErr fails List.
+	listErr error
+	// clock stamps created batches; nil means time.Now.
+	clock *fakeClock
 
 	submits  int
 	jobs     map[string]*fakeJob
 	polls    int
+	lists    int
 	canceled []string
+	labels   []providers.BatchLabel // as passed to Submit
+	reads    int                    // SentIDs calls
 }
 
 type fakeJob struct {
+	seq      int
 	items    []providers.BatchItem
 	polls    int
 	canceled bool
+	label    providers.BatchLabel
+	created  time.Time
+}
+
+// fakeClock is a clock that moves only when told to.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
 }
 
 func (f *fakeBatches) Name() string             { return "fake" }
@@ -60,7 +95,7 @@ func (f *fakeBatches) BaseURL() string {
 func (f *fakeBatches) MaxItems() int   { return cmpOr(f.maxItems, 1000) }
 func (f *fakeBatches) MaxBytes() int64 { return int64(cmpOr(int(f.maxBytes), 1<<20)) }
 func (f *fakeBatches) ValidID(id string) bool {
-	return id != "" && !strings.ContainsAny(id, " /") && len(id) <= 16
+	return id != "" && !strings.ContainsAny(id, " /") && len(id) <= 24
 }
 func (f *fakeBatches) ItemSize(it providers.BatchItem) int64 {
 	return int64(len(it.CustomID) + len(it.Body) + 20)
@@ -73,9 +108,12 @@ func cmpOr(v, d int) int {
 	return d
 }
 
-func (f *fakeBatches) Submit(ctx context.Context, items []providers.BatchItem) (providers.BatchJob, error) {
+func (f *fakeBatches) Labels() bool { return !f.noLabels }
+
+func (f *fakeBatches) Submit(ctx context.Context, items []providers.BatchItem, label providers.BatchLabel) (providers.BatchJob, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.labels = append(f.labels, label)
 	if len(f.submitErrs) > 0 {
 		err := f.submitErrs[0]
 		f.submitErrs = f.submitErrs[1:]
@@ -98,12 +136,56 @@ func (f *fakeBatches) Submit(ctx context.Context, items []providers.BatchItem) (
 		f.jobs = map[string]*fakeJob{}
 	}
 	id := fmt.Sprintf("fb_%d", f.submits)
-	f.jobs[id] = &fakeJob{items: slices.Clone(items)}
-	return providers.BatchJob{ID: id, Status: "validating", Total: len(items)}, nil
+	j := &fakeJob{seq: f.submits, items: slices.Clone(items), created: time.Now()}
+	if f.clock != nil {
+		j.created = f.clock.Now()
+	}
+	if !f.noLabels {
+		j.label = providers.BatchLabel{Job: label.Job, Tag: label.Tag, Input: label.Input}
+	}
+	f.jobs[id] = j
+	if f.lost > 0 {
+		f.lost--
+		return providers.BatchJob{}, &providers.Error{Class: providers.ClassNetwork, Message: "connection reset"}
+	}
+	return providers.BatchJob{ID: id, Status: "validating", Total: len(items), Created: j.created, Label: j.label}, nil
+}
+
+func (f *fakeBatches) List(ctx context.Context, since time.Time) ([]providers.BatchJob, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lists++
+	if f.listErr != nil {
+		return nil, f.listErr
+	}
+	var out []providers.BatchJob
+	for id, j := range f.jobs {
+		if !j.created.Before(since) {
+			out = append(out, f.view(id, j))
+		}
+	}
+	slices.SortFunc(out, func(a, b providers.BatchJob) int { return f.jobs[b.ID].seq - f.jobs[a.ID].seq })
+	return out, nil
+}
+
+func (f *fakeBatches) SentIDs(ctx context.Context, job providers.BatchJob, fn func(string) error) error {
+	if f.noLabels {
+		return fmt.Errorf("fake: %w", errors.ErrUnsupported)
+	}
+	f.mu.Lock()
+	f.reads++
+	items := slices.Clone(f.jobs[job.ID].items)
+	f.mu.Unlock()
+	for _, it := range items {
+		if err := fn(it.CustomID); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (f *fakeBatches) view(id string, j *fakeJob) providers.BatchJob {
-	job := providers.BatchJob{ID: id, Status: "in_progress", Total: len(j.items)}
+	job := providers.BatchJob{ID: id, Status: "in_progress", Total: len(j.items), Created: j.created, Label: j.label}
 	if j.polls >= f.endAfter || j.canceled {
 		job.Ended, job.Status = true, "completed"
 		for i, it := range j.items {
@@ -656,5 +738,232 @@ func TestOfflineRecordsHoldNoURLCredentials(t *testing.T) {
 	}
 	if sum, err, log := fx.run(t, context.Background(), fc, nil); err != nil || sum.Succeeded != 2 {
 		t.Fatalf("%v %+v\n%s", err, sum, log)
+	}
+}
+
+// intents returns the intents recorded in the checkpoint at out.
+func intents(t *testing.T, out string) []BatchRecord {
+	t.Helper()
+	var in []BatchRecord
+	for _, r := range openRecords(t, out) {
+		if r.ID == "" {
+			in = append(in, r)
+		}
+	}
+	return in
+}
+
+// TestOfflineCreateWithoutAnswerIsAdoptedByTag: a create call that created
+// the batch but never got its answer leaves an intent; the rerun finds the
+// batch by its tag and collects it instead of creating a second one.
+func TestOfflineCreateWithoutAnswerIsAdoptedByTag(t *testing.T) {
+	fx := newOfflineFixture(t, seqIDs(5)...)
+	fc := &fakeBatches{endAfter: 1, lost: 1}
+	_, err, _ := fx.run(t, context.Background(), fc, nil)
+	var ae *AbortError
+	in := intents(t, fx.out)
+	if !errors.As(err, &ae) || fc.submits != 1 || len(in) != 1 || in[0].Tag == "" || len(in[0].IDs) != 5 || in[0].Input != "in.jsonl" {
+		t.Fatalf("err %v, %d batches, intents %+v", err, fc.submits, in)
+	}
+	if l := fc.labels[0]; l.Tag != in[0].Tag || l.Job != jobOf(fx.out) || l.Input != "in.jsonl" || l.Resume {
+		t.Errorf("label %+v", l)
+	}
+	sum, err, log := fx.run(t, context.Background(), fc, nil)
+	if err != nil || sum.Succeeded != 5 || fc.submits != 1 || !strings.Contains(log.String(), "found batch fb_1") {
+		t.Fatalf("rerun: %v %+v, %d batches\n%s", err, sum, fc.submits, log)
+	}
+	if recs := openRecords(t, fx.out); len(recs) != 0 {
+		t.Errorf("records left %+v", recs)
+	}
+}
+
+// TestOfflineCreateNeverMadeIsRetriedAfterGrace: an intent whose batch the
+// provider does not show, even after the grace, is dropped and its requests
+// are submitted again, once, marked Resume (reuse what the attempt left).
+func TestOfflineCreateNeverMadeIsRetriedAfterGrace(t *testing.T) {
+	fx := newOfflineFixture(t, seqIDs(4)...)
+	clk := newFakeClock()
+	fc := &fakeBatches{endAfter: 1, clock: clk, submitErrs: []error{&providers.Error{Class: providers.ClassTimeout, Message: "no answer"}}}
+	at := func(c *OfflineConfig) { c.Now = clk.Now }
+	if _, err, _ := fx.run(t, context.Background(), fc, at); err == nil || len(intents(t, fx.out)) != 1 {
+		t.Fatalf("err %v", err)
+	}
+	clk.Advance(20 * time.Second)
+	sl := &sleeps{}
+	sum, err, log := fx.run(t, context.Background(), fc, func(c *OfflineConfig) {
+		at(c)
+		c.Sleep = func(ctx context.Context, d time.Duration) bool { clk.Advance(d); return sl.sleep(ctx, d) }
+	})
+	if err != nil || sum.Succeeded != 4 || fc.submits != 1 || fc.lists != 3 { // one in the first run, two in the rerun
+		t.Fatalf("rerun: %v %+v, %d batches, %d lists\n%s", err, sum, fc.submits, fc.lists, log)
+	}
+	if len(sl.waits) == 0 || sl.waits[0] != 40*time.Second || !fc.labels[len(fc.labels)-1].Resume {
+		t.Errorf("waits %v (want the 40s left of the grace first), labels %+v", sl.waits, fc.labels)
+	}
+}
+
+// TestOfflineCreateRepeatedIsCancelled: two batches carry the intent's tag
+// (a create that landed late): the oldest is kept, the other cancelled.
+func TestOfflineCreateRepeatedIsCancelled(t *testing.T) {
+	fx := newOfflineFixture(t, seqIDs(3)...)
+	fc := &fakeBatches{endAfter: 1, lost: 2}
+	fx.run(t, context.Background(), fc, nil)
+	fc.Submit(context.Background(), fc.jobs["fb_1"].items, fc.labels[0])
+	sum, err, log := fx.run(t, context.Background(), fc, nil)
+	if err != nil || sum.Succeeded != 3 || !slices.Equal(fc.canceled, []string{"fb_2"}) || fc.submits != 2 {
+		t.Fatalf("%v %+v cancelled %v\n%s", err, sum, fc.canceled, log)
+	}
+}
+
+// TestOfflineCreateWithoutLabelsIsVerifiedByResults: without labels the
+// rerun adopts every batch of the intent's size from around its time, and
+// collects only the one whose results hold the tagged custom_id: another
+// job's batch over the same ids (another output of the same input) is left
+// alone.
+func TestOfflineCreateWithoutLabelsIsVerifiedByResults(t *testing.T) {
+	foreign := func(fc *fakeBatches, items []providers.BatchItem) {
+		other := make([]providers.BatchItem, len(items))
+		for i, it := range items {
+			other[i] = providers.BatchItem{CustomID: fmt.Sprintf("q%03d", i), Body: bytes.Replace(it.Body, []byte(`"m1"`), []byte(`"m2"`), 1)}
+		}
+		fc.Submit(context.Background(), other, providers.BatchLabel{})
+	}
+	check := func(t *testing.T, fx *offlineFixture, sum *Summary, err error, log *bytes.Buffer) {
+		t.Helper()
+		lines := readJSONL(t, fx.out)
+		if err != nil || sum.Succeeded != 4 || len(lines) != 4 || !strings.Contains(log.String(), "is not this run's") {
+			t.Fatalf("%v %+v\n%s", err, sum, log)
+		}
+		for id, l := range lines {
+			if l.Get("llmrun.model").Str != "m1" {
+				t.Errorf("%s: another job's answer collected: %s", id, l.Raw)
+			}
+		}
+		if recs := openRecords(t, fx.out); len(recs) != 0 {
+			t.Errorf("records left %+v", recs)
+		}
+	}
+	t.Run("created", func(t *testing.T) {
+		fx := newOfflineFixture(t, seqIDs(4)...)
+		clk := newFakeClock()
+		fc := &fakeBatches{endAfter: 1, lost: 1, noLabels: true, clock: clk}
+		at := func(c *OfflineConfig) { c.Now = clk.Now }
+		fx.run(t, context.Background(), fc, at)
+		if it := fc.jobs["fb_1"].items[0]; it.CustomID != tagItemID(intents(t, fx.out)[0].Tag) {
+			t.Fatalf("first item sent as %q", it.CustomID)
+		}
+		clk.Advance(time.Second)
+		foreign(fc, fc.jobs["fb_1"].items)
+		clk.Advance(2 * time.Minute)
+		sum, err, log := fx.run(t, context.Background(), fc, at)
+		check(t, fx, sum, err, log)
+		if fc.submits != 2 || !strings.Contains(log.String(), "batch fb_1 proved this run's") {
+			t.Errorf("%d batches\n%s", fc.submits, log)
+		}
+	})
+	t.Run("never created", func(t *testing.T) {
+		fx := newOfflineFixture(t, seqIDs(4)...)
+		clk := newFakeClock()
+		fc := &fakeBatches{endAfter: 1, noLabels: true, clock: clk, submitErrs: []error{&providers.Error{Class: providers.ClassNetwork, Message: "reset"}}}
+		at := func(c *OfflineConfig) { c.Now = clk.Now }
+		fx.run(t, context.Background(), fc, at)
+		clk.Advance(time.Second)
+		probe := &Source{Path: fx.in, Parser: Parser{Format: providers.FormatOpenAI}}
+		var items []providers.BatchItem
+		probe.Each(func(r *providers.Request) error {
+			items = append(items, providers.BatchItem{CustomID: r.ID, Body: r.Body})
+			return nil
+		})
+		foreign(fc, items)
+		clk.Advance(2 * time.Minute)
+		sum, err, log := fx.run(t, context.Background(), fc, at)
+		check(t, fx, sum, err, log)
+		if fc.submits != 2 {
+			t.Errorf("%d batches (want the foreign one and ours)\n%s", fc.submits, log)
+		}
+	})
+}
+
+// TestOfflineStateFileLostAdoptsLabelledBatches: with the state file
+// deleted while batches are open, the rerun finds them by this output's
+// label, learns their requests (mapped ids included) and collects them; a
+// later rerun does not read them again.
+func TestOfflineStateFileLostAdoptsLabelledBatches(t *testing.T) {
+	ids := []string{"a", "has space", "c", "d/e", "f", "g", "h"}
+	fx := newOfflineFixture(t, ids...)
+	fc := &fakeBatches{endAfter: 3}
+	ctx, cancel := context.WithCancel(context.Background())
+	sl := &sleeps{stopAt: 1, cancel: cancel}
+	fx.run(t, ctx, fc, func(c *OfflineConfig) { c.Sleep = sl.sleep; c.MaxItems = 3 })
+	if fc.submits != 3 {
+		t.Fatalf("%d batches", fc.submits)
+	}
+	if err := os.Remove(fx.out + ".state.json"); err != nil {
+		t.Fatal(err)
+	}
+	sum, err, log := fx.run(t, context.Background(), fc, func(c *OfflineConfig) { c.MaxItems = 3 })
+	if err != nil || sum.Succeeded != int64(len(ids)) || fc.submits != 3 || strings.Count(log.String(), "is not in its state file") != 3 {
+		t.Fatalf("%v %+v, %d batches\n%s", err, sum, fc.submits, log)
+	}
+	lines := readJSONL(t, fx.out)
+	for _, id := range ids {
+		if lines[id].Get("response.body.choices.0.message.content").Str == "" {
+			t.Errorf("%q: %s", id, lines[id].Raw)
+		}
+	}
+	reads := fc.reads
+	if sum, err, _ := fx.run(t, context.Background(), fc, nil); err != nil || sum.Skipped != int64(len(ids)) || fc.reads != reads {
+		t.Errorf("second rerun: %v %+v, %d input files read again", err, sum, fc.reads-reads)
+	}
+	// Lost again after everything was collected: read once, nothing adopted.
+	os.Remove(fx.out + ".state.json")
+	if sum, err, log := fx.run(t, context.Background(), fc, nil); err != nil || sum.Skipped != int64(len(ids)) || fc.submits != 3 || strings.Contains(log.String(), "adopting") {
+		t.Errorf("after collection: %v %+v\n%s", err, sum, log)
+	}
+}
+
+// TestOfflineIntentOfRecordedBatchIsDropped: a crash between recording the
+// batch and removing its intent leaves both; the rerun drops the intent.
+func TestOfflineIntentOfRecordedBatchIsDropped(t *testing.T) {
+	fx := newOfflineFixture(t, "a", "b")
+	fc := &fakeBatches{endAfter: 5}
+	ctx, cancel := context.WithCancel(context.Background())
+	sl := &sleeps{stopAt: 1, cancel: cancel}
+	fx.run(t, ctx, fc, func(c *OfflineConfig) { c.Sleep = sl.sleep })
+	rec := openRecords(t, fx.out)[0]
+	rec.ID = ""
+	st, _ := checkpoint.Open(checkpoint.Options{Output: fx.out, Errors: fx.errs})
+	b, _ := json.Marshal(rec)
+	st.SetState(rec.key(), b)
+	st.Close()
+	if n := len(openRecords(t, fx.out)); n != 2 {
+		t.Fatalf("%d records", n)
+	}
+	sum, err, log := fx.run(t, context.Background(), fc, nil)
+	if err != nil || sum.Succeeded != 2 || fc.submits != 1 || len(openRecords(t, fx.out)) != 0 {
+		t.Fatalf("%v %+v\n%s", err, sum, log)
+	}
+}
+
+// TestOfflineListFailure: without the list an intent stays, its requests
+// are not submitted again, and the rest runs; an auth failure stops.
+func TestOfflineListFailure(t *testing.T) {
+	fx := newOfflineFixture(t, "a", "b", "c")
+	fc := &fakeBatches{endAfter: 1, lost: 1, maxItems: 2}
+	fx.run(t, context.Background(), fc, nil)
+	fc.listErr = &providers.Error{Class: providers.ClassServer, Status: 500}
+	sum, err, log := fx.run(t, context.Background(), fc, nil)
+	if err != nil || sum.Succeeded != 1 || fc.submits != 2 || len(intents(t, fx.out)) != 1 || !strings.Contains(log.String(), "stay unresolved") {
+		t.Fatalf("%v %+v, %d batches\n%s", err, sum, fc.submits, log)
+	}
+	fc.listErr = &providers.Error{Class: providers.ClassAuth, Status: 401}
+	_, err, _ = fx.run(t, context.Background(), fc, nil)
+	var ae *AbortError
+	if !errors.As(err, &ae) {
+		t.Fatalf("auth: %v", err)
+	}
+	fc.listErr = nil
+	if sum, err, _ := fx.run(t, context.Background(), fc, nil); err != nil || sum.Succeeded != 2 || fc.submits != 2 {
+		t.Fatalf("%v %+v", err, sum)
 	}
 }

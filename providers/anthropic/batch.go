@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -88,8 +91,12 @@ func (b *Batch) header() http.Header {
 	return h
 }
 
-// Submit implements providers.BatchClient.
-func (b *Batch) Submit(ctx context.Context, items []providers.BatchItem) (providers.BatchJob, error) {
+// Labels implements providers.BatchClient: a MessageBatch has no field for
+// a label (no metadata, and neither List nor Poll shows the custom_ids).
+func (b *Batch) Labels() bool { return false }
+
+// Submit implements providers.BatchClient; the label is not kept (Labels).
+func (b *Batch) Submit(ctx context.Context, items []providers.BatchItem, _ providers.BatchLabel) (providers.BatchJob, error) {
 	body := append(make([]byte, 0, 64<<10), `{"requests":[`...)
 	for i, it := range items {
 		if i > 0 {
@@ -101,6 +108,43 @@ func (b *Batch) Submit(ctx context.Context, items []providers.BatchItem) (provid
 	h := b.header()
 	h.Set("Content-Type", "application/json")
 	return b.job(ctx, http.MethodPost, "/v1/messages/batches", h, body)
+}
+
+// List implements providers.BatchClient: GET /v1/messages/batches, newest
+// first, 1000 a page.
+func (b *Batch) List(ctx context.Context, since time.Time) ([]providers.BatchJob, error) {
+	var out []providers.BatchJob
+	after := ""
+	for range providers.ListPages {
+		path := "/v1/messages/batches?limit=1000"
+		if after != "" {
+			path += "&after_id=" + url.QueryEscape(after)
+		}
+		raw, err := b.call(ctx, http.MethodGet, path, b.header(), nil)
+		if err != nil {
+			return out, err
+		}
+		l := gjson.ParseBytes(raw)
+		data := l.Get("data").Array()
+		older := false
+		for _, o := range data {
+			j := batchJobOf([]byte(o.Raw))
+			if older = j.Created.Before(since); !older {
+				out = append(out, j)
+			}
+			after = j.ID
+		}
+		if !l.Get("has_more").Bool() || len(data) == 0 || older {
+			break
+		}
+	}
+	return out, nil
+}
+
+// SentIDs implements providers.BatchClient: unsupported, a running
+// MessageBatch does not show its requests.
+func (b *Batch) SentIDs(context.Context, providers.BatchJob, func(string) error) error {
+	return fmt.Errorf("anthropic: the custom_ids of a message batch are known only from its results: %w", errors.ErrUnsupported)
 }
 
 // Poll implements providers.BatchClient.
@@ -229,27 +273,39 @@ const batchMaxAnswer = 16 << 20
 
 // job sends one call answered with a MessageBatch.
 func (b *Batch) job(ctx context.Context, method, path string, h http.Header, body []byte) (providers.BatchJob, error) {
+	raw, err := b.call(ctx, method, path, h, body)
+	if err != nil {
+		return providers.BatchJob{}, err
+	}
+	if gjson.GetBytes(raw, "id").Str == "" {
+		return providers.BatchJob{}, &providers.Error{Class: providers.ClassServer, Message: "unparsable message batch", Body: providers.Redact(raw, b.cfg.APIKey)}
+	}
+	return batchJobOf(raw), nil
+}
+
+// call sends one call and returns its JSON answer.
+func (b *Batch) call(ctx context.Context, method, path string, h http.Header, body []byte) ([]byte, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
 	resp, err := b.cfg.Do(ctx, method, b.cfg.BaseURL+path, h, rd)
 	if err != nil {
-		return providers.BatchJob{}, err
+		return nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		return providers.BatchJob{}, b.statusError(resp)
+		return nil, b.statusError(resp)
 	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, batchMaxAnswer))
 	if err != nil {
-		return providers.BatchJob{}, providers.TransportError(ctx, err, b.cfg.APIKey)
+		return nil, providers.TransportError(ctx, err, b.cfg.APIKey)
 	}
-	if !gjson.ValidBytes(raw) || gjson.GetBytes(raw, "id").Str == "" {
-		return providers.BatchJob{}, &providers.Error{Class: providers.ClassServer, Status: resp.StatusCode, RequestID: resp.Header.Get("request-id"),
-			Message: "unparsable message batch", Body: providers.Redact(raw, b.cfg.APIKey)}
+	if !gjson.ValidBytes(raw) {
+		return nil, &providers.Error{Class: providers.ClassServer, Status: resp.StatusCode, RequestID: resp.Header.Get("request-id"),
+			Message: "unparsable answer", Body: providers.Redact(raw, b.cfg.APIKey)}
 	}
-	return batchJobOf(raw), nil
+	return raw, nil
 }
 
 // batchJobOf converts a MessageBatch.
@@ -266,6 +322,7 @@ func batchJobOf(raw []byte) providers.BatchJob {
 		ResultsURL: o.Get("results_url").Str,
 	}
 	j.Total = int(rc.Get("processing").Int()) + j.Succeeded + j.Failed + j.Expired + j.Canceled
+	j.Created, _ = time.Parse(time.RFC3339Nano, o.Get("created_at").Str)
 	j.Ended = j.Status == "ended"
 	return j
 }

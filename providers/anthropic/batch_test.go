@@ -69,7 +69,7 @@ func TestBatchRoundTrip(t *testing.T) {
 	_, b, clk := batchServer(t, mock.Config{BatchDelay: time.Minute, BatchFailRate: 0.3, Seed: 4})
 	ctx := context.Background()
 	its := append(batchItems(10), providers.BatchItem{CustomID: "bad", Body: []byte(`{"model":"claude-mock","messages":[{"role":"user","content":"x"}]}`)})
-	job, err := b.Submit(ctx, its)
+	job, err := b.Submit(ctx, its, providers.BatchLabel{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestBatchRoundTrip(t *testing.T) {
 func TestBatchCancelAndExpire(t *testing.T) {
 	_, b, clk := batchServer(t, mock.Config{BatchDelay: time.Minute})
 	ctx := context.Background()
-	job, _ := b.Submit(ctx, batchItems(4))
+	job, _ := b.Submit(ctx, batchItems(4), providers.BatchLabel{})
 	job, err := b.Cancel(ctx, job.ID)
 	if err != nil || job.Status != "canceling" {
 		t.Fatalf("%v %+v", err, job)
@@ -125,7 +125,7 @@ func TestBatchCancelAndExpire(t *testing.T) {
 	}
 
 	_, b, _ = batchServer(t, mock.Config{BatchExpire: true})
-	job, _ = b.Submit(ctx, batchItems(4))
+	job, _ = b.Submit(ctx, batchItems(4), providers.BatchLabel{})
 	job, _ = b.Poll(ctx, job.ID)
 	n := map[string]int{}
 	for _, r := range batchCollect(t, b, job) {
@@ -145,11 +145,11 @@ func TestBatchLimitsAndIDs(t *testing.T) {
 	}
 	body := sum - 1 + int64(len(`{"requests":[]}`))
 	_, b, _ := batchServer(t, mock.Config{BatchMaxBytes: body})
-	if _, err := b.Submit(context.Background(), its); err != nil {
+	if _, err := b.Submit(context.Background(), its, providers.BatchLabel{}); err != nil {
 		t.Fatalf("exactly the limit: %v", err)
 	}
 	_, b, _ = batchServer(t, mock.Config{BatchMaxBytes: body - 1})
-	_, err := b.Submit(context.Background(), its)
+	_, err := b.Submit(context.Background(), its, providers.BatchLabel{})
 	var pe *providers.Error
 	if !errors.As(err, &pe) || pe.Status != 413 || pe.Type != "request_too_large" || pe.Class != providers.ClassInvalid {
 		t.Fatalf("over: %v", err)
@@ -180,7 +180,7 @@ func TestBatchErrorsClassified(t *testing.T) {
 	srv := httptest.NewServer(m)
 	defer srv.Close()
 	b := anthropic.NewBatch(providers.Config{BaseURL: srv.URL, APIKey: "k-0123456789", HTTPClient: srv.Client()})
-	_, err := b.Submit(context.Background(), batchItems(1))
+	_, err := b.Submit(context.Background(), batchItems(1), providers.BatchLabel{})
 	if providers.ClassOf(err) != providers.ClassQuota {
 		t.Fatalf("spend cap: %v", err)
 	}

@@ -4,10 +4,12 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -51,6 +53,39 @@ type batchStore struct {
 	seq     int
 	files   map[string]*mfile
 	batches map[string]*mbatch
+	// fileList and batchList hold the files and batches in creation order,
+	// for the list endpoints (newest first).
+	fileList  []*mfile
+	batchList []*mbatch
+	// completions counts successful answers by custom_id as sent.
+	completions map[string]int
+	inFlight    atomic.Int64
+}
+
+// BatchCompletions returns, by custom_id as sent, how many times a batch
+// item was answered successfully: a request a client paid for twice shows
+// 2. Items count when their batch ends (see the timeline above).
+func (s *Server) BatchCompletions() map[string]int {
+	s.batches.mu.Lock()
+	defer s.batches.mu.Unlock()
+	return maps.Clone(s.batches.completions)
+}
+
+// BatchCallsInFlight is the number of batch and file API calls being
+// handled (a create held by BatchCallDelay included).
+func (s *Server) BatchCallsInFlight() int { return int(s.batches.inFlight.Load()) }
+
+// holdAnswer waits BatchCallDelay before a create call is answered, or
+// until the client has gone.
+func (s *Server) holdAnswer(r *http.Request) {
+	if d := s.cfg.BatchCallDelay; d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+		}
+	}
 }
 
 // mfile is an uploaded or generated OpenAI file.
@@ -165,6 +200,7 @@ func (s *Server) register(b *mbatch, prefix string) {
 		bs.batches = make(map[string]*mbatch)
 	}
 	bs.batches[b.id] = b
+	bs.batchList = append(bs.batchList, b)
 	s.mu.Lock()
 	s.stats.BatchesCreated++
 	s.stats.BatchItems += int64(len(b.items))
@@ -296,6 +332,10 @@ func (s *Server) execute(d dialect, it *bitem) bresult {
 		req.model = defaultModel
 	}
 	c := newCompletion(d, it.h, req, reqID)
+	if s.batches.completions == nil {
+		s.batches.completions = make(map[string]int)
+	}
+	s.batches.completions[it.customID]++
 	s.mu.Lock()
 	s.stats.Completed++
 	s.stats.InputTokens += int64(c.inTokens)
@@ -356,16 +396,59 @@ func errBatchTooLarge(msg string) *apiError {
 
 // registerBatchRoutes adds the batch endpoints of both APIs to the mux.
 func (s *Server) registerBatchRoutes() {
-	s.mux.HandleFunc("POST /v1/files", s.handleFileUpload)
-	s.mux.HandleFunc("GET /v1/files/{id}", s.handleFileGet)
-	s.mux.HandleFunc("GET /v1/files/{id}/content", s.handleFileContent)
-	s.mux.HandleFunc("POST /v1/batches", s.handleOABatchCreate)
-	s.mux.HandleFunc("GET /v1/batches/{id}", s.handleOABatchGet)
-	s.mux.HandleFunc("POST /v1/batches/{id}/cancel", s.handleOABatchCancel)
-	s.mux.HandleFunc("POST /v1/messages/batches", s.handleANBatchCreate)
-	s.mux.HandleFunc("GET /v1/messages/batches/{id}", s.handleANBatchGet)
-	s.mux.HandleFunc("GET /v1/messages/batches/{id}/results", s.handleANBatchResults)
-	s.mux.HandleFunc("POST /v1/messages/batches/{id}/cancel", s.handleANBatchCancel)
+	for pattern, h := range map[string]http.HandlerFunc{
+		"POST /v1/files":                        s.handleFileUpload,
+		"GET /v1/files":                         s.handleFileList,
+		"GET /v1/files/{id}":                    s.handleFileGet,
+		"GET /v1/files/{id}/content":            s.handleFileContent,
+		"POST /v1/batches":                      s.handleOABatchCreate,
+		"GET /v1/batches":                       s.handleOABatchList,
+		"GET /v1/batches/{id}":                  s.handleOABatchGet,
+		"POST /v1/batches/{id}/cancel":          s.handleOABatchCancel,
+		"POST /v1/messages/batches":             s.handleANBatchCreate,
+		"GET /v1/messages/batches":              s.handleANBatchList,
+		"GET /v1/messages/batches/{id}":         s.handleANBatchGet,
+		"GET /v1/messages/batches/{id}/results": s.handleANBatchResults,
+		"POST /v1/messages/batches/{id}/cancel": s.handleANBatchCancel,
+	} {
+		s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			s.batches.inFlight.Add(1)
+			defer s.batches.inFlight.Add(-1)
+			h(w, r)
+		})
+	}
+}
+
+// listPage is one page of a list endpoint: newest first, the items after
+// the one called after ("" for the first page), at most limit of them.
+// It reports whether more follow.
+func listPage[T any](all []T, id func(T) string, after string, limit int) ([]T, bool) {
+	i := len(all) - 1
+	if after != "" {
+		for i >= 0 && id(all[i]) != after {
+			i--
+		}
+		i--
+	}
+	var page []T
+	for ; i >= 0 && len(page) < limit; i-- {
+		page = append(page, all[i])
+	}
+	return page, i >= 0
+}
+
+// listLimit reads a list endpoint's limit parameter: def when absent, an
+// error outside 1..max.
+func listLimit(r *http.Request, def, max int) (int, *apiError) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > max {
+		return 0, errInvalid("limit", "limit must be an integer from 1 to "+strconv.Itoa(max)+", got '"+v+"'")
+	}
+	return n, nil
 }
 
 // batchLocked returns the batch id of dialect d, settled at now, or nil.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -87,7 +88,61 @@ func (s *Server) handleFileUpload(w http.ResponseWriter, r *http.Request) {
 	body := appendFileObject(nil, f)
 	s.batches.mu.Unlock()
 	s.bump(&s.stats.FilesUploaded)
+	s.holdAnswer(r)
 	writeJSON(w, body)
+}
+
+// handleFileList answers GET /v1/files: the files, newest first (order=asc
+// reverses), filtered by purpose, paged by limit (default and at most
+// 10,000) and after.
+func (s *Server) handleFileList(w http.ResponseWriter, r *http.Request) {
+	d := openAI{}
+	reqID := s.batchReqID()
+	if !s.batchPrelude(w, r, d, reqID, false) {
+		return
+	}
+	q := r.URL.Query()
+	limit, aerr := listLimit(r, 10_000, 10_000)
+	if aerr != nil {
+		s.bump(&s.stats.BadRequests)
+		s.fail(w, d, reqID, aerr)
+		return
+	}
+	s.batches.mu.Lock()
+	var files []*mfile
+	for _, f := range s.batches.fileList {
+		if p := q.Get("purpose"); p == "" || f.purpose == p {
+			files = append(files, f)
+		}
+	}
+	if q.Get("order") == "asc" {
+		slices.Reverse(files)
+	}
+	page, more := listPage(files, func(f *mfile) string { return f.id }, q.Get("after"), limit)
+	b := []byte(`{"object":"list","data":[`)
+	for i, f := range page {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendFileObject(b, f)
+	}
+	s.batches.mu.Unlock()
+	writeJSON(w, appendListEnd(b, page, func(f *mfile) string { return f.id }, more))
+}
+
+// appendListEnd closes an OpenAI-style list: first_id, last_id, has_more.
+func appendListEnd[T any](b []byte, page []T, id func(T) string, more bool) []byte {
+	b = append(b, `],"first_id":`...)
+	if len(page) > 0 {
+		b = appendString(b, id(page[0]))
+		b = append(b, `,"last_id":`...)
+		b = appendString(b, id(page[len(page)-1]))
+	} else {
+		b = append(b, `null,"last_id":null`...)
+	}
+	b = append(b, `,"has_more":`...)
+	b = strconv.AppendBool(b, more)
+	return append(b, '}')
 }
 
 func (s *Server) uploadFailed(w http.ResponseWriter, reqID string, err error, maxBytes int64) {
@@ -107,6 +162,7 @@ func (s *Server) storeFile(f *mfile) {
 		bs.files = make(map[string]*mfile)
 	}
 	bs.files[f.id] = f
+	bs.fileList = append(bs.fileList, f)
 }
 
 func appendFileObject(b []byte, f *mfile) []byte {
@@ -200,9 +256,9 @@ func (s *Server) handleOABatchCreate(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.now()
 	s.batches.mu.Lock()
-	defer s.batches.mu.Unlock()
 	f := s.batches.files[in.InputFileID]
 	if f == nil || f.purpose != "batch" {
+		s.batches.mu.Unlock()
 		s.bump(&s.stats.NotFound)
 		s.fail(w, d, reqID, errNoSuch("batch input file", in.InputFileID))
 		return
@@ -217,8 +273,48 @@ func (s *Server) handleOABatchCreate(w http.ResponseWriter, r *http.Request) {
 		b.items = nil
 	}
 	s.register(b, "batch_mock")
-	writeJSON(w, s.appendOABatch(nil, b, now, true))
+	body = s.appendOABatch(nil, b, now, true)
+	s.batches.mu.Unlock()
+	s.holdAnswer(r)
+	writeJSON(w, body)
 }
+
+// handleOABatchList answers GET /v1/batches: the batches, newest first,
+// paged by limit (default 20, at most 100) and after, each as seen now.
+func (s *Server) handleOABatchList(w http.ResponseWriter, r *http.Request) {
+	d := openAI{}
+	reqID := s.batchReqID()
+	if !s.batchPrelude(w, r, d, reqID, false) {
+		return
+	}
+	limit, aerr := listLimit(r, 20, 100)
+	if aerr != nil {
+		s.bump(&s.stats.BadRequests)
+		s.fail(w, d, reqID, aerr)
+		return
+	}
+	now := s.now()
+	s.batches.mu.Lock()
+	var all []*mbatch
+	for _, b := range s.batches.batchList {
+		if b.d.tag() == d.tag() {
+			all = append(all, b)
+		}
+	}
+	page, more := listPage(all, batchID, r.URL.Query().Get("after"), limit)
+	b := []byte(`{"object":"list","data":[`)
+	for i, m := range page {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		s.settle(m, now)
+		b = s.appendOABatch(b, m, now, false)
+	}
+	s.batches.mu.Unlock()
+	writeJSON(w, appendListEnd(b, page, batchID, more))
+}
+
+func batchID(b *mbatch) string { return b.id }
 
 // parseOpenAIInput validates an input file as OpenAI does before a batch
 // runs: every line a JSON object with a unique custom_id, method POST, the

@@ -114,6 +114,10 @@ type Config struct {
 	// file; Anthropic: 100,000 requests and 256 MB per batch, else 413).
 	BatchMaxItems int
 	BatchMaxBytes int64
+	// BatchCallDelay holds the answer to a file upload or a batch create
+	// for this long (real time) after the object was created: the window in
+	// which a client that dies has created something it never heard of.
+	BatchCallDelay time.Duration
 }
 
 // Stats counts what the server has seen. Attempts counts every request to

@@ -3,6 +3,8 @@ package openai
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"mime/multipart"
@@ -10,6 +12,7 @@ import (
 	"net/textproto"
 	"net/url"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -96,18 +99,58 @@ func (b *Batch) header() http.Header {
 	return h
 }
 
+// Labels implements providers.BatchClient: the label goes into the batch's
+// metadata (llmrun_job, llmrun_tag, llmrun_input).
+func (b *Batch) Labels() bool { return true }
+
 // Submit implements providers.BatchClient: it uploads the items as a JSONL
-// file and creates a batch on it.
-func (b *Batch) Submit(ctx context.Context, items []providers.BatchItem) (providers.BatchJob, error) {
+// file and creates a batch on it, labelled in its metadata. The file is
+// named after a hash of its content, so that with label.Resume a file an
+// interrupted attempt uploaded is found and used again, not uploaded twice.
+func (b *Batch) Submit(ctx context.Context, items []providers.BatchItem, label providers.BatchLabel) (providers.BatchJob, error) {
 	var file []byte
 	for _, it := range items {
 		file = batchAppendLine(file, it)
 	}
+	sum := sha256.Sum256(file)
+	name := "llmrun-" + hex.EncodeToString(sum[:8]) + ".jsonl"
+	fileID := ""
+	if label.Resume {
+		var err error
+		if fileID, err = b.findFile(ctx, name, len(file)); err != nil && ctx.Err() != nil {
+			return providers.BatchJob{}, err
+		}
+	}
+	if fileID == "" {
+		var err error
+		if fileID, err = b.upload(ctx, name, file); err != nil {
+			return providers.BatchJob{}, err
+		}
+	}
+	meta := map[string]string{"created_by": "llmrun"}
+	for k, v := range map[string]string{"llmrun_job": label.Job, "llmrun_tag": label.Tag, "llmrun_input": label.Input} {
+		if v != "" {
+			meta[k] = truncateUTF8(v, providers.MaxLabelValue)
+		}
+	}
+	req, _ := json.Marshal(map[string]any{
+		"input_file_id":     fileID,
+		"endpoint":          batchEndpoint,
+		"completion_window": "24h",
+		"metadata":          meta,
+	})
+	h := b.header()
+	h.Set("Content-Type", "application/json")
+	return b.job(ctx, http.MethodPost, "/batches", h, req)
+}
+
+// upload sends file as a batch input file named name.
+func (b *Batch) upload(ctx context.Context, name string, file []byte) (string, error) {
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
 	mw.WriteField("purpose", "batch")
 	ph := make(textproto.MIMEHeader)
-	ph.Set("Content-Disposition", `form-data; name="file"; filename="llmrun-batch.jsonl"`)
+	ph.Set("Content-Disposition", `form-data; name="file"; filename="`+name+`"`)
 	ph.Set("Content-Type", "application/jsonl")
 	pw, _ := mw.CreatePart(ph)
 	pw.Write(file)
@@ -118,20 +161,91 @@ func (b *Batch) Submit(ctx context.Context, items []providers.BatchItem) (provid
 		ID string `json:"id"`
 	}
 	if err := b.do(ctx, http.MethodPost, "/files", h, body.Bytes(), &up); err != nil {
-		return providers.BatchJob{}, err
+		return "", err
 	}
 	if up.ID == "" {
-		return providers.BatchJob{}, &providers.Error{Class: providers.ClassServer, Message: "file upload answered without a file id"}
+		return "", &providers.Error{Class: providers.ClassServer, Message: "file upload answered without a file id"}
 	}
-	req, _ := json.Marshal(map[string]any{
-		"input_file_id":     up.ID,
-		"endpoint":          batchEndpoint,
-		"completion_window": "24h",
-		"metadata":          map[string]string{"created_by": "llmrun"},
+	return up.ID, nil
+}
+
+// findFile returns the id of a recent batch input file called name of size
+// bytes, or "".
+func (b *Batch) findFile(ctx context.Context, name string, size int) (string, error) {
+	var l struct {
+		Data []struct {
+			ID       string `json:"id"`
+			Filename string `json:"filename"`
+			Bytes    int    `json:"bytes"`
+		} `json:"data"`
+	}
+	if err := b.do(ctx, http.MethodGet, "/files?purpose=batch&order=desc&limit=100", b.header(), nil, &l); err != nil {
+		return "", err
+	}
+	for _, f := range l.Data {
+		if f.Filename == name && f.Bytes == size {
+			return f.ID, nil
+		}
+	}
+	return "", nil
+}
+
+// truncateUTF8 cuts s to at most n bytes without splitting a character.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// List implements providers.BatchClient: GET /batches, newest first, 100 a
+// page.
+func (b *Batch) List(ctx context.Context, since time.Time) ([]providers.BatchJob, error) {
+	var out []providers.BatchJob
+	after := ""
+	for range providers.ListPages {
+		path := "/batches?limit=100"
+		if after != "" {
+			path += "&after=" + url.QueryEscape(after)
+		}
+		var l struct {
+			Data    []json.RawMessage `json:"data"`
+			HasMore bool              `json:"has_more"`
+		}
+		if err := b.do(ctx, http.MethodGet, path, b.header(), nil, &l); err != nil {
+			return out, err
+		}
+		older := false
+		for _, raw := range l.Data {
+			j := batchJobOf(raw)
+			if older = j.Created.Before(since); !older {
+				out = append(out, j)
+			}
+			after = j.ID
+		}
+		if !l.HasMore || len(l.Data) == 0 || older {
+			break
+		}
+	}
+	return out, nil
+}
+
+// SentIDs implements providers.BatchClient: it reads the custom_ids of the
+// batch's input file.
+func (b *Batch) SentIDs(ctx context.Context, job providers.BatchJob, fn func(string) error) error {
+	if job.InputFileID == "" {
+		return &providers.Error{Class: providers.ClassInvalid, Message: "batch " + job.ID + " names no input file"}
+	}
+	return b.lines(ctx, job.InputFileID, func(line []byte) error {
+		id := gjson.GetBytes(line, "custom_id")
+		if id.Type != gjson.String {
+			return &providers.Error{Class: providers.ClassServer, Message: "input file " + job.InputFileID + ": a line without custom_id"}
+		}
+		return fn(id.Str)
 	})
-	h = b.header()
-	h.Set("Content-Type", "application/json")
-	return b.job(ctx, http.MethodPost, "/batches", h, req)
 }
 
 // Poll implements providers.BatchClient.
@@ -159,6 +273,17 @@ func (b *Batch) Results(ctx context.Context, job providers.BatchJob, fn func(pro
 }
 
 func (b *Batch) download(ctx context.Context, fileID string, fn func(providers.BatchResult) error) error {
+	return b.lines(ctx, fileID, func(line []byte) error {
+		r, err := batchParseResult(line)
+		if err != nil {
+			return err
+		}
+		return fn(r)
+	})
+}
+
+// lines streams the lines of a file's content.
+func (b *Batch) lines(ctx context.Context, fileID string, fn func([]byte) error) error {
 	h := b.header()
 	h.Set("Accept", "application/binary")
 	resp, err := b.cfg.Get(ctx, b.cfg.BaseURL+"/files/"+url.PathEscape(fileID)+"/content", h)
@@ -169,13 +294,7 @@ func (b *Batch) download(ctx context.Context, fileID string, fn func(providers.B
 	if resp.StatusCode/100 != 2 {
 		return b.statusError(resp)
 	}
-	return providers.EachLine(ctx, resp.Body, b.cfg.APIKey, func(line []byte) error {
-		r, err := batchParseResult(line)
-		if err != nil {
-			return err
-		}
-		return fn(r)
-	})
+	return providers.EachLine(ctx, resp.Body, b.cfg.APIKey, fn)
 }
 
 // batchParseResult converts one output- or error-file line.
@@ -281,8 +400,14 @@ func batchJobOf(raw []byte) providers.BatchJob {
 		Total:        int(o.Get("request_counts.total").Int()),
 		Succeeded:    int(o.Get("request_counts.completed").Int()),
 		Failed:       int(o.Get("request_counts.failed").Int()),
+		InputFileID:  o.Get("input_file_id").Str,
 		OutputFileID: o.Get("output_file_id").Str,
 		ErrorFileID:  o.Get("error_file_id").Str,
+		Label: providers.BatchLabel{Job: o.Get("metadata.llmrun_job").Str, Tag: o.Get("metadata.llmrun_tag").Str,
+			Input: o.Get("metadata.llmrun_input").Str},
+	}
+	if c := o.Get("created_at"); c.Type == gjson.Number {
+		j.Created = time.Unix(c.Int(), 0).UTC()
 	}
 	switch j.Status {
 	case "completed", "failed":

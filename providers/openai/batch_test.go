@@ -69,7 +69,7 @@ func TestBatchRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	its := batchItems(10)
 	its = append(its, providers.BatchItem{CustomID: "bad", Body: []byte(`{"model":"gpt-mock","messages":[]}`)})
-	job, err := b.Submit(ctx, its)
+	job, err := b.Submit(ctx, its, providers.BatchLabel{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestBatchRoundTrip(t *testing.T) {
 func TestBatchExpiredAndCancelled(t *testing.T) {
 	_, b, clk := batchServer(t, mock.Config{BatchDelay: time.Minute, BatchExpire: true})
 	ctx := context.Background()
-	job, _ := b.Submit(ctx, batchItems(6))
+	job, _ := b.Submit(ctx, batchItems(6), providers.BatchLabel{})
 	clk.Advance(time.Minute)
 	job, err := b.Poll(ctx, job.ID)
 	if err != nil || job.Status != "expired" || !job.Ended || job.Expired != 3 || job.Succeeded != 3 {
@@ -132,7 +132,7 @@ func TestBatchExpiredAndCancelled(t *testing.T) {
 		t.Errorf("outcomes %v", n)
 	}
 
-	job, _ = b.Submit(ctx, batchItems(4))
+	job, _ = b.Submit(ctx, batchItems(4), providers.BatchLabel{})
 	job, err = b.Cancel(ctx, job.ID)
 	if err != nil || job.Status != "cancelling" || job.Ended {
 		t.Fatalf("%v %+v", err, job)
@@ -161,11 +161,11 @@ func TestBatchItemSizeIsExact(t *testing.T) {
 		sum += probe.ItemSize(it)
 	}
 	_, b, _ := batchServer(t, mock.Config{BatchMaxBytes: sum})
-	if _, err := b.Submit(context.Background(), its); err != nil {
+	if _, err := b.Submit(context.Background(), its, providers.BatchLabel{}); err != nil {
 		t.Fatalf("a file of exactly the limit: %v", err)
 	}
 	_, b, _ = batchServer(t, mock.Config{BatchMaxBytes: sum - 1})
-	_, err := b.Submit(context.Background(), its)
+	_, err := b.Submit(context.Background(), its, providers.BatchLabel{})
 	var pe *providers.Error
 	if !errors.As(err, &pe) || pe.Status != 413 || pe.Class != providers.ClassInvalid {
 		t.Fatalf("over the limit: %v", err)
@@ -178,7 +178,7 @@ func TestBatchErrors(t *testing.T) {
 	defer srv.Close()
 	key := "sk-wrong-key-abcdef0123456789"
 	b := openai.NewBatch(providers.Config{BaseURL: srv.URL + "/v1", APIKey: key, HTTPClient: srv.Client()})
-	_, err := b.Submit(context.Background(), batchItems(1))
+	_, err := b.Submit(context.Background(), batchItems(1), providers.BatchLabel{})
 	var pe *providers.Error
 	if !errors.As(err, &pe) || pe.Class != providers.ClassAuth || pe.Code != "invalid_api_key" || strings.Contains(err.Error()+string(pe.Body), key[:12]) {
 		t.Fatalf("%v / %s", err, pe.Body)
