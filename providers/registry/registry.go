@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/llmrun/llmrun/providers"
 	"github.com/llmrun/llmrun/providers/anthropic"
 	"github.com/llmrun/llmrun/providers/openai"
@@ -39,6 +41,10 @@ type Entry struct {
 	// Admission is how the provider meters requests: what one reserves
 	// and what its usage settles.
 	Admission providers.Admission
+	// Claims reports whether an input line is in this provider's own
+	// batch shape (Anthropic's {"params": …}), which picks the provider
+	// when none is named; nil claims none.
+	Claims func(line []byte) bool
 	// Mock marks an entry served by the built-in mock, started in-process
 	// on a loopback port (Set); MockPath is appended to its address.
 	Mock     bool
@@ -77,6 +83,9 @@ func newAnthropicBatch(cfg providers.Config) providers.BatchClient {
 	return anthropic.NewBatch(cfg)
 }
 
+// anthropicLine reports a line in Anthropic's Message Batches shape.
+func anthropicLine(line []byte) bool { return gjson.GetBytes(line, "params").Exists() }
+
 // anthropicAdmission: Anthropic counts generated tokens against OTPM (so
 // reserve the expected output, not max_tokens) and does not count cache
 // reads against ITPM.
@@ -92,7 +101,7 @@ var table = []Entry{
 	{
 		Name: "anthropic", Format: providers.FormatAnthropic,
 		KeyEnv: []string{"ANTHROPIC_API_KEY"}, BaseURLEnv: "ANTHROPIC_BASE_URL", DefaultBaseURL: "https://api.anthropic.com",
-		New: newAnthropic, NewBatch: newAnthropicBatch, Admission: anthropicAdmission,
+		New: newAnthropic, NewBatch: newAnthropicBatch, Admission: anthropicAdmission, Claims: anthropicLine,
 	},
 	{
 		Name: "mock-openai", Format: providers.FormatOpenAI, Mock: true, MockPath: "/v1",
@@ -150,6 +159,18 @@ func Resolve(name string, shape providers.Format, getenv func(string) string) (E
 		return Lookup("mock-openai")
 	}
 	return Lookup(name)
+}
+
+// ShapeOf is the wire format of an input line: that of the provider
+// whose own batch shape it is in, else OpenAI's, which every provider
+// takes (OpenAI batch lines and simple lines).
+func ShapeOf(line []byte) providers.Format {
+	for _, e := range table {
+		if e.Claims != nil && e.Claims(line) {
+			return e.Format
+		}
+	}
+	return providers.FormatOpenAI
 }
 
 // Infer picks the provider for input lines of the given shape: lines in

@@ -135,3 +135,15 @@ func TestAdmissionRules(t *testing.T) {
 		}
 	}
 }
+
+func TestShapeOf(t *testing.T) {
+	for line, want := range map[string]providers.Format{
+		`{"custom_id":"a","params":{"model":"claude-x","max_tokens":5,"messages":[]}}`:                           providers.FormatAnthropic,
+		`{"custom_id":"b","method":"POST","url":"/v1/chat/completions","body":{"model":"gpt-4o","messages":[]}}`: providers.FormatOpenAI,
+		`{"custom_id":"c","prompt":"hi"}`: providers.FormatOpenAI,
+	} {
+		if got := ShapeOf([]byte(line)); got != want {
+			t.Errorf("ShapeOf(%s) = %v, want %v", line, got, want)
+		}
+	}
+}
