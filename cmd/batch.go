@@ -54,6 +54,24 @@ ANTHROPIC_BASE_URL (or --base-url). --provider mock runs against a built-in mock
 	f.IntVar(&o.MaxTokens, "max-tokens", 0, "output token cap for lines that set none (Anthropic default 1024)")
 	f.BoolVar(&o.Stream, "stream", true, "stream responses (the output is the same either way)")
 	f.StringSliceVar(&o.Fallback, "fallback", nil, "fallback chain provider:model[,provider:model...] tried when the primary gives up")
+	addLimitFlags(f, o)
+	addRetryFlags(f, o)
+	f.StringVar(&o.Fsync, "fsync", "batch", "durability: batch (group commit), always, never")
+	f.BoolVar(&o.NoRetryFailed, "no-retry-failed", false, "on rerun, keep earlier failures failed instead of retrying them")
+	f.BoolVar(&o.Force, "force", false, "resume although the input or settings changed since the checkpoint")
+	f.DurationVar(&o.Grace, "grace", 30*time.Second, "after the first interrupt, how long in-flight requests may finish")
+	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress output (the final summary line is still printed)")
+	f.Uint64Var(&o.Seed, "seed", 0, "seed for retry jitter (0: random)")
+	f.DurationVar(&o.ProgressInterval, "progress-interval", 5*time.Second, "interval of plain progress lines when stderr is not a terminal")
+	addOfflineFlags(f, &o.Offline)
+	addCostFlags(f, &o.Cost)
+	addSourceFlags(f, &o.Source)
+	return c
+}
+
+// addLimitFlags adds the flags of the budget: the provider's limits and
+// how they are shared.
+func addLimitFlags(f *pflag.FlagSet, o *BatchOptions) {
 	f.IntVar(&o.Concurrency, "concurrency", 8, "most requests in flight at once")
 	f.Float64Var(&o.RPM, "rpm", 0, "requests per minute (0: learn from headers)")
 	f.Float64Var(&o.ITPM, "itpm", 0, "input tokens per minute")
@@ -66,6 +84,11 @@ ANTHROPIC_BASE_URL (or --base-url). --provider mock runs against a built-in mock
 	f.StringVar(&o.Pool, "pool", "", "share one budget under this name instead of per provider+model")
 	f.StringVar(&o.Redis, "redis", "", "redis://[user:pass@]host:port/db: share the budget (buckets, pauses, --concurrency) with every llmrun using this Redis; needs explicit --rpm/--itpm/--otpm/--tpm")
 	f.StringVar(&o.Shard, "shard", "", "I/N: run only shard I of N of the input (by custom_id hash), for N machines sharing one file; outputs default to INPUT.shard-I-of-N.out.jsonl")
+}
+
+// addRetryFlags adds the flags of the retry policy, timeouts, breaker and
+// answer guard.
+func addRetryFlags(f *pflag.FlagSet, o *BatchOptions) {
 	f.IntVar(&o.MaxAttempts, "max-attempts", retry.DefaultMaxAttempts, "attempts per request, the first included")
 	f.DurationVar(&o.BackoffBase, "backoff-base", retry.DefaultBase, "backoff cap of the first retry (doubles per attempt)")
 	f.DurationVar(&o.BackoffMax, "backoff-max", retry.DefaultMax, "largest backoff cap")
@@ -79,17 +102,6 @@ ANTHROPIC_BASE_URL (or --base-url). --provider mock runs against a built-in mock
 	f.BoolVar(&o.RequireJSON, "require-json", false, "accept only answers whose content parses as JSON")
 	f.StringVar(&o.JSONSchema, "json-schema", "", "accept only answers valid against this JSON Schema file")
 	f.IntVar(&o.MinChars, "min-chars", 0, "accept only answers at least this long")
-	f.StringVar(&o.Fsync, "fsync", "batch", "durability: batch (group commit), always, never")
-	f.BoolVar(&o.NoRetryFailed, "no-retry-failed", false, "on rerun, keep earlier failures failed instead of retrying them")
-	f.BoolVar(&o.Force, "force", false, "resume although the input or settings changed since the checkpoint")
-	f.DurationVar(&o.Grace, "grace", 30*time.Second, "after the first interrupt, how long in-flight requests may finish")
-	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress output (the final summary line is still printed)")
-	f.Uint64Var(&o.Seed, "seed", 0, "seed for retry jitter (0: random)")
-	f.DurationVar(&o.ProgressInterval, "progress-interval", 5*time.Second, "interval of plain progress lines when stderr is not a terminal")
-	addOfflineFlags(f, &o.Offline)
-	addCostFlags(f, &o.Cost)
-	addSourceFlags(f, &o.Source)
-	return c
 }
 
 func addBreakerFlags(f *pflag.FlagSet, b *job.BreakerOptions) {
