@@ -3,9 +3,13 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -141,5 +145,54 @@ func TestInvalidUTF8Input(t *testing.T) {
 	}
 	if got := readLines(t, job.DerivePath(in, ".out.jsonl")); len(got) != 3 {
 		t.Errorf("%d answers, want 3", len(got))
+	}
+}
+
+// An input truncated while the run goes is "changed during the run": exit 1,
+// and the rerun with the input restored finishes the job, nothing twice.
+func TestInputTruncatedDuringTheRun(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	var b strings.Builder
+	const n = 2000 // ~460 KB, so most of it is unread when the cut comes
+	for i := range n {
+		fmt.Fprintf(&b, `{"custom_id":"r%05d","prompt":"%s %d"}`+"\n", i, strings.Repeat("word ", 40), i)
+	}
+	data := []byte(b.String())
+	if err := os.WriteFile(in, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := mock.New(mock.Config{Seed: 1})
+	var seen atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if seen.Add(1) == 20 {
+			os.Truncate(in, int64(len(data)/2)+11) // mid-line
+		}
+		m.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	env := mockEnv(srv.URL)
+	args := []string{"batch", in, "--provider", "openai", "--model", "m", "-q", "--concurrency", "2"}
+	code, stderr := runWithStdin(t, env, "", args...)
+	if code != ExitFailed || !strings.Contains(stderr, in+" changed during the run") {
+		t.Fatalf("exit %d, want 1 naming the change: %s", code, stderr)
+	}
+	first := readLines(t, job.DerivePath(in, ".out.jsonl"))
+	if len(first) == 0 || len(first) >= n/2 {
+		t.Fatalf("%d answered before the stop, want some and well under half", len(first))
+	}
+	if err := os.WriteFile(in, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := m.Stats().Completed
+	code, stderr = runWithStdin(t, env, "", append(args, "--concurrency", "16")...)
+	if code != ExitOK {
+		t.Fatalf("rerun exit %d: %s", code, stderr)
+	}
+	if got := readLines(t, job.DerivePath(in, ".out.jsonl")); len(got) != n {
+		t.Fatalf("%d answers after the rerun, want %d", len(got), n)
+	}
+	if sent := m.Stats().Completed - before; sent != int64(n-len(first)) {
+		t.Errorf("rerun sent %d, want %d", sent, n-len(first))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"hash/maphash"
 	"io"
 	"io/fs"
 	"math"
@@ -252,8 +253,16 @@ type lineReader struct {
 }
 
 func newLineReader(r io.Reader, path string) *lineReader {
-	return &lineReader{r: bufio.NewReaderSize(r, 256<<10), path: path}
+	br := bufio.NewReaderSize(r, 256<<10)
+	// A leading byte order mark (editors on Windows write one) is not part
+	// of the first line's JSON.
+	if b, err := br.Peek(len(utf8BOM)); err == nil && bytes.Equal(b, utf8BOM) {
+		br.Discard(len(utf8BOM))
+	}
+	return &lineReader{r: br, path: path}
 }
+
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
 // next returns the next non-blank line (valid until the following call) and
 // its 1-based number, or io.EOF.
@@ -315,6 +324,8 @@ type Source struct {
 	base      int64
 	spooled   bool
 	spoolName string // set when the spool could not be unlinked at once
+	// seen is what the check pass read; later passes are verified against it.
+	seen *digest
 }
 
 // name is the input as messages show it.
@@ -452,6 +463,61 @@ func (s *Source) open() (io.Reader, error) {
 	return io.NewSectionReader(s.f, s.base, math.MaxInt64-s.base), nil
 }
 
+// openChecked starts the check pass, recording what it reads in d.
+func (s *Source) openChecked(d *digest) (io.Reader, error) {
+	r, err := s.open()
+	if err != nil {
+		return nil, err
+	}
+	if d.stamp, err = stampOf(s.f); err != nil {
+		return nil, s.inputErr(0, err.Error())
+	}
+	return newRecorder(r, d), nil
+}
+
+// openVerified starts a pass after the check: it fails at once if the
+// file's size or time changed, and its reader hands on only chunks that
+// match what the check read.
+func (s *Source) openVerified() (io.Reader, error) {
+	r, err := s.open()
+	if err != nil || s.seen == nil {
+		return r, err
+	}
+	if how := s.changedHow(); how != "" {
+		return nil, &InputChangedError{Path: s.name(), How: how}
+	}
+	return newVerifier(r, s.seen), nil
+}
+
+// changedHow says how the input's size or time differs from the check's
+// ("" if they do not).
+func (s *Source) changedHow() string {
+	if s.seen == nil {
+		return ""
+	}
+	now, err := stampOf(s.f)
+	if err != nil {
+		return err.Error()
+	}
+	return s.seen.stamp.diff(now)
+}
+
+// readErr turns an error of a verified pass into an InputChangedError when
+// the input changed: a truncated or rewritten input shows as a short line,
+// a decompression error or a chunk that differs.
+func (s *Source) readErr(err error, last int) error {
+	if s.seen == nil {
+		return err
+	}
+	if errors.Is(err, errChanged) {
+		return &InputChangedError{Path: s.name(), Line: last, How: errChanged.Error()}
+	}
+	if how := s.changedHow(); how != "" {
+		return &InputChangedError{Path: s.name(), Line: last, How: how}
+	}
+	return err
+}
+
 // Shard splits one input across N machines or processes without
 // coordination: shard I of N (1-based) takes the requests whose custom_id
 // hashes to I-1 modulo N. Every machine reads the same file and writes its
@@ -490,7 +556,8 @@ type CheckResult struct {
 // Check validates the whole file in one streaming pass before anything is
 // sent: every line parses, every id is unique. Only the ids are kept.
 func (s *Source) Check() (CheckResult, error) {
-	f, err := s.open()
+	d := &digest{seed: maphash.MakeSeed()}
+	f, err := s.openChecked(d)
 	if err != nil {
 		return CheckResult{}, err
 	}
@@ -531,29 +598,36 @@ func (s *Source) Check() (CheckResult, error) {
 	if len(seen) == 0 {
 		return CheckResult{}, &InputError{Path: s.name(), Msg: "no requests in file"}
 	}
+	s.seen = d
+	if how := s.changedHow(); how != "" {
+		s.seen = nil
+		return CheckResult{}, &InputChangedError{Path: s.name(), How: how + " while it was being checked"}
+	}
 	return res, nil
 }
 
 // Each streams the file's requests to fn in file order, stopping at the
 // first error fn returns.
 func (s *Source) Each(fn func(*providers.Request) error) error {
-	f, err := s.open()
+	f, err := s.openVerified()
 	if err != nil {
 		return err
 	}
 	lr := newLineReader(f, s.name())
+	last := 0
 	for {
 		line, n, err := lr.next()
 		if err == io.EOF {
 			return nil
 		}
 		if err != nil {
-			return err
+			return s.readErr(err, last)
 		}
 		req, err := s.Parser.Parse(line, n)
 		if err != nil {
-			return &InputError{Path: s.name(), Line: n, Msg: err.Error()}
+			return s.readErr(&InputError{Path: s.name(), Line: n, Msg: err.Error()}, last)
 		}
+		last = n
 		if !s.Shard.Has(req.ID) {
 			continue
 		}
