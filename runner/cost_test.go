@@ -117,7 +117,7 @@ func TestCacheReadsLeaveITPM(t *testing.T) {
 				c.Routes[0].Admission = providers.Admission{Output: providers.ReserveExpected, Charged: providers.UncachedInput}
 				c.Limiter = limiter.AsBudget(limiter.New(limiter.Options{Defaults: limiter.Limits{ITPM: 6000, Burst: time.Second, Concurrency: 4}}))
 			})
-			rewritePrompts(t, cfg.Source.Path, 400)
+			rewritePrompts(t, cfg.Source, 400)
 			start := time.Now()
 			if _, err := Run(context.Background(), cfg); err != nil {
 				t.Fatal(err)
@@ -160,7 +160,7 @@ func TestMaxCostStopsBeforeTheCap(t *testing.T) {
 		c.Source.Parser.Defaults.MaxTokens = 100
 		c.MaxCost, c.Spent = cap, 2*per // two answers recorded by an earlier run
 	})
-	rewritePrompts(t, cfg.Source.Path, 4000)
+	rewritePrompts(t, cfg.Source, 4000)
 	sum, err := Run(context.Background(), cfg)
 	store.Close()
 	var ae *AbortError
@@ -197,9 +197,11 @@ func readOut(t *testing.T, dir string) []gjson.Result {
 	return out
 }
 
-// rewritePrompts makes every prompt of the input n bytes long, ids kept.
-func rewritePrompts(t *testing.T, path string, n int) {
+// rewritePrompts makes every prompt of the input n bytes long, ids kept,
+// and checks it again (a run refuses an input changed after its check).
+func rewritePrompts(t *testing.T, src *Source, n int) {
 	t.Helper()
+	path := src.Path
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -209,6 +211,9 @@ func rewritePrompts(t *testing.T, path string, n int) {
 		fmt.Fprintf(&out, `{"custom_id":%q,"prompt":%q}`+"\n", gjson.Get(l, "custom_id").Str, strings.Repeat("word ", n/5))
 	}
 	if err := os.WriteFile(path, []byte(out.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.Check(); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -112,12 +112,12 @@ func (rec *recorder) Read(p []byte) (int, error) {
 // verifier passes a stream through one chunk at a time, each only after
 // its sum matches the digest's: no byte the check did not read is handed on.
 type verifier struct {
-	r    io.Reader
-	d    *digest
-	buf  []byte
-	off  int // next unread byte of buf
-	i    int // chunks verified so far
-	err  error
+	r   io.Reader
+	d   *digest
+	buf []byte
+	off int // next unread byte of buf
+	i   int // chunks verified so far
+	err error
 }
 
 func newVerifier(r io.Reader, d *digest) *verifier {
