@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -85,7 +86,7 @@ func benchScan(b *testing.B, n int, sealLines bool) {
 	for i := range n {
 		buf = benchLine(i, 600)
 		if sealLines {
-			buf = seal(nil, buf)
+			buf = seal(nil, buf, Fingerprint(i+1))
 		}
 		size += int64(len(buf) + 1)
 		w.Write(buf)
@@ -97,7 +98,13 @@ func benchScan(b *testing.B, n int, sealLines bool) {
 	f.Close()
 	b.SetBytes(size)
 	b.ResetTimer()
+	var kept, heap float64
 	for b.Loop() {
+		var before runtime.MemStats
+		b.StopTimer()
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		b.StartTimer()
 		s, err := Open(o)
 		if err != nil {
 			b.Fatal(err)
@@ -106,10 +113,17 @@ func benchScan(b *testing.B, n int, sealLines bool) {
 			b.Fatalf("done %d", d)
 		}
 		b.StopTimer()
+		var after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		kept = float64(s.IndexBytes()) / float64(n)
+		heap = (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / float64(n)
 		s.Close()
 		b.StartTimer()
 	}
 	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N)*1000, "ms/open")
+	b.ReportMetric(kept, "index-bytes/id")
+	b.ReportMetric(heap, "heap-bytes/id")
 }
 
 // BenchmarkLineID compares where custom_id sits in a ~600-byte line: second

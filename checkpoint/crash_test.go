@@ -6,7 +6,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestKill9LosesNothingAcknowledged runs an appender in a child process,
@@ -77,5 +79,74 @@ func crashChild() {
 		}
 		fmt.Fprintln(out, id)
 		out.Flush()
+	}
+}
+
+// TestKill9DuringCompaction kills a process while its Close rewrites an
+// output with superseded lines, at seeded moments, and checks that the file
+// left is always one from which the rerun reaches the final state: each id
+// answered once, for its latest request.
+func TestKill9DuringCompaction(t *testing.T) {
+	if os.Getenv("CHECKPOINT_COMPACT_CHILD") != "" {
+		s, err := Open(Options{Output: os.Getenv("CHECKPOINT_OUT")})
+		if err != nil {
+			os.Exit(3)
+		}
+		fmt.Println("open")
+		s.Close()
+		os.Exit(0)
+	}
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	const n, changed = 60000, 5000
+	o, _ := testOpts(t)
+	s := mustOpen(t, o)
+	for i := range n {
+		id := fmt.Sprintf("r%d", i)
+		s.Answer(id, 1, []byte(result(id)))
+	}
+	for i := range changed {
+		id := fmt.Sprintf("r%d", i*7)
+		s.Answer(id, 2, []byte(result(id)))
+	}
+	// Keep the superseded lines: no Close, which would compact them.
+	s.ioMu.Lock()
+	s.out.f.Close()
+	s.ioMu.Unlock()
+	s.unlock()
+	template := readFile(t, o.Output)
+
+	rng := rand.New(rand.NewPCG(11, 12))
+	for round := range 6 {
+		writeFile(t, o.Output, template)
+		cmd := exec.Command(os.Args[0], "-test.run=^TestKill9DuringCompaction$")
+		cmd.Env = append(os.Environ(), "CHECKPOINT_COMPACT_CHILD=1", "CHECKPOINT_OUT="+o.Output)
+		stdout, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		bufio.NewReader(stdout).ReadString('\n')                    // opened: Close (the rewrite) runs now
+		time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond) // a seeded moment, before or after the rewrite
+		cmd.Process.Kill()
+		cmd.Wait()
+		compacted := len(readFile(t, o.Output)) < len(template)
+
+		s := mustOpen(t, o)
+		for i := range n {
+			want := Fingerprint(1)
+			if i%7 == 0 && i/7 < changed {
+				want = 2
+			}
+			if v := s.Classify(fmt.Sprintf("r%d", i), want); v != Skip {
+				t.Fatalf("round %d: r%d (fp %d) is %v after the kill", round, i, want, v)
+			}
+		}
+		s.InputDone()
+		mustClose(t, s)
+		if got := strings.Count(readFile(t, o.Output), "\n"); got != n {
+			t.Fatalf("round %d: %d lines after the rerun, want %d", round, got, n)
+		}
+		t.Logf("round %d: the killed rewrite had finished: %v", round, compacted)
 	}
 }

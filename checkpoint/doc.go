@@ -1,23 +1,28 @@
 // Package checkpoint makes a run's output file its own checkpoint.
 //
-// The output file holds one JSON line per succeeded request, each with a
-// top-level "custom_id"; the errors file holds one JSON line per failed
-// request with the same key. A Store opened on them
+// The output file holds one JSON line per answered request, each with a
+// top-level "custom_id"; the errors file, beside it, holds one JSON line per
+// failed request with the same key. A Store opened on them
 //
-//   - takes an exclusive lock ("<output>.lock", holding the pid), so a second
-//     run on the same output fails fast with a *LockedError naming the holder;
-//   - checks the sidecar state file ("<output>.state.json") against the input's
-//     fingerprint and the settings that matter, failing with a *MismatchError
-//     unless Options.Force is set;
-//   - scans the output to learn which ids are done, parsing only "custom_id"
-//     (a hand scan of the leading "key":"value" pairs, gjson for the rest),
-//     truncates a torn last line with a warning, and stops with a
-//     *CorruptError naming the line of a malformed line anywhere else;
-//   - rewrites the errors file (temp file + rename) so that it holds only
-//     failures that are still failed and, with Options.RetryFailed, none of
-//     them, because they will be retried;
-//   - appends each new result with one write(2) per line and makes it durable
-//     by group commit (see FsyncMode).
+//   - takes exclusive locks ("<output>.lock", "<errors>.lock", holding the
+//     pid), so a second run on the same output or errors file fails fast with
+//     a *LockedError naming the holder;
+//   - scans both files, validating every line (a line's CRC-32C seal, or JSON
+//     validity for a line without one) on a few goroutines, and keeps per id
+//     two hashes, the fingerprint of the request its latest line answers and
+//     that line's number: tens of bytes per id, never the ids;
+//   - truncates a torn last line with a warning, and stops with a
+//     *CorruptError naming the file and line of a malformed line anywhere
+//     else (Repair moves such lines aside);
+//   - tells the runner, per request, whether the output answers that very
+//     request (Classify, by fingerprint), so that a changed request is sent
+//     again and an unchanged one is not;
+//   - appends each new result with one write(2) per line, sealed and carrying
+//     its request's fingerprint, and makes it durable by group commit (see
+//     FsyncMode);
+//   - at Close rewrites a file that holds superseded lines (an answer to an
+//     older version of a request, failure records since answered or of ids
+//     that left the input), atomically.
 //
 // A line is written with a single write call, so a kill -9 never tears it: the
 // kernel has the whole line or none of it. Only a crash of the machine can

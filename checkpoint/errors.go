@@ -3,7 +3,6 @@ package checkpoint
 import (
 	"errors"
 	"fmt"
-	"strings"
 )
 
 var (
@@ -30,19 +29,6 @@ func (e *LockedError) Error() string {
 		return fmt.Sprintf("checkpoint: %s is in use by another llmrun (pid %d); wait for it to finish or stop it", e.Output, e.PID)
 	}
 	return fmt.Sprintf("checkpoint: %s is in use by another process (lock %s)", e.Output, e.Lock)
-}
-
-// MismatchError reports that the input or the settings changed since the
-// checkpoint was made. Options.Force resumes anyway.
-type MismatchError struct {
-	Output string   // the output file
-	State  string   // the sidecar state file holding what was recorded
-	Diffs  []string // one phrase per difference, e.g. `setting model: "a" → "b"`
-}
-
-func (e *MismatchError) Error() string {
-	return fmt.Sprintf("checkpoint: %s was made from a different input or settings (%s); rerun with --force to resume anyway, or choose another output",
-		e.Output, strings.Join(e.Diffs, "; "))
 }
 
 // CorruptError reports a malformed line that is not the file's last line, so

@@ -57,7 +57,7 @@ func failure(id, msg string) string {
 }
 
 // sealed is line as the Store writes it: with its checksum.
-func sealed(line string) string { return string(seal(nil, []byte(line))) }
+func sealed(line string) string { return string(seal(nil, []byte(line), 0)) }
 
 func lines(ls ...string) string {
 	if len(ls) == 0 {

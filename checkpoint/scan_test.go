@@ -231,8 +231,15 @@ func FuzzScan(f *testing.F) {
 				t.Fatalf("chunk %d workers %d: %q %+v, want %q %+v", o.chunk, o.workers, got, res2, want, res)
 			}
 		}
+		// Without its torn tail, a malformed line that was followed only by
+		// the tail is the last line, so a torn one itself.
 		again, res2 := scanAll(t, data[:res.Good], scanOpts{path: "f", needID: true, chunk: 16, workers: 2})
-		if !slices.Equal(again, want) || res2.TornLine != 0 {
+		wantTorn := 0
+		if n := len(want); n > 0 && res.TornLine != 0 && !strings.Contains(want[n-1], "::") {
+			fmt.Sscanf(want[n-1], "%d@", &wantTorn)
+			want = want[:n-1]
+		}
+		if !slices.Equal(again, want) || res2.TornLine != wantTorn {
 			t.Fatalf("rescan of the good prefix: %q %+v, want %q", again, res2, want)
 		}
 	})

@@ -1,14 +1,18 @@
 package checkpoint
 
 import (
+	"bytes"
 	"encoding/hex"
 	"hash/crc32"
+
+	"github.com/tidwall/gjson"
 )
 
 // A sealed line carries a CRC-32C of itself as the last member of its last
-// member object (the runner's "llmrun" object):
+// member object (the runner's "llmrun" object), preceded by the request's
+// fingerprint when it is known:
 //
-//	{"id":…,"custom_id":"a",…,"llmrun":{"attempts":1,"crc32c":"1a2b3c4d"}}
+//	{"id":…,"custom_id":"a",…,"llmrun":{"attempts":1,"fingerprint":"9f86d081884c7d65","crc32c":"1a2b3c4d"}}
 //
 // The checksum covers every byte before `"crc32c"`. A JSON validity check
 // alone misses the commonest corruption: 500 bytes cut out of a file of
@@ -17,6 +21,9 @@ import (
 // answer. The checksum catches that and any other change, and it is
 // several times cheaper to verify than JSON is to validate. Lines without a
 // seal (written by an older llmrun, or by hand) are validated as JSON.
+//
+// Both fields sit at fixed offsets from the end of the line, so a scan reads
+// them without parsing.
 
 const (
 	sealKey = `"crc32c":"`
@@ -27,12 +34,25 @@ const (
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-// seal returns line with its checksum added, appended to dst, or line
-// unchanged (appended) if it is not a compact object whose last member is an
-// object.
-func seal(dst, line []byte) []byte {
+// fpKey and fpLen describe the fingerprint member before the seal:
+// "fingerprint":"0123456789abcdef",
+const (
+	fpKey = `"fingerprint":"`
+	fpLen = len(fpKey) + 16 + len(`",`)
+)
+
+// sealable reports whether line is a compact object whose last member is an
+// object, which is where seal puts the fingerprint and the checksum.
+func sealable(line []byte) bool {
 	n := len(line)
-	if n < 4 || line[0] != '{' || line[n-1] != '}' || line[n-2] != '}' {
+	return n >= 4 && line[0] == '{' && line[n-1] == '}' && line[n-2] == '}'
+}
+
+// seal appends line to dst with fp (unless zero) and its checksum added, or
+// line unchanged if it is not sealable.
+func seal(dst, line []byte, fp Fingerprint) []byte {
+	n := len(line)
+	if !sealable(line) {
 		return append(dst, line...)
 	}
 	start := len(dst)
@@ -40,12 +60,46 @@ func seal(dst, line []byte) []byte {
 	if line[n-3] != '{' {
 		dst = append(dst, ',')
 	}
+	if fp != 0 {
+		dst = append(dst, fpKey...)
+		dst = append(dst, fp.String()...)
+		dst = append(dst, `",`...)
+	}
 	dst = append(dst, sealKey...)
 	sum := crc32.Checksum(dst[start:len(dst)-len(sealKey)], crcTable)
 	var b [4]byte
 	b[0], b[1], b[2], b[3] = byte(sum>>24), byte(sum>>16), byte(sum>>8), byte(sum)
 	dst = hex.AppendEncode(dst, b[:])
 	return append(dst, `"}}`...)
+}
+
+// lineFP returns the fingerprint a line carries, 0 if none. A sealed line
+// has it at a fixed offset; an unsealed one (a seal removed by hand) is
+// searched, as "llmrun.fingerprint".
+func lineFP(line []byte) Fingerprint {
+	n := len(line)
+	if hasSeal(line) {
+		if n < sealLen+fpLen {
+			return 0
+		}
+		f := line[n-sealLen-fpLen : n-sealLen]
+		if string(f[:len(fpKey)]) != fpKey || f[fpLen-2] != '"' {
+			return 0
+		}
+		fp, err := ParseFingerprint(string(f[len(fpKey) : len(fpKey)+16]))
+		if err != nil {
+			return 0
+		}
+		return fp
+	}
+	if !bytes.Contains(line, []byte(fpKey)) {
+		return 0
+	}
+	fp, err := ParseFingerprint(gjson.GetBytes(line, "llmrun.fingerprint").Str)
+	if err != nil {
+		return 0
+	}
+	return fp
 }
 
 // sealState is what verifySeal found.
@@ -57,10 +111,16 @@ const (
 	sealBroken
 )
 
+// hasSeal reports whether line ends in a seal, right or wrong.
+func hasSeal(line []byte) bool {
+	n := len(line)
+	return n >= sealLen+2 && string(line[n-3:]) == `"}}` && string(line[n-sealLen:n-sealLen+len(sealKey)]) == sealKey
+}
+
 // verifySeal checks a line's seal.
 func verifySeal(line []byte) sealState {
 	n := len(line)
-	if n < sealLen+2 || string(line[n-3:]) != `"}}` || string(line[n-sealLen:n-sealLen+len(sealKey)]) != sealKey {
+	if !hasSeal(line) {
 		return unsealed
 	}
 	var b [4]byte

@@ -7,23 +7,62 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"slices"
 	"time"
 )
 
 // sidecarVersion is the state file format this package writes and reads.
 const sidecarVersion = 1
 
-// sidecar is the content of "<output>.state.json".
+// sidecar is the content of "<output>.state.json". Everything in it but State
+// is for the user's information (and Status): resuming compares requests by
+// their fingerprints in the output, not files or settings.
 type sidecar struct {
 	Version  int                        `json:"version"`
 	Output   string                     `json:"output"`
 	Errors   string                     `json:"errors"`
-	Input    *InputInfo                 `json:"input,omitempty"`
+	Input    *sidecarInput              `json:"input,omitempty"`
 	Settings map[string]string          `json:"settings,omitempty"`
 	State    map[string]json.RawMessage `json:"state,omitempty"`
+	// Dropped is the sum of Options.Tally over the lines compactions have
+	// dropped; DroppedPending is a compaction's sum recorded before its
+	// rename, counted once the file is found at its new size.
+	Dropped        float64         `json:"dropped,omitempty"`
+	DroppedPending *droppedPending `json:"dropped_pending,omitempty"`
 	Created  time.Time                  `json:"created"`
 	Updated  time.Time                  `json:"updated"`
+}
+
+// droppedPending is a compaction of File under way: Sum moves into Dropped
+// if File has Size bytes (the rewrite is in place; dropping lines always
+// shrinks a file, so the old one never has that size).
+type droppedPending struct {
+	File string  `json:"file"`
+	Sum  float64 `json:"sum"`
+	Size int64   `json:"size"`
+}
+
+// settle moves a pending compaction's sum into Dropped if its rewrite took
+// place; either way nothing is pending after it.
+func (sc *sidecar) settle() {
+	p := sc.DroppedPending
+	if p == nil {
+		return
+	}
+	size := int64(0) // a file the rewrite emptied is removed
+	if fi, err := os.Stat(p.File); err == nil {
+		size = fi.Size()
+	} else if !errors.Is(err, os.ErrNotExist) {
+		size = -1
+	}
+	if size == p.Size {
+		sc.Dropped += p.Sum
+	}
+	sc.DroppedPending = nil
+}
+
+// sidecarInput names the input of the last run.
+type sidecarInput struct {
+	Path string `json:"path"`
 }
 
 func statePath(output string) string { return output + ".state.json" }
@@ -68,35 +107,6 @@ func (sc *sidecar) write(path string) error {
 		return fmt.Errorf("checkpoint: encode state: %w", err)
 	}
 	return writeFileAtomic(path, append(b, '\n'), filePerm, false)
-}
-
-// settingsDiffs compares the recorded settings with the current ones over the
-// union of their keys; nil if cur is nil (not checked).
-func settingsDiffs(rec, cur map[string]string) []string {
-	if cur == nil || rec == nil {
-		return nil
-	}
-	keys := slices.Sorted(maps.Keys(rec))
-	for k := range cur {
-		if _, ok := rec[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	var d []string
-	for _, k := range keys {
-		a, inA := rec[k]
-		b, inB := cur[k]
-		switch {
-		case !inA:
-			d = append(d, fmt.Sprintf("setting %s: unset → %q", k, b))
-		case !inB:
-			d = append(d, fmt.Sprintf("setting %s: %q → unset", k, a))
-		case a != b:
-			d = append(d, fmt.Sprintf("setting %s: %q → %q", k, a, b))
-		}
-	}
-	return d
 }
 
 // compact returns v without insignificant space; v must be valid JSON.

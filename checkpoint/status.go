@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 )
@@ -11,19 +12,28 @@ import (
 // StatusReport is what Status learns about a checkpoint.
 type StatusReport struct {
 	Output string // the output file
-	Errors string // the errors file recorded in the state file; "" if unknown
-	Done   int    // distinct ids in the output
-	Failed int    // distinct ids in the errors file that are not done
+	Errors string // its errors file
+	Input  string // the input of the last run, as the state file records it; "" if unknown
+	Done   int    // ids the output answers
+	Failed int    // ids with a failure record not answered since
+	// Superseded counts output lines a later line of their id replaced (a
+	// changed request answered again); the run that made them drops them at
+	// its end, or the next run does if it was killed.
+	Superseded int
+	// Dropped is the Options.Tally sum of the lines compactions dropped.
+	Dropped float64
+	// Unfingerprinted counts answers written without a request fingerprint
+	// (by an older llmrun): they answer their id whatever its request is now.
+	Unfingerprinted int
 	// TornBytes is the length of an incomplete last line of the output. A live
 	// run may simply be in the middle of writing it; otherwise the next Open
 	// drops it.
 	TornBytes int64
 	Running   bool // a live process holds the lock
 	PID       int  // its pid, if Running and known
-	Input     *InputInfo
 	Settings  map[string]string
-	State     map[string]json.RawMessage
-	Updated   time.Time // when the state file was last written; zero if none
+	State     map[string]json.RawMessage // what the run recorded (open provider batches)
+	Updated   time.Time                  // when the state file was last written; zero if none
 	// Malformed is the first malformed line of the output or the errors
 	// file, with the count of them all; nil if there is none. Such lines count
 	// as neither done nor failed: Repair moves them aside and the next run
@@ -32,74 +42,62 @@ type StatusReport struct {
 }
 
 // Status reads the checkpoint at output without locking or changing it: the
-// done and failed counts, the recorded input, settings and state, and, if a
-// live run holds the lock, its pid. It is safe while a run appends. Malformed
-// lines are reported in Malformed, not counted; if neither the output nor its
-// state file exists the error wraps os.ErrNotExist.
+// answered and failed counts, the recorded input, settings and state, and,
+// if a live run holds the lock, its pid. It is safe while a run appends. Its
+// memory is the Store's: a few tens of bytes per id. Malformed lines are
+// reported in Malformed, not counted; if neither the output nor its state
+// file exists the error wraps os.ErrNotExist.
 func Status(output string) (StatusReport, error) {
-	r := StatusReport{Output: output}
+	r := StatusReport{Output: output, Errors: ErrorsPath(output)}
 	sc, found, err := readSidecar(statePath(output))
 	if err != nil {
 		return r, err
 	}
 	if found {
-		r.Errors, r.Input, r.Settings, r.State, r.Updated = sc.Errors, sc.Input, sc.Settings, sc.State, sc.Updated
+		sc.settle()
+		r.Settings, r.State, r.Updated, r.Dropped = sc.Settings, sc.State, sc.Updated, sc.Dropped
+		if sc.Errors != "" {
+			r.Errors = sc.Errors
+		}
+		if sc.Input != nil {
+			r.Input = sc.Input.Path
+		}
 	}
 	r.Running, r.PID, err = lockHolder(output)
 	if err != nil {
 		return r, err
 	}
 
-	done := map[string]struct{}{}
-	f, err := os.Open(output)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		if !found {
-			return r, fmt.Errorf("checkpoint: no checkpoint at %s: %w", output, os.ErrNotExist)
-		}
-	case err != nil:
-		return r, fmt.Errorf("checkpoint: status: %w", err)
-	default:
-		res, err := scan(f, scanOpts{path: output, needID: true}, func(l *scanLine) error {
-			if l.Bad != "" {
-				r.Malformed = corrupt(r.Malformed, l, output, output)
-				return nil
-			}
-			done[string(l.ID)] = struct{}{}
-			return nil
-		})
-		f.Close()
-		if err != nil {
-			return r, err
-		}
-		r.TornBytes = res.Size - res.Good
-	}
-	r.Done = len(done)
-
-	if r.Errors == "" {
-		return r, nil
-	}
-	f, err = os.Open(r.Errors)
-	if errors.Is(err, os.ErrNotExist) {
-		return r, nil
-	}
+	x := loaded{output: output, errors: r.Errors}
+	exists, err := loadFile(output, x.loadOutput)
 	if err != nil {
-		return r, fmt.Errorf("checkpoint: status: %w", err)
-	}
-	defer f.Close()
-	failed := map[string]struct{}{}
-	if _, err := scan(f, scanOpts{path: r.Errors}, func(l *scanLine) error {
-		if l.Bad != "" {
-			r.Malformed = corrupt(r.Malformed, l, r.Errors, output)
-			return nil
-		}
-		if _, ok := done[string(l.ID)]; l.ID != nil && !ok {
-			failed[string(l.ID)] = struct{}{}
-		}
-		return nil
-	}); err != nil {
 		return r, err
 	}
-	r.Failed = len(failed)
+	if !exists && !found {
+		return r, fmt.Errorf("checkpoint: no checkpoint at %s: %w", output, os.ErrNotExist)
+	}
+	r.TornBytes = x.outRes.Size - x.outRes.Good
+	if _, err := loadFile(r.Errors, x.loadErrors); err != nil {
+		return r, err
+	}
+	r.Done, r.Failed, r.Superseded, r.Unfingerprinted, r.Malformed = x.done.n, x.failed.n, x.outStale, x.unfingerprinted(), x.malformed
 	return r, nil
+}
+
+// loadFile runs one of loaded's readers over the file at path; exists is
+// false if there is no such file.
+func loadFile(path string, read func(io.Reader, int64) error) (exists bool, err error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("checkpoint: status: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return true, fmt.Errorf("checkpoint: status: %w", err)
+	}
+	return true, read(f, fi.Size())
 }

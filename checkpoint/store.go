@@ -21,12 +21,27 @@ const (
 	DefaultSyncLines    = 1024
 )
 
-// Options configures Open. Output and Errors are required.
+// ErrorsPath is the default errors file of an output, beside it:
+// "x.out.jsonl" → "x.errors.jsonl", "x.jsonl" → "x.errors.jsonl",
+// anything else → "<output>.errors.jsonl". Two outputs never share one.
+func ErrorsPath(output string) string {
+	switch {
+	case strings.HasSuffix(output, ".out.jsonl"):
+		return strings.TrimSuffix(output, ".out.jsonl") + ".errors.jsonl"
+	case strings.HasSuffix(output, ".jsonl"):
+		return strings.TrimSuffix(output, ".jsonl") + ".errors.jsonl"
+	}
+	return output + ".errors.jsonl"
+}
+
+// Options configures Open. Output is required.
 type Options struct {
-	// Output is the results file, one JSON line per succeeded request. It is
-	// the checkpoint: its lines say which ids are done.
+	// Output is the results file, one JSON line per answered request. It is
+	// the checkpoint: its lines say which requests are answered.
 	Output string
-	// Errors is the errors file, one JSON line per failed request.
+	// Errors is the errors file, one JSON line per failed request; "" means
+	// ErrorsPath(Output). It is locked with the output and created only when
+	// something fails.
 	Errors string
 	// Fsync is the durability mode; the zero value is FsyncBatch.
 	Fsync FsyncMode
@@ -35,24 +50,29 @@ type Options struct {
 	// DefaultSyncInterval and DefaultSyncLines.
 	SyncInterval time.Duration
 	SyncLines    int
-	// RetryFailed makes the ids of the old errors file pending again: they are
-	// dropped from it on Open and retried. Without it they stay in the errors
-	// file and Failed reports them, so the runner skips them.
+	// RetryFailed makes Classify send again a request that failed before
+	// (its record stays in the errors file until it succeeds). Without it
+	// Classify says KeepFailed, and the runner counts it as failed.
 	RetryFailed bool
-	// Input identifies the input file (see Fingerprint). The zero value (e.g.
-	// for stdin) skips the input check.
-	Input InputInfo
-	// Settings are the settings that change answers (provider, model,
-	// temperature, ...). Record each with an explicit value, defaults
-	// included: they are compared over the union of keys. Nil skips the check.
+	// Prune drops, when the run has classified its whole input (InputDone),
+	// the output lines of ids no longer in it. Without it they are kept.
+	Prune bool
+	// Input is the input's path, recorded in the state file for status.
+	Input string
+	// Settings are recorded in the state file for the user's information;
+	// URL credentials are removed first. They are not compared: requests are,
+	// by fingerprint.
 	Settings map[string]string
-	// Force resumes although the input or settings differ from those recorded;
-	// the new ones are recorded.
-	Force bool
+	// Tally, if set, gives the number a line carries that must survive the
+	// line (its cost, say): the Store sums it over the lines its compactions
+	// drop and keeps the sum in the state file (Dropped), counted exactly
+	// once whenever a kill comes. The lines' total plus Dropped is then the
+	// total over every line ever written.
+	Tally func(line []byte) float64
 	// Now is the clock for the state file's timestamps; nil means time.Now.
 	Now func() time.Time
-	// Warn receives warnings (a torn tail dropped, duplicate ids found, a
-	// forced resume); nil drops them.
+	// Warn receives warnings (a torn tail dropped, repeated answers); nil
+	// drops them.
 	Warn func(msg string)
 
 	// wrap lets tests put a fault-injecting file under the appenders.
@@ -69,28 +89,64 @@ type file interface {
 
 // appendFile is the output or the errors file, open for appending.
 type appendFile struct {
-	f     file
+	f     file // nil: the errors file before anything failed
 	path  string
-	off   int64 // length up to the last complete line
-	dirty bool  // written since its last fsync
+	off   int64  // length up to the last complete line
+	lines uint32 // number of the last complete line
+	dirty bool   // written since its last fsync
 }
 
-// Store is an open checkpoint. Done, Failed, Counts and State may be called
-// from any goroutine; AppendResult and AppendError are meant for one writer
-// goroutine but are serialized anyway; Flush, SetState and Close may be called
-// from another goroutine at any time.
+// Verdict is what a run does with one request of its input.
+type Verdict uint8
+
+const (
+	// Send: the output does not answer this request; send it.
+	Send Verdict = iota
+	// Skip: the output answers this very request (same fingerprint).
+	Skip
+	// KeepFailed: it failed before and Options.RetryFailed is off; count
+	// it as failed.
+	KeepFailed
+)
+
+func (v Verdict) String() string {
+	switch v {
+	case Send:
+		return "send"
+	case Skip:
+		return "skip"
+	case KeepFailed:
+		return "keep-failed"
+	}
+	return fmt.Sprintf("Verdict(%d)", uint8(v))
+}
+
+// Store is an open checkpoint. Classify, Done, Failed, Counts and State may
+// be called from any goroutine; Answer and Fail (and AppendResult and
+// AppendError) are meant for one writer goroutine but are serialized anyway;
+// Flush, SetState and Close may be called from another goroutine at any
+// time.
+//
+// Memory: the Store keeps, per id, two 64-bit hashes of it, the fingerprint
+// of its latest line and that line's number (28 bytes a slot, about 37 per
+// id), never the id strings or lines.
 //
 // Durability: every append is one write(2) of the whole line, so a line is in
-// the kernel (safe from a process crash) when AppendResult returns. Fsync is
+// the kernel (safe from a process crash) when Answer returns. Fsync is
 // group-committed per Options.Fsync: with FsyncBatch an append fsyncs inline
 // once SyncLines lines are waiting, and otherwise arms a timer (time.AfterFunc)
 // that fsyncs SyncInterval after the first waiting line. Close and Flush fsync
 // whatever waits.
+//
+// Superseded lines (an answer to an older version of a request, failure
+// records of requests since answered) stay in the files until Close, which
+// rewrites a file that has any (temp file, fsync, rename). A kill at any
+// moment leaves either file whole, old or new; the next Open reads the later
+// line of an id as the current one, so the rerun reaches the same state.
 type Store struct {
 	opts      Options
-	lock      *fileLock
+	locks     []*fileLock
 	statePath string
-	retried   int
 
 	// ioMu guards the files and everything below it up to setMu. Lock order:
 	// ioMu, then setMu.
@@ -104,21 +160,26 @@ type Store struct {
 	closed  bool
 	buf     []byte
 
-	setMu  sync.RWMutex
-	done   map[string]struct{}
-	failed map[string]struct{}
+	setMu      sync.RWMutex
+	x          loaded
+	errsAtOpen uint32 // lines of the errors file when it was opened
+	inputDone  bool
+	retried    int
 
 	stMu     sync.Mutex
 	sc       sidecar
 	stClosed bool
 }
 
-// Open locks, checks, scans and repairs the checkpoint at o.Output, rewrites
-// o.Errors, and returns a Store ready for appending. Errors: *LockedError,
-// *MismatchError, *CorruptError, or an I/O error; on error nothing is held.
+// Open locks, scans and repairs the checkpoint at o.Output and its errors
+// file, and returns a Store ready for appending. Errors: *LockedError,
+// *CorruptError, *StateError, or an I/O error; on error nothing is held.
 func Open(o Options) (*Store, error) {
-	if o.Output == "" || o.Errors == "" {
-		return nil, errors.New("checkpoint: Open needs both an output and an errors path")
+	if o.Output == "" {
+		return nil, errors.New("checkpoint: Open needs an output path")
+	}
+	if o.Errors == "" {
+		o.Errors = ErrorsPath(o.Output)
 	}
 	if filepath.Clean(o.Output) == filepath.Clean(o.Errors) {
 		return nil, fmt.Errorf("checkpoint: output and errors file are the same: %s", o.Output)
@@ -132,31 +193,21 @@ func Open(o Options) (*Store, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.Settings != nil { // as the state file records them
-		o.Settings = maps.Clone(o.Settings)
-		for k, v := range o.Settings {
-			o.Settings[k] = withoutUserinfo(v)
-		}
-	}
 	if o.Warn == nil {
 		o.Warn = func(string) {}
 	}
 	if o.wrap == nil {
 		o.wrap = func(f *os.File) file { return f }
 	}
-	lock, err := acquireLock(o.Output)
-	if err != nil {
-		return nil, err
-	}
-	s := &Store{opts: o, lock: lock, statePath: statePath(o.Output), failed: map[string]struct{}{}}
+	s := &Store{opts: o, statePath: statePath(o.Output)}
+	s.x.output, s.x.errors = o.Output, o.Errors
 	if err := s.open(); err != nil {
-		if s.out.f != nil {
-			s.out.f.Close()
+		for _, a := range []*appendFile{&s.out, &s.errs} {
+			if a.f != nil {
+				a.f.Close()
+			}
 		}
-		if s.errs.f != nil {
-			s.errs.f.Close()
-		}
-		lock.release()
+		s.unlock()
 		return nil, err
 	}
 	return s, nil
@@ -164,25 +215,29 @@ func Open(o Options) (*Store, error) {
 
 func (s *Store) open() error {
 	o := &s.opts
+	// The output's lock covers its errors file and state file; the errors
+	// file has its own too, as --errors may name one another output uses.
+	for _, p := range []string{o.Output, o.Errors} {
+		l, err := acquireLock(p)
+		if err != nil {
+			return err
+		}
+		s.locks = append(s.locks, l)
+	}
+	for _, p := range []string{o.Output, o.Errors, s.statePath} {
+		removeTemps(p) // left by a kill during a rewrite
+	}
 	sc, found, err := readSidecar(s.statePath)
 	if err != nil {
 		return err
 	}
-	if found {
-		diffs := append(inputDiffs(sc.Input, o.Input), settingsDiffs(sc.Settings, o.Settings)...)
-		if len(diffs) > 0 && !o.Force {
-			return &MismatchError{Output: o.Output, State: s.statePath, Diffs: diffs}
-		}
-		for _, d := range diffs {
-			o.Warn(fmt.Sprintf("checkpoint: %s: resuming despite a change (forced): %s", o.Output, d))
-		}
-	} else {
+	if !found {
 		sc = sidecar{Created: o.Now().UTC()}
 	}
+	sc.settle() // a compaction killed between its two state writes
 	sc.Version, sc.Output, sc.Errors = sidecarVersion, o.Output, o.Errors
-	if o.Input != (InputInfo{}) {
-		in := o.Input
-		sc.Input = &in
+	if o.Input != "" {
+		sc.Input = &sidecarInput{Path: o.Input}
 	}
 	if o.Settings != nil {
 		sc.Settings = maps.Clone(o.Settings)
@@ -193,6 +248,9 @@ func (s *Store) open() error {
 	}
 	if err := s.openErrors(); err != nil {
 		return err
+	}
+	if w := s.x.dupWarning(); w != "" {
+		o.Warn(w)
 	}
 
 	sc.Updated = o.Now().UTC()
@@ -207,8 +265,8 @@ func (s *Store) open() error {
 	return nil
 }
 
-// openOutput scans the output, learning the done ids, repairs a torn tail and
-// leaves the file open for appending.
+// openOutput loads the output, repairs a torn tail and leaves the file open
+// for appending.
 func (s *Store) openOutput() error {
 	path := s.opts.Output
 	_, statErr := os.Stat(path)
@@ -218,50 +276,14 @@ func (s *Store) openOutput() error {
 	}
 	s.out = appendFile{f: f, path: path}
 	if errors.Is(statErr, os.ErrNotExist) {
-		s.done = map[string]struct{}{}
 		if err := syncDir(filepath.Dir(path)); err != nil {
 			return err
 		}
 	} else {
-		size := int64(0)
-		if fi, err := f.Stat(); err == nil {
-			size = fi.Size()
-		}
-		var (
-			dups []string
-			bad  *CorruptError
-		)
-		res, err := scan(f, scanOpts{path: path, needID: true}, func(l *scanLine) error {
-			if l.Bad != "" {
-				bad = corrupt(bad, l, path, s.opts.Output)
-				return nil
-			}
-			if s.done == nil {
-				s.done = make(map[string]struct{}, size/int64(len(l.Line)+1)+16)
-			}
-			n := len(s.done)
-			s.done[string(l.ID)] = struct{}{} // one hash probe, not a lookup and an insert
-			if len(s.done) == n {
-				dups = append(dups, fmt.Sprintf("%q (line %d)", l.ID, l.No))
-			}
-			return nil
-		})
-		if err != nil {
+		if err := s.load(f, s.x.loadOutput); err != nil {
 			return err
 		}
-		if bad != nil {
-			return bad
-		}
-		if s.done == nil {
-			s.done = map[string]struct{}{}
-		}
-		if len(dups) > 0 {
-			if len(dups) > 5 {
-				dups = append(dups[:5], "…")
-			}
-			s.opts.Warn(fmt.Sprintf("checkpoint: %s holds %d ids more than once (made outside llmrun?); each counts once: %s",
-				path, len(dups), strings.Join(dups, ", ")))
-		}
+		res := s.x.outRes
 		if res.Good < res.Size {
 			if err := truncateDurably(f, res.Good); err != nil {
 				return fmt.Errorf("checkpoint: repair %s: %w", path, err)
@@ -269,177 +291,269 @@ func (s *Store) openOutput() error {
 			s.opts.Warn(fmt.Sprintf("checkpoint: %s: dropped %d bytes of a torn last line (line %d); that request will be redone",
 				path, res.Size-res.Good, res.TornLine))
 		}
-		s.out.off = res.Good
+		s.out.off, s.out.lines = res.Good, uint32(res.Newlines)
 	}
 	s.out.f = s.opts.wrap(f)
 	return nil
 }
 
-// openErrors reads the old errors file, rewrites it to hold only failures
-// that stay failed, and leaves it open for appending.
+// openErrors loads the errors file, if there is one, repairs a torn tail and
+// leaves it open for appending.
 func (s *Store) openErrors() error {
 	path := s.opts.Errors
-	var (
-		kept  [][]byte           // old lines to keep; nil: superseded by a later line of the same id
-		index = map[string]int{} // id → its line in kept
-		total int
-		res   scanResult
-	)
-	old, err := os.Open(path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-	case err != nil:
-		return fmt.Errorf("checkpoint: open errors file: %w", err)
-	default:
-		var bad *CorruptError
-		res, err = scan(old, scanOpts{path: path}, func(l *scanLine) error {
-			if l.Bad != "" {
-				bad = corrupt(bad, l, path, s.opts.Output)
-				return nil
-			}
-			total++
-			id := l.ID
-			if id == nil {
-				return nil // a failure without an id: the runner meets it again
-			}
-			if _, done := s.done[string(id)]; done {
-				return nil
-			}
-			if i, ok := index[string(id)]; ok {
-				kept[i] = nil
-			}
-			index[string(id)] = len(kept)
-			kept = append(kept, bytes.Clone(l.Line))
-			return nil
-		})
-		old.Close()
-		if err != nil {
-			return err
-		}
-		if bad != nil {
-			return bad
-		}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		s.errs = appendFile{path: path}
+		return nil
 	}
-	if res.Good < res.Size {
-		s.opts.Warn(fmt.Sprintf("checkpoint: %s: dropped %d bytes of a torn last line (line %d)", path, res.Size-res.Good, res.TornLine))
-	}
-	if s.opts.RetryFailed {
-		s.retried = len(index)
-		clear(index)
-		kept = nil
-	}
-	if len(index) != total || res.Good < res.Size {
-		var b []byte
-		for _, l := range kept {
-			if l != nil {
-				b = append(append(b, l...), '\n')
-			}
-		}
-		if err := writeFileAtomic(path, b, filePerm, true); err != nil {
-			return err
-		}
-	}
-	for id := range index {
-		s.failed[id] = struct{}{}
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, filePerm)
 	if err != nil {
 		return fmt.Errorf("checkpoint: open errors file: %w", err)
 	}
 	s.errs = appendFile{f: f, path: path}
-	fi, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("checkpoint: open errors file: %w", err)
+	if err := s.load(f, s.x.loadErrors); err != nil {
+		return err
 	}
-	s.errs.off = fi.Size()
+	res := s.x.errRes
+	if res.Good < res.Size {
+		if err := truncateDurably(f, res.Good); err != nil {
+			return fmt.Errorf("checkpoint: repair %s: %w", path, err)
+		}
+		s.opts.Warn(fmt.Sprintf("checkpoint: %s: dropped %d bytes of a torn last line (line %d)", path, res.Size-res.Good, res.TornLine))
+	}
+	s.errs.off, s.errs.lines = res.Good, uint32(res.Newlines)
+	s.errsAtOpen = s.errs.lines
 	s.errs.f = s.opts.wrap(f)
 	return nil
 }
 
-// Done reports whether id already has a result: the runner skips it.
+// load runs one of loaded's readers over f; a malformed line is the error.
+func (s *Store) load(f *os.File, read func(io.Reader, int64) error) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("checkpoint: open: %w", err)
+	}
+	if err := read(f, fi.Size()); err != nil {
+		return err
+	}
+	if s.x.malformed != nil {
+		return s.x.malformed
+	}
+	return nil
+}
+
+// Classify says what the run does with the request id whose fingerprint is
+// fp (0: unknown, which matches any), and records that id is in the current
+// input (see InputDone). An answer in the output to the same request makes
+// it Skip and drops a failure record of it; a failure of the same request
+// makes it KeepFailed unless Options.RetryFailed; anything else is Send: a
+// new id, or one whose request changed since it was answered or failed.
+func (s *Store) Classify(id string, fp Fingerprint) Verdict {
+	k := keyOfString(id)
+	s.setMu.Lock()
+	defer s.setMu.Unlock()
+	if i := s.x.done.find(k); i >= 0 {
+		s.x.done.markSeen(i)
+		if sameRequest(s.x.done.fpAt(i), fp) {
+			if j := s.x.failed.find(k); j >= 0 {
+				s.x.failed.del(j)
+				s.x.errStale = true
+			}
+			return Skip
+		}
+	}
+	if j := s.x.failed.find(k); j >= 0 {
+		s.x.failed.markSeen(j)
+		if !s.opts.RetryFailed && sameRequest(s.x.failed.fpAt(j), fp) {
+			return KeepFailed
+		}
+		if s.opts.RetryFailed {
+			s.retried++
+		}
+	}
+	return Send
+}
+
+// InputDone records that Classify has been called for every request of the
+// current input, so that an id it did not meet has left the input: Close
+// drops its failure records, and with Options.Prune its answers. Call it
+// only after a complete pass; an interrupted run drops nothing.
+func (s *Store) InputDone() {
+	s.setMu.Lock()
+	s.inputDone = true
+	s.setMu.Unlock()
+}
+
+// Done reports whether the output answers id, for whatever request.
 func (s *Store) Done(id string) bool {
 	s.setMu.RLock()
-	_, ok := s.done[id]
-	s.setMu.RUnlock()
-	return ok
+	defer s.setMu.RUnlock()
+	return s.x.done.find(keyOfString(id)) >= 0
 }
 
-// Failed reports whether id is recorded as failed and not to be retried: an
-// old failure kept because RetryFailed is off, or a failure of this run. The
-// runner skips it and counts it as failed.
+// Failed reports whether id is recorded as failed and not to be retried:
+// an earlier failure kept because RetryFailed is off, or a failure of this
+// run. Like Done it ignores fingerprints (Classify does not).
 func (s *Store) Failed(id string) bool {
 	s.setMu.RLock()
-	_, ok := s.failed[id]
-	s.setMu.RUnlock()
-	return ok
+	defer s.setMu.RUnlock()
+	return s.keptFailed(s.x.failed.find(keyOfString(id)))
 }
 
-// Counts returns how many ids are done and how many are failed (and not done).
+// keptFailed reports whether the failure at slot i (-1: none) stands for
+// Failed. Requires s.setMu.
+func (s *Store) keptFailed(i int) bool {
+	return i >= 0 && (!s.opts.RetryFailed || s.x.failed.lineAt(i) > s.errsAtOpen)
+}
+
+// Counts returns how many ids the output answers (for whatever request) and
+// how many Failed reports.
 func (s *Store) Counts() (done, failed int) {
 	s.setMu.RLock()
 	defer s.setMu.RUnlock()
-	return len(s.done), len(s.failed)
+	if !s.opts.RetryFailed {
+		return s.x.done.n, s.x.failed.n
+	}
+	for i, e := range s.x.failed.s {
+		if e.bl != 0 && s.keptFailed(i) {
+			failed++
+		}
+	}
+	return s.x.done.n, failed
 }
 
-// Retried returns how many ids of the old errors file (not done) Open made
-// pending again because of RetryFailed.
-func (s *Store) Retried() int { return s.retried }
+// Retried returns how many requests Classify sent again although they had
+// failed before (Options.RetryFailed).
+func (s *Store) Retried() int {
+	s.setMu.RLock()
+	defer s.setMu.RUnlock()
+	return s.retried
+}
 
-// AppendResult appends line (one JSON object, without '\n', whose top-level
-// "custom_id" is id) to the output and marks id done. It returns a wrapped
-// ErrAlreadyDone if id is done, a wrapped ErrBadLine if line does not fit, and
-// a *WriteError if the write or a due fsync fails.
-func (s *Store) AppendResult(id string, line []byte) error {
-	if err := validLine(id, line, true); err != nil {
+// Dropped is the sum of Options.Tally over the lines compactions of this
+// checkpoint have dropped, by this run or earlier ones.
+func (s *Store) Dropped() float64 {
+	s.stMu.Lock()
+	defer s.stMu.Unlock()
+	return s.sc.Dropped
+}
+
+// IndexBytes is the memory the Store's per-id tables hold.
+func (s *Store) IndexBytes() int {
+	s.setMu.RLock()
+	defer s.setMu.RUnlock()
+	return s.x.done.bytes() + s.x.failed.bytes()
+}
+
+// Answer appends line (one JSON object without '\n' whose top-level
+// "custom_id" is id and whose last member is an object, the runner's
+// "llmrun") to the output, adding fp and the line's checksum to that last
+// object; it marks the request answered and drops the id's failure record.
+// If the output answers an older request of id, the new line supersedes
+// that one. It returns a wrapped ErrAlreadyDone if the output already
+// answers this request, a wrapped ErrBadLine if line does not fit, and a
+// *WriteError if the write or a due fsync fails.
+func (s *Store) Answer(id string, fp Fingerprint, line []byte) error {
+	if err := validLine(id, line, true, fp); err != nil {
 		return err
 	}
+	k := keyOfString(id)
 	s.ioMu.Lock()
 	defer s.ioMu.Unlock()
 	if err := s.usableLocked(); err != nil {
 		return err
 	}
-	if s.Done(id) {
+	s.setMu.RLock()
+	i := s.x.done.find(k)
+	dup := i >= 0 && sameRequest(s.x.done.fpAt(i), fp)
+	s.setMu.RUnlock()
+	if dup {
 		return fmt.Errorf("%w: %q", ErrAlreadyDone, id)
 	}
-	werr := s.appendLocked(&s.out, line)
+	werr := s.appendLocked(&s.out, line, fp)
 	if werr != nil && werr.Op == "write" {
 		return werr
 	}
 	// The line is in the file; a failed fsync does not take it back.
 	s.setMu.Lock()
-	s.done[id] = struct{}{}
-	delete(s.failed, id)
+	slot, existed := s.x.done.put(k, fp, s.out.lines)
+	s.x.done.markSeen(slot)
+	if existed {
+		s.x.outStale++
+	}
+	if j := s.x.failed.find(k); j >= 0 {
+		s.x.failed.del(j)
+		s.x.errStale = true
+	}
 	s.setMu.Unlock()
 	return asError(werr)
 }
 
-// AppendError appends line (one JSON object, without '\n') to the errors file
-// and records id as failed. id may be "" for a failure that has no custom_id
-// (an unparsable input line); otherwise the line's "custom_id" must be id.
-// Errors are as for AppendResult.
-func (s *Store) AppendError(id string, line []byte) error {
-	if err := validLine(id, line, id != ""); err != nil {
+// Fail appends line (one JSON object without '\n') to the errors file,
+// adding fp and its checksum as Answer does, and records the request as
+// failed; an earlier failure record of id is superseded. id may be "" for a
+// failure that has no custom_id; otherwise the line's "custom_id" must be
+// id. Errors are as for Answer.
+func (s *Store) Fail(id string, fp Fingerprint, line []byte) error {
+	if err := validLine(id, line, id != "", fp); err != nil {
 		return err
 	}
+	k := keyOfString(id)
 	s.ioMu.Lock()
 	defer s.ioMu.Unlock()
 	if err := s.usableLocked(); err != nil {
 		return err
 	}
-	if id != "" && s.Done(id) {
-		return fmt.Errorf("%w: %q", ErrAlreadyDone, id)
+	if id != "" {
+		s.setMu.RLock()
+		i := s.x.done.find(k)
+		dup := i >= 0 && sameRequest(s.x.done.fpAt(i), fp)
+		s.setMu.RUnlock()
+		if dup {
+			return fmt.Errorf("%w: %q", ErrAlreadyDone, id)
+		}
 	}
-	werr := s.appendLocked(&s.errs, line)
+	if s.errs.f == nil {
+		if err := s.createErrorsLocked(); err != nil {
+			return err
+		}
+	}
+	werr := s.appendLocked(&s.errs, line, fp)
 	if werr != nil && werr.Op == "write" {
 		return werr
 	}
 	if id != "" {
 		s.setMu.Lock()
-		s.failed[id] = struct{}{}
+		slot, existed := s.x.failed.put(k, fp, s.errs.lines)
+		s.x.failed.markSeen(slot)
+		if existed {
+			s.x.errStale = true
+		}
 		s.setMu.Unlock()
 	}
 	return asError(werr)
 }
+
+// createErrorsLocked creates the errors file at the first failure.
+func (s *Store) createErrorsLocked() error {
+	f, err := os.OpenFile(s.errs.path, os.O_RDWR|os.O_CREATE|os.O_APPEND, filePerm)
+	if err != nil {
+		return &WriteError{Path: s.errs.path, Op: "write", Err: err, RolledBack: true}
+	}
+	if err := syncDir(filepath.Dir(s.errs.path)); err != nil {
+		f.Close()
+		return &WriteError{Path: s.errs.path, Op: "write", Err: err, RolledBack: true}
+	}
+	s.errs.f = s.opts.wrap(f)
+	return nil
+}
+
+// AppendResult is Answer without a fingerprint, for callers that do not
+// fingerprint their requests: the line then answers id whatever its
+// request becomes.
+func (s *Store) AppendResult(id string, line []byte) error { return s.Answer(id, 0, line) }
+
+// AppendError is Fail without a fingerprint.
+func (s *Store) AppendError(id string, line []byte) error { return s.Fail(id, 0, line) }
 
 // asError returns e as an error, nil if e is nil.
 func asError(e *WriteError) error {
@@ -449,7 +563,7 @@ func asError(e *WriteError) error {
 	return e
 }
 
-func validLine(id string, line []byte, checkID bool) error {
+func validLine(id string, line []byte, checkID bool, fp Fingerprint) error {
 	if bytes.IndexByte(line, '\n') >= 0 {
 		return fmt.Errorf("%w: %q: the line contains a newline", ErrBadLine, id)
 	}
@@ -461,14 +575,18 @@ func validLine(id string, line []byte, checkID bool) error {
 			return fmt.Errorf("%w: appended as %q but its custom_id is %q", ErrBadLine, id, got)
 		}
 	}
+	if fp != 0 && !sealable(line) {
+		return fmt.Errorf("%w: %q: a line with a fingerprint must end with an object member (the llmrun object), compact", ErrBadLine, id)
+	}
 	return nil
 }
 
-// appendLocked writes line and '\n' with one write call, rolls a failed write
-// back, and fsyncs if due. Op "write" in the result means the line is not in
-// the file; op "fsync" means it is. Requires s.ioMu.
-func (s *Store) appendLocked(a *appendFile, line []byte) *WriteError {
-	s.buf = append(seal(s.buf[:0], line), '\n')
+// appendLocked writes line, sealed with fp, and '\n' with one write call,
+// rolls a failed write back, and fsyncs if due. Op "write" in the result
+// means the line is not in the file; op "fsync" means it is. Requires
+// s.ioMu.
+func (s *Store) appendLocked(a *appendFile, line []byte, fp Fingerprint) *WriteError {
+	s.buf = append(seal(s.buf[:0], line, fp), '\n')
 	n, err := a.f.Write(s.buf)
 	if err == nil && n < len(s.buf) {
 		err = io.ErrShortWrite
@@ -484,6 +602,7 @@ func (s *Store) appendLocked(a *appendFile, line []byte) *WriteError {
 		return werr
 	}
 	a.off += int64(n)
+	a.lines++
 	a.dirty = true
 	s.waiting++
 	switch s.opts.Fsync {
@@ -605,9 +724,10 @@ func (s *Store) StateKeys() []string {
 	return slices.Sorted(maps.Keys(s.sc.State))
 }
 
-// Close fsyncs what waits (unless FsyncNever), closes the files, writes the
-// state file and releases the lock. It returns the first sticky write error
-// too, if there was one. Calling it again returns nil.
+// Close fsyncs what waits (unless FsyncNever), closes the files, rewrites
+// each that holds superseded lines (see Store), writes the state file and
+// releases the locks. It returns the first sticky write error too, if there
+// was one; then nothing is rewritten. Calling it again returns nil.
 func (s *Store) Close() error {
 	s.ioMu.Lock()
 	if s.closed {
@@ -624,8 +744,16 @@ func (s *Store) Close() error {
 	} else if s.opts.Fsync != FsyncNever {
 		errs = append(errs, asError(s.syncLocked()))
 	}
-	errs = append(errs, s.out.f.Close(), s.errs.f.Close())
+	errs = append(errs, s.out.f.Close())
+	if s.errs.f != nil {
+		errs = append(errs, s.errs.f.Close())
+	}
+	broken := s.broken != nil
 	s.ioMu.Unlock()
+
+	if err := errors.Join(errs...); err == nil && !broken {
+		errs = append(errs, s.compact())
+	}
 
 	s.stMu.Lock()
 	s.stClosed = true
@@ -633,7 +761,16 @@ func (s *Store) Close() error {
 	errs = append(errs, s.sc.write(s.statePath))
 	s.stMu.Unlock()
 
-	errs = append(errs, s.lock.release())
+	errs = append(errs, s.unlock())
+	return errors.Join(errs...)
+}
+
+func (s *Store) unlock() error {
+	var errs []error
+	for i := len(s.locks) - 1; i >= 0; i-- {
+		errs = append(errs, s.locks[i].release())
+	}
+	s.locks = nil
 	return errors.Join(errs...)
 }
 

@@ -141,135 +141,9 @@ func TestLockSurvivesStaleLockFile(t *testing.T) {
 	}
 }
 
-func TestInputMismatch(t *testing.T) {
-	o, w := testOpts(t)
-	input := filepath.Join(t.TempDir(), "x.jsonl")
-	writeFile(t, input, `{"custom_id":"a"}`+"\n")
-	var err error
-	if o.Input, err = Fingerprint(input); err != nil {
-		t.Fatal(err)
-	}
-	s := mustOpen(t, o)
-	s.AppendResult("a", []byte(result("a")))
-	mustClose(t, s)
-
-	// Same content, new mtime: still the same input.
-	os.Chtimes(input, fixedNow(), fixedNow())
-	if o.Input, err = Fingerprint(input); err != nil {
-		t.Fatal(err)
-	}
-	mustClose(t, mustOpen(t, o))
-
-	tests := map[string]struct {
-		content string
-		diff    string
-	}{
-		"appended": {`{"custom_id":"a"}` + "\n" + `{"custom_id":"b"}` + "\n", "input size 18 → 36 bytes"},
-		"edited":   {`{"custom_id":"z"}` + "\n", "input content changed"},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			writeFile(t, input, tc.content)
-			o := o
-			if o.Input, err = Fingerprint(input); err != nil {
-				t.Fatal(err)
-			}
-			_, err := Open(o)
-			var me *MismatchError
-			if !errors.As(err, &me) || len(me.Diffs) != 1 || !strings.Contains(me.Diffs[0], tc.diff) {
-				t.Fatalf("Open: %v, want *MismatchError with %q", err, tc.diff)
-			}
-			if !strings.Contains(err.Error(), "--force") {
-				t.Errorf("message %q does not mention --force", err)
-			}
-		})
-	}
-
-	// Force resumes, warns, and records the new input.
-	o.Force = true
-	if o.Input, err = Fingerprint(input); err != nil {
-		t.Fatal(err)
-	}
-	s = mustOpen(t, o)
-	if !s.Done("a") {
-		t.Fatal("forced resume lost the done ids")
-	}
-	mustClose(t, s)
-	if msgs := w.all(); len(msgs) != 1 || !strings.Contains(msgs[0], "forced") {
-		t.Fatalf("warnings %q", msgs)
-	}
-	o.Force = false
-	mustClose(t, mustOpen(t, o))
-
-	// An unknown input (stdin) is not checked.
-	o.Input = InputInfo{}
-	mustClose(t, mustOpen(t, o))
-}
-
-func TestFingerprintLargeFile(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "big.jsonl")
-	data := []byte(strings.Repeat("0123456789abcdef", 3*fingerprintSpan/16))
-	writeFile(t, path, string(data))
-	base, err := Fingerprint(path)
-	if err != nil || base.Size != int64(len(data)) || !strings.HasPrefix(base.Fingerprint, "v1:") || !filepath.IsAbs(base.Path) {
-		t.Fatalf("%+v %v", base, err)
-	}
-	edit := func(at int) string {
-		d := slices.Clone(data)
-		d[at] = 'X'
-		writeFile(t, path, string(d))
-		fp, err := Fingerprint(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return fp.Fingerprint
-	}
-	if edit(10) == base.Fingerprint || edit(len(data)-10) == base.Fingerprint {
-		t.Error("an edit near an end went unnoticed")
-	}
-	if edit(len(data)/2) != base.Fingerprint {
-		t.Error("a same-size edit in the middle is documented as not noticed; the doc is wrong")
-	}
-	if _, err := Fingerprint(filepath.Join(dir, "missing")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("missing file: %v", err)
-	}
-}
-
-func TestSettingsMismatch(t *testing.T) {
-	o, _ := testOpts(t)
-	o.Settings = map[string]string{"provider": "openai", "model": "gpt-a", "temperature": "0"}
-	mustClose(t, mustOpen(t, o))
-
-	tests := map[string]struct {
-		settings map[string]string
-		diffs    []string
-	}{
-		"model changed": {map[string]string{"provider": "openai", "model": "gpt-b", "temperature": "0"},
-			[]string{`setting model: "gpt-a" → "gpt-b"`}},
-		"key added and removed": {map[string]string{"provider": "openai", "model": "gpt-a", "seed": "1"},
-			[]string{`setting seed: unset → "1"`, `setting temperature: "0" → unset`}},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			o := o
-			o.Settings = tc.settings
-			_, err := Open(o)
-			var me *MismatchError
-			if !errors.As(err, &me) || !slices.Equal(me.Diffs, tc.diffs) {
-				t.Fatalf("Open: %v, want diffs %q", err, tc.diffs)
-			}
-		})
-	}
-	o.Settings = nil // not checked
-	mustClose(t, mustOpen(t, o))
-	o.Settings = map[string]string{"provider": "openai", "model": "gpt-b", "temperature": "0"}
-	o.Force = true
-	mustClose(t, mustOpen(t, o))
-	o.Force = false
-	mustClose(t, mustOpen(t, o)) // the forced settings were recorded
-}
-
+// TestErrorsFileRewrite: a failure record leaves the errors file only when
+// its id is answered (before or during the run) or leaves the input; a later
+// record of an id supersedes an earlier one; the rewrite happens at Close.
 func TestErrorsFileRewrite(t *testing.T) {
 	old := lines(
 		failure("a", "stale: a succeeded later"),
@@ -277,15 +151,15 @@ func TestErrorsFileRewrite(t *testing.T) {
 		`{"error":"unparsable input line 7"}`,
 		failure("c", "only"),
 		failure("b", "second"),
+		failure("gone", "its id left the input"),
 	) + `{"custom_id":"d","err` // torn
 	tests := map[string]struct {
 		retry   bool
-		want    string
-		failed  []string
+		verdict Verdict // of b and c
 		retried int
 	}{
-		"retry failed": {true, "", nil, 2},
-		"keep failed":  {false, lines(failure("c", "only"), failure("b", "second")), []string{"b", "c"}, 0},
+		"retry failed": {true, Send, 2},
+		"keep failed":  {false, KeepFailed, 0},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -294,49 +168,97 @@ func TestErrorsFileRewrite(t *testing.T) {
 			writeFile(t, o.Output, lines(result("a")))
 			writeFile(t, o.Errors, old)
 			s := mustOpen(t, o)
-			if got := readFile(t, o.Errors); got != tc.want {
-				t.Fatalf("errors file after Open:\n%s\nwant:\n%s", got, tc.want)
+			if got := readFile(t, o.Errors); got != strings.TrimSuffix(old, `{"custom_id":"d","err`) {
+				t.Fatalf("errors file after Open:\n%s", got)
 			}
-			for _, id := range []string{"a", "b", "c", "d"} {
-				if got, want := s.Failed(id), slices.Contains(tc.failed, id); got != want {
+			for id, want := range map[string]bool{"a": false, "b": true, "c": true, "d": false, "gone": true} {
+				if got := s.Failed(id); got != (want && !tc.retry) {
 					t.Errorf("Failed(%q) = %v", id, got)
 				}
 			}
-			if d, f := s.Counts(); d != 1 || f != len(tc.failed) {
+			if d, f := s.Counts(); d != 1 || f != map[bool]int{false: 3, true: 0}[tc.retry] {
 				t.Errorf("Counts = %d, %d", d, f)
 			}
-			if s.Retried() != tc.retried {
-				t.Errorf("Retried = %d, want %d", s.Retried(), tc.retried)
+			if st, err := Status(o.Output); err != nil || st.Failed != 3 {
+				t.Errorf("Status: %+v %v", st, err)
 			}
 			if msgs := w.all(); len(msgs) != 1 || !strings.Contains(msgs[0], "torn") {
 				t.Errorf("warnings %q", msgs)
 			}
-			// A failure of this run is appended and counted; a later success of
-			// the same id (a sync retry after a batch) moves it to done.
-			if err := s.AppendError("e", []byte(failure("e", "now"))); err != nil {
-				t.Fatal(err)
+			for _, id := range []string{"b", "c"} {
+				if v := s.Classify(id, 0); v != tc.verdict {
+					t.Errorf("Classify(%s) = %v, want %v", id, v, tc.verdict)
+				}
 			}
-			if err := s.AppendError("", []byte(`{"error":"unparsable input line 9"}`)); err != nil {
-				t.Fatal(err)
+			if v := s.Classify("a", 0); v != Skip {
+				t.Errorf("Classify(a) = %v", v)
 			}
-			if !s.Failed("e") {
-				t.Error("Failed(e) after AppendError")
+			if s.Retried() != tc.retried {
+				t.Errorf("Retried = %d, want %d", s.Retried(), tc.retried)
 			}
-			if err := s.AppendResult("e", []byte(result("e"))); err != nil {
-				t.Fatal(err)
+			// b fails again, c is answered, e fails for the first time; a
+			// failure without an id is kept too.
+			for _, l := range []struct {
+				id, line string
+				ok       bool
+			}{{"b", failure("b", "third"), false}, {"c", result("c"), true}, {"e", failure("e", "now"), false}, {"", `{"error":"unparsable input line 9"}`, false}} {
+				var err error
+				if l.ok {
+					err = s.AppendResult(l.id, []byte(l.line))
+				} else {
+					err = s.AppendError(l.id, []byte(l.line))
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
 			}
-			if d, f := s.Counts(); d != 2 || f != len(tc.failed) {
-				t.Errorf("Counts after success = %d, %d", d, f)
-			}
+			s.Classify("d", 0)
+			s.Classify("e", 0)
+			s.InputDone()
 			mustClose(t, s)
-			// The next open drops e's stale failure from the file.
-			o.RetryFailed = false
-			s = mustOpen(t, o)
-			defer mustClose(t, s)
-			if s.Failed("e") || !s.Done("e") || strings.Contains(readFile(t, o.Errors), `"e"`) {
-				t.Errorf("stale failure of e kept: %q", readFile(t, o.Errors))
+			want := lines(sealed(failure("b", "third")), sealed(failure("e", "now")), sealed(`{"error":"unparsable input line 9"}`))
+			if got := readFile(t, o.Errors); got != want {
+				t.Fatalf("errors file after Close:\n%s\nwant:\n%s", got, want)
 			}
 		})
+	}
+}
+
+// TestErrorsFileOnlyWhenSomethingFailed: no errors file is created when
+// nothing fails, and one emptied by successes is removed.
+func TestErrorsFileOnlyWhenSomethingFailed(t *testing.T) {
+	o, _ := testOpts(t)
+	o.Errors = ""
+	s := mustOpen(t, o)
+	s.AppendResult("a", []byte(result("a")))
+	mustClose(t, s)
+	if _, err := os.Stat(ErrorsPath(o.Output)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("errors file exists after a run without failures: %v", err)
+	}
+	s = mustOpen(t, o)
+	s.AppendError("b", []byte(failure("b", "x")))
+	mustClose(t, s)
+	if got := readFile(t, ErrorsPath(o.Output)); got != lines(sealed(failure("b", "x"))) {
+		t.Fatalf("errors file %q", got)
+	}
+	s = mustOpen(t, o)
+	s.AppendResult("b", []byte(result("b")))
+	mustClose(t, s)
+	if _, err := os.Stat(ErrorsPath(o.Output)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("errors file left after its only failure succeeded: %v", err)
+	}
+}
+
+func TestErrorsPath(t *testing.T) {
+	for in, want := range map[string]string{
+		"in.out.jsonl":                  "in.errors.jsonl",
+		"dir/in.shard-1-of-3.out.jsonl": "dir/in.shard-1-of-3.errors.jsonl",
+		"results.jsonl":                 "results.errors.jsonl",
+		"results":                       "results.errors.jsonl",
+	} {
+		if got := ErrorsPath(in); got != want {
+			t.Errorf("ErrorsPath(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 
@@ -710,7 +632,6 @@ func TestOpenArguments(t *testing.T) {
 	o, _ := testOpts(t)
 	for name, bad := range map[string]Options{
 		"no output": {Errors: o.Errors},
-		"no errors": {Output: o.Output},
 		"same file": {Output: o.Output, Errors: o.Output},
 	} {
 		if _, err := Open(bad); err == nil {
@@ -732,6 +653,9 @@ func TestOpenDuplicateIDs(t *testing.T) {
 	}
 	if msgs := w.all(); len(msgs) != 1 || !strings.Contains(msgs[0], `"a" (line 3)`) {
 		t.Fatalf("warnings %q", msgs)
+	}
+	if s.Classify("a", 0) != Skip {
+		t.Fatal("a duplicated answer is not done")
 	}
 	if err := s.AppendResult("a", []byte(result("a"))); !errors.Is(err, ErrAlreadyDone) {
 		t.Fatalf("append of a duplicate: %v", err)

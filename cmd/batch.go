@@ -24,7 +24,9 @@ func newBatchCmd(io *IO, runF func(*BatchOptions) error) *cobra.Command {
 		Short: "Run every request of a JSONL file, resuming where an earlier run stopped",
 		Long: `Run every request of INPUT.jsonl and write one result line per request to the output file
 (OpenAI batch output format) and one line per finally failed request to the errors file.
-Rerunning the same command resumes: requests already in the output are skipped.
+Rerunning the same command resumes: requests the output already answers are skipped, and requests
+whose line (or whose settings: provider, base URL, model, system, max tokens) changed are sent again,
+their new answer replacing the old. Regenerate the input and run the same command.
 
 Input lines may be OpenAI batch lines {"custom_id","method","url","body"}, Anthropic batch lines
 {"custom_id","params"} or simple lines {"custom_id"?,"prompt","system"?,"model"?,"max_tokens"?}.
@@ -45,7 +47,7 @@ ANTHROPIC_BASE_URL (or --base-url). --provider mock runs against a built-in mock
 	}
 	f := c.Flags()
 	f.StringVarP(&o.Output, "output", "o", "", "output file (default: INPUT with .jsonl replaced by .out.jsonl)")
-	f.StringVar(&o.Errors, "errors", "", "errors file (default: INPUT with .jsonl replaced by .errors.jsonl)")
+	f.StringVar(&o.Errors, "errors", "", "errors file (default: beside the output, OUTPUT with .out.jsonl replaced by .errors.jsonl)")
 	f.StringVar(&o.Summary, "summary", "", "also write the run summary as JSON to this file")
 	f.StringVar(&o.Provider, "provider", "", strings.Join(registry.Names(), ", ")+" (default: from the input's shape, then from which API key is set)")
 	f.StringVar(&o.BaseURL, "base-url", "", "API base URL (default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the provider's)")
@@ -58,7 +60,9 @@ ANTHROPIC_BASE_URL (or --base-url). --provider mock runs against a built-in mock
 	addRetryFlags(f, o)
 	f.StringVar(&o.Fsync, "fsync", "batch", "durability: batch (group commit), always, never")
 	f.BoolVar(&o.NoRetryFailed, "no-retry-failed", false, "on rerun, keep earlier failures failed instead of retrying them")
-	f.BoolVar(&o.Force, "force", false, "resume although the input or settings changed since the checkpoint")
+	f.BoolVar(&o.Force, "force", false, "no longer needed: a changed input resends its changed requests")
+	f.MarkDeprecated("force", "a rerun sends again exactly the requests that changed; --force does nothing")
+	f.BoolVar(&o.Prune, "prune", false, "drop the answers of ids no longer in the input (after a complete run over it)")
 	f.DurationVar(&o.Grace, "grace", 30*time.Second, "after the first interrupt, how long in-flight requests may finish")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress output (the final summary line is still printed)")
 	f.Uint64Var(&o.Seed, "seed", 0, "seed for retry jitter (0: random)")

@@ -270,3 +270,34 @@ func checkFields(t *testing.T, got, want map[string]any) {
 		}
 	}
 }
+
+// TestSpendKeepsSupersededAnswers: a rerun that answers edited prompts
+// again drops the old answers from the output, but not their cost: status
+// shows every answer paid for.
+func TestSpendKeepsSupersededAnswers(t *testing.T) {
+	_, url := mockServer(t, mock.Config{Seed: 1})
+	in, prompts := promptFile(t, 10)
+	out := strings.TrimSuffix(in, ".jsonl") + ".out.jsonl"
+	c := &cli{env: mockEnv(url)}
+	args := []string{"batch", in, "--provider", "openai", "--model", "gpt-4o-mini", "--quiet"}
+	if code := c.run(t, args...); code != 0 {
+		t.Fatalf("exit %d: %s", code, c.stderr.String())
+	}
+	first := readLines(t, out)
+	edit := []string{"req-0001", "req-0004", "req-0007"}
+	var old pricing.Cost
+	for _, id := range edit {
+		old += pricing.FromUSD(first[id].Get("llmrun.cost_usd").Float())
+	}
+	editInput(t, in, prompts, edit, 0)
+	if code := c.run(t, args...); code != 0 {
+		t.Fatalf("rerun: exit %d: %s", code, c.stderr.String())
+	}
+	want := sumCost(readLines(t, out)) + old
+	if old == 0 || c.run(t, "status", out, "--json") != 0 {
+		t.Fatalf("old %v: %s", old, c.stderr.String())
+	}
+	if got := pricing.FromUSD(gjson.Get(c.stdout.String(), "spent_usd").Float()); got != want {
+		t.Errorf("status spent %v, want %v (the answers now in the output and the %v of the 3 superseded)", got, want, old)
+	}
+}

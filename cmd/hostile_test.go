@@ -41,8 +41,7 @@ func TestHostileServers(t *testing.T) {
 		args := append([]string{"batch", in, "--provider", "openai", "--model", "m", "--base-url", base, "-o", out, "--quiet", "--stream=false",
 			"--concurrency", "1", "--backoff-base", "1ms", "--backoff-max", "1ms"}, extra...)
 		code := c.run(t, args...)
-		errs, _ := os.ReadFile(strings.TrimSuffix(in, ".jsonl") + ".errors.jsonl")
-		os.Remove(strings.TrimSuffix(in, ".jsonl") + ".errors.jsonl")
+		errs, _ := os.ReadFile(strings.TrimSuffix(out, ".jsonl") + ".errors.jsonl") // beside -o
 		return code, string(errs)
 	}
 

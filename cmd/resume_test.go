@@ -1,14 +1,23 @@
 package cmd
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/llmrun/llmrun/providers/mock"
 )
@@ -62,27 +71,173 @@ func TestRerunRetriesEarlierFailures(t *testing.T) {
 	}
 }
 
-// TestChangedInputNeedsForce: an input edited since the checkpoint was made
-// is reported (exit 2) unless --force.
-func TestChangedInputNeedsForce(t *testing.T) {
-	_, url := mockServer(t, mock.Config{})
-	in, _ := promptFile(t, 3)
+// editInput rewrites the prompt file: the prompts of ids edit get a new text
+// and add new lines are appended. It returns the prompts now in the file.
+func editInput(t *testing.T, in string, prompts map[string]string, edit []string, add int) map[string]string {
+	t.Helper()
+	now := maps.Clone(prompts)
+	for _, id := range edit {
+		now[id] = "Edited: " + prompts[id] + " Answer in one word."
+	}
+	for i := range add {
+		now[fmt.Sprintf("new-%02d", i)] = fmt.Sprintf("A new question, number %d.", i)
+	}
+	var b strings.Builder
+	for _, id := range slices.Sorted(maps.Keys(now)) {
+		line, _ := json.Marshal(map[string]any{"custom_id": id, "prompt": now[id], "max_tokens": 40})
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return now
+}
+
+// checkAnswers checks the output holds exactly one line per id of prompts,
+// each the mock's answer to the current prompt.
+func checkAnswers(t *testing.T, out string, prompts map[string]string) {
+	t.Helper()
+	lines := readLines(t, out) // fails on a repeated id or a torn line
+	if len(lines) != len(prompts) {
+		t.Fatalf("%d lines, want %d", len(lines), len(prompts))
+	}
+	for id, p := range prompts {
+		if got, want := answerText(lines[id]), mock.Answer(p, 40); got != want {
+			t.Errorf("%s: %q, want the answer to %q", id, got, p)
+		}
+	}
+}
+
+// TestNightlyRerunFollowsEditedInput is issue 11's nightly job: 200
+// requests, then 10 prompts edited and 5 lines added, and the same command
+// again: exactly the 15 changed or new requests reach the server, and the
+// output holds 205 lines, one per id, each answering the current prompt.
+func TestNightlyRerunFollowsEditedInput(t *testing.T) {
+	m, url := mockServer(t, mock.Config{Seed: 4})
+	in, prompts := promptFile(t, 200)
+	out := strings.TrimSuffix(in, ".jsonl") + ".out.jsonl"
 	c := &cli{env: mockEnv(url)}
 	args := []string{"batch", in, "--provider", "openai", "--model", "m", "--quiet"}
 	if code := c.run(t, args...); code != 0 {
-		t.Fatalf("exit %d: %s", code, c.stderr.String())
+		t.Fatalf("night 1: exit %d: %s", code, c.stderr.String())
 	}
-	f, _ := os.OpenFile(in, os.O_APPEND|os.O_WRONLY, 0)
-	f.WriteString(`{"custom_id":"new","prompt":"one more"}` + "\n")
-	f.Close()
-	if code := c.run(t, args...); code != ExitUsage || !strings.Contains(c.stderr.String(), "--force") {
-		t.Fatalf("changed input: exit %d, want 2 mentioning --force: %s", code, c.stderr.String())
+	before := m.Stats().Attempts
+	var edit []string
+	for i := 0; i < 200; i += 20 {
+		edit = append(edit, fmt.Sprintf("req-%04d", i))
 	}
-	if code := c.run(t, append(args, "--force")...); code != 0 {
-		t.Fatalf("--force: exit %d: %s", code, c.stderr.String())
+	now := editInput(t, in, prompts, edit, 5)
+	if code := c.run(t, args...); code != 0 {
+		t.Fatalf("night 2: exit %d: %s", code, c.stderr.String())
 	}
-	if got := readLines(t, strings.TrimSuffix(in, ".jsonl")+".out.jsonl"); len(got) != 4 {
-		t.Fatalf("%d results, want 4", len(got))
+	if sent := m.Stats().Attempts - before; sent != 15 {
+		t.Errorf("night 2 sent %d requests, want the 15 changed or new ones", sent)
+	}
+	if !strings.Contains(c.stderr.String(), "190 skipped") {
+		t.Errorf("summary: %s", c.stderr.String())
+	}
+	checkAnswers(t, out, now)
+	// Night 3, nothing changed: nothing sent; --force is accepted, with a note.
+	before = m.Stats().Attempts
+	if code := c.run(t, append(args, "--force")...); code != 0 || m.Stats().Attempts != before || !strings.Contains(c.stderr.String(), "--force") {
+		t.Fatalf("night 3: exit %d, %d sent: %s", code, m.Stats().Attempts-before, c.stderr.String())
+	}
+	// A removed line keeps its answer, unless --prune.
+	delete(now, "req-0001")
+	editInput(t, in, now, nil, 0)
+	if code := c.run(t, args...); code != 0 || len(readLines(t, out)) != 205 {
+		t.Fatalf("without --prune: exit %d, %d lines", code, len(readLines(t, out)))
+	}
+	if code := c.run(t, append(args, "--prune")...); code != 0 {
+		t.Fatalf("--prune: exit %d: %s", code, c.stderr.String())
+	}
+	checkAnswers(t, out, now)
+}
+
+// TestNightlyRerunKilledThenRerun: a kill -9 at a seeded moment of the
+// edited rerun (while answers land, or while the output is compacted), then
+// another rerun, reaches the same state as an uninterrupted rerun.
+func TestNightlyRerunKilledThenRerun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("subprocess crash test")
+	}
+	rng := rand.New(rand.NewPCG(9, 10))
+	for round := range 4 {
+		m, url := mockServer(t, mock.Config{Seed: 4, TokenDelay: time.Millisecond})
+		in, prompts := promptFile(t, 200)
+		out := strings.TrimSuffix(in, ".jsonl") + ".out.jsonl"
+		args := []string{"batch", in, "--provider", "openai", "--model", "m", "--quiet", "--concurrency", "4"}
+		var stderr bytes.Buffer
+		if err := llmrunProcess(url, &stderr, args...).Run(); err != nil {
+			t.Fatalf("night 1: %v: %s", err, stderr.String())
+		}
+		var edit []string
+		for i := round; i < 200; i += 20 {
+			edit = append(edit, fmt.Sprintf("req-%04d", i))
+		}
+		now := editInput(t, in, prompts, edit, 5)
+		before := m.Stats().Attempts
+
+		p := llmrunProcess(url, &stderr, args...)
+		if err := p.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- p.Wait() }()
+		killed := false
+		select {
+		case <-done: // finished before the kill
+		case <-time.After(time.Duration(20+rng.IntN(300)) * time.Millisecond): // a seeded moment
+			p.Process.Signal(syscall.SIGKILL)
+			<-done
+			killed = true
+		}
+		b, _ := os.ReadFile(out)
+		landed := bytes.Count(b, []byte("\n")) // superseded lines included
+		stderr.Reset()
+		if err := llmrunProcess(url, &stderr, args...).Run(); err != nil {
+			t.Fatalf("round %d: rerun after the kill: %v: %s", round, err, stderr.String())
+		}
+		checkAnswers(t, out, now)
+		// Answers that landed before the kill are not asked again; at most
+		// those in flight at the kill are.
+		sent := m.Stats().Attempts - before
+		if sent < 15 || sent > 15+4 {
+			t.Errorf("round %d: %d requests sent, want 15 (plus at most the 4 in flight at the kill)", round, sent)
+		}
+		t.Logf("round %d: killed %v with %d lines in the output; %d requests sent in all", round, killed, landed, sent)
+	}
+}
+
+// TestErrorsFileBesideTheOutput: the errors file follows -o, so two runs of
+// one input into two outputs keep their own failures.
+func TestErrorsFileBesideTheOutput(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(400)
+		w.Write([]byte(`{"error":{"message":"bad","type":"invalid_request_error","param":null,"code":"bad_thing"}}`))
+	}))
+	defer srv.Close()
+	in, _ := promptFile(t, 3)
+	dir := t.TempDir()
+	c := &cli{env: mockEnv(srv.URL)}
+	for _, name := range []string{"first", "second"} {
+		out := filepath.Join(dir, name+".out.jsonl")
+		if code := c.run(t, "batch", in, "--provider", "openai", "--model", "m", "--quiet", "-o", out); code != ExitFailed {
+			t.Fatalf("%s: exit %d: %s", name, code, c.stderr.String())
+		}
+	}
+	for _, name := range []string{"first", "second"} {
+		if got := readLines(t, filepath.Join(dir, name+".errors.jsonl")); len(got) != 3 {
+			t.Errorf("%s.errors.jsonl holds %d failures, want 3", name, len(got))
+		}
+	}
+	if _, err := os.Stat(strings.TrimSuffix(in, ".jsonl") + ".errors.jsonl"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an errors file beside the input: %v", err)
+	}
+	if code := c.run(t, "status", filepath.Join(dir, "first.out.jsonl")); code != 0 || !strings.Contains(c.stdout.String(), "3 failed") {
+		t.Errorf("status of first: %s %s", c.stdout.String(), c.stderr.String())
 	}
 }
 
@@ -98,14 +253,81 @@ func TestStatusCommand(t *testing.T) {
 	b, _ := os.ReadFile(out)
 	lines := strings.SplitAfter(string(b), "\n")
 	os.WriteFile(out, []byte(lines[0]+lines[1]), 0o644)
-	if code := c.run(t, "status", in); code != 0 {
+	for _, arg := range []string{in, out} { // the input, or the output (which records its input)
+		if code := c.run(t, "status", arg); code != 0 {
+			t.Fatal(c.stderr.String())
+		}
+		if got := c.stdout.String(); !strings.Contains(got, "2 done, 0 failed, 2 pending") {
+			t.Errorf("status %s says %q", arg, got)
+		}
+	}
+	if code := c.run(t, "status", filepath.Join(t.TempDir(), "none.jsonl")); code != ExitUsage {
+		t.Errorf("status of a missing checkpoint: exit %d: %s", code, c.stdout.String())
+	}
+}
+
+// TestStatusOfAnyOutputShardsAndJSON: status reads an output named with -o
+// (any name), sums the --shard outputs of an input, lists open provider
+// batches, and prints JSON with --json.
+func TestStatusOfAnyOutputShardsAndJSON(t *testing.T) {
+	_, url := mockServer(t, mock.Config{})
+	in, prompts := promptFile(t, 30)
+	c := &cli{env: mockEnv(url)}
+	custom := filepath.Join(t.TempDir(), "results.jsonl")
+	if code := c.run(t, "batch", in, "--provider", "openai", "--model", "m", "--quiet", "-o", custom); code != 0 {
 		t.Fatal(c.stderr.String())
 	}
-	if got := c.stdout.String(); !strings.Contains(got, "2 done, 0 failed, 2 pending") {
-		t.Errorf("status says %q", got)
+	if code := c.run(t, "status", custom); code != 0 || !strings.Contains(c.stdout.String(), custom+": 30 done, 0 failed, 0 pending") {
+		t.Errorf("status of an -o output: exit %d: %s %s", code, c.stdout.String(), c.stderr.String())
 	}
-	if code := c.run(t, "status", filepath.Join(t.TempDir(), "none.jsonl")); code == 0 {
-		t.Errorf("status of a missing checkpoint succeeded: %s", c.stdout.String())
+	if code := c.run(t, "status", in, "-o", custom); code != 0 || !strings.Contains(c.stdout.String(), "30 done, 0 failed, 0 pending") {
+		t.Errorf("status INPUT -o OUTPUT: %s", c.stdout.String())
+	}
+
+	for i := 1; i <= 2; i++ { // shard 3 has not run yet
+		if code := c.run(t, "batch", in, "--provider", "openai", "--model", "m", "--quiet", "--shard", fmt.Sprintf("%d/3", i)); code != 0 {
+			t.Fatal(c.stderr.String())
+		}
+	}
+	shard1 := strings.TrimSuffix(in, ".jsonl") + ".shard-1-of-3.out.jsonl"
+	// A --mode batch run left a batch open in shard 1's state.
+	state, _ := os.ReadFile(shard1 + ".state.json")
+	var sc map[string]any
+	json.Unmarshal(state, &sc)
+	sc["state"] = map[string]any{"batch:batch_abc": map[string]any{"id": "batch_abc", "provider": "openai", "base_url": url, "created": "2026-03-01T12:00:00Z", "ids": []string{"req-0001", "req-0002"}}}
+	state, _ = json.Marshal(sc)
+	os.WriteFile(shard1+".state.json", state, 0o600)
+
+	if code := c.run(t, "status", in, "--json"); code != 0 {
+		t.Fatalf("status --json: exit %d: %s", code, c.stderr.String())
+	}
+	var rep struct {
+		Requests, Done, Failed, Pending int
+		Outputs                         []struct {
+			Output      string
+			Done        int
+			OpenBatches []struct {
+				ID       string
+				Requests int
+			} `json:"open_batches"`
+		}
+	}
+	if err := json.Unmarshal(c.stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("status --json printed %q: %v", c.stdout.String(), err)
+	}
+	done := 0
+	for _, o := range rep.Outputs {
+		done += o.Done
+	}
+	if len(rep.Outputs) != 2 || rep.Requests != len(prompts) || rep.Done != done || rep.Pending != len(prompts)-done || done == 0 || done == len(prompts) {
+		t.Fatalf("status --json of two shards: %+v", rep)
+	}
+	if b := rep.Outputs[0].OpenBatches; rep.Outputs[0].Output != shard1 || len(b) != 1 || b[0].ID != "batch_abc" || b[0].Requests != 2 {
+		t.Errorf("open batches of shard 1: %+v", rep.Outputs[0])
+	}
+	if code := c.run(t, "status", in); code != 0 || !strings.Contains(c.stdout.String(), "all 2 outputs: "+strconv.Itoa(done)+" done") ||
+		!strings.Contains(c.stdout.String(), "1 open provider batches: batch_abc") {
+		t.Errorf("status of shards: %s", c.stdout.String())
 	}
 }
 

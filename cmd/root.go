@@ -89,7 +89,6 @@ func ExitCode(err error) int {
 		ue  *job.UsageError
 		ie  *runner.InputError
 		ce  *checkpoint.CorruptError
-		me  *checkpoint.MismatchError
 		le  *checkpoint.LockedError
 		se  *checkpoint.StateError
 		ae  *runner.AbortError
@@ -102,7 +101,7 @@ func ExitCode(err error) int {
 		return runner.ExitSignalCode(sig.Signal)
 	case errors.As(err, &ae):
 		return ExitAborted
-	case errors.As(err, &ue), errors.As(err, &ie), errors.As(err, &ce), errors.As(err, &me), errors.As(err, &le), errors.As(err, &se):
+	case errors.As(err, &ue), errors.As(err, &ie), errors.As(err, &ce), errors.As(err, &le), errors.As(err, &se):
 		return ExitUsage
 	case errors.Is(err, context.Canceled):
 		return 130

@@ -50,8 +50,14 @@ type BatchOptions struct {
 	JSONSchema                      string
 	MinChars                        int
 	Fsync                           string
-	NoRetryFailed, Force, Quiet     bool
-	Grace                           time.Duration
+	NoRetryFailed, Quiet            bool
+	// Force is accepted for old scripts and does nothing: a changed input
+	// needs no forcing, its changed requests are sent again.
+	Force bool
+	// Prune drops the answers of ids no longer in the input once the whole
+	// input has been seen; without it they are kept.
+	Prune bool
+	Grace time.Duration
 	// Seed seeds the retry jitter; 0 seeds from the clock.
 	Seed             uint64
 	ProgressInterval time.Duration
@@ -223,15 +229,10 @@ func (b *batch) checkInput() error {
 // openCheckpoint opens the checkpoint and reads what earlier runs spent.
 func (b *batch) openCheckpoint(fsync checkpoint.FsyncMode) (err error) {
 	o := b.o
-	// The errors file's costs, read before Open drops the lines it retries.
-	errRec, err := runner.ReadRecorded(o.Errors, false)
-	if err != nil {
-		return err
-	}
 	if b.store, err = b.openStore(fsync); err != nil {
 		return err
 	}
-	b.spent, err = recordedSpend(b.store, o.Output, errRec.Cost, !o.NoRetryFailed, o.Cost.MaxCost > 0)
+	b.spent, err = recordedSpend(b.store, o.Output, o.Errors, o.Cost.MaxCost > 0)
 	return err
 }
 
@@ -256,11 +257,7 @@ func (o *BatchOptions) complete() (runner.Shard, checkpoint.FsyncMode, error) {
 		o.Output = DerivePath(o.Input, suffix+".out.jsonl")
 	}
 	if o.Errors == "" {
-		if regular {
-			o.Errors = DerivePath(o.Input, suffix+".errors.jsonl")
-		} else {
-			o.Errors = DerivePath(strings.TrimSuffix(o.Output, ".out.jsonl"), ".errors.jsonl")
-		}
+		o.Errors = checkpoint.ErrorsPath(o.Output) // beside the output, whatever the input
 	}
 	if o.Concurrency <= 0 {
 		return shard, 0, usagef("--concurrency must be positive")
@@ -308,22 +305,25 @@ func (o *BatchOptions) limits() limiter.Limits {
 // openStore opens the checkpoint: the output file, its errors file and
 // state, locked for this run.
 func (b *batch) openStore(fsync checkpoint.FsyncMode) (*checkpoint.Store, error) {
-	var info checkpoint.InputInfo // unknown for a pipe: not compared
+	input := ""
 	if isRegularFile(b.o.Input) {
-		var err error
-		if info, err = checkpoint.Fingerprint(b.o.Input); err != nil {
-			return nil, err
-		}
+		input, _ = filepath.Abs(b.o.Input)
 	}
+	if b.o.Force {
+		b.io.warnf("--force is no longer needed and does nothing: a rerun sends again exactly the requests that changed")
+	}
+	route := b.routes[0]
 	return checkpoint.Open(checkpoint.Options{
 		Output:      b.o.Output,
 		Errors:      b.o.Errors,
 		Fsync:       fsync,
 		RetryFailed: !b.o.NoRetryFailed,
-		Input:       info,
-		Settings:    map[string]string{"provider": b.routes[0].Provider.Name(), "model": b.o.Model, "shard": b.o.Shard},
-		Force:       b.o.Force,
-		Warn:        func(msg string) { b.io.warnf("%s", msg) },
+		Prune:       b.o.Prune,
+		Input:       input,
+		Settings: map[string]string{"provider": route.Provider.Name(), "base_url": route.Provider.BaseURL(),
+			"model": b.o.Model, "shard": b.o.Shard},
+		Tally: lineCost,
+		Warn:  func(msg string) { b.io.warnf("%s", msg) },
 	})
 }
 

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/llmrun/llmrun/checkpoint"
 	"github.com/llmrun/llmrun/estimate"
 	"github.com/llmrun/llmrun/limiter"
@@ -65,40 +67,42 @@ func checkPriced(t *pricing.Table, routes []runner.Route, inputModels map[string
 	return usagef("--max-cost needs a price for every model, and %s has none in the price list of %s: give it one with --prices FILE", strings.Join(missing, ", "), t.Date())
 }
 
-// droppedCostKey is the checkpoint state holding the cost of failed
-// requests whose errors-file lines a rerun dropped to retry them.
+// droppedCostKey is the checkpoint state in which runs before the
+// checkpoint kept its own Dropped recorded the cost of dropped failure
+// lines; it is still counted.
 const droppedCostKey = "cost.dropped_usd"
 
-// recordedSpend is the spend recorded in the output: its lines' cost_usd,
-// the errors file's (errSpent, read before Open dropped the lines it
-// retries) and what earlier reruns carried over from dropped lines. It
-// records this rerun's dropped cost in the checkpoint state first, so the
-// record survives the lines.
-// The output is read (a pass over it) only when needed, for --max-cost.
-func recordedSpend(store *checkpoint.Store, output string, errSpent pricing.Cost, retryFailed, needed bool) (pricing.Cost, error) {
-	var carried pricing.Cost
-	if raw, ok := store.State(droppedCostKey); ok {
-		var usd float64
-		if json.Unmarshal(raw, &usd) == nil {
-			carried = pricing.FromUSD(usd)
-		}
+// lineCost is the cost a line records, for checkpoint.Options.Tally: the
+// cost of lines a compaction drops (superseded answers, failures since
+// answered or retried) stays counted.
+func lineCost(line []byte) float64 { return gjson.GetBytes(line, "llmrun.cost_usd").Float() }
+
+// legacyDropped is the cost recorded under droppedCostKey.
+func legacyDropped(state func(string) (json.RawMessage, bool)) pricing.Cost {
+	var usd float64
+	if raw, ok := state(droppedCostKey); ok && json.Unmarshal(raw, &usd) == nil {
+		return pricing.FromUSD(usd)
 	}
-	if retryFailed && errSpent > 0 {
-		carried += errSpent
-		b, _ := json.Marshal(carried.USD())
-		if err := store.SetState(droppedCostKey, b); err != nil {
-			return 0, err
-		}
-		errSpent = 0
-	}
+	return 0
+}
+
+// recordedSpend is the spend recorded in the checkpoint: the cost_usd of
+// the output's and the errors file's lines and of the lines compactions
+// dropped. The files are read (a pass over each) only when needed, for
+// --max-cost.
+func recordedSpend(store *checkpoint.Store, output, errorsPath string, needed bool) (pricing.Cost, error) {
 	if !needed {
 		return 0, nil
 	}
-	out, err := runner.ReadRecorded(output, false)
-	if err != nil {
-		return 0, err
+	spent := pricing.FromUSD(store.Dropped()) + legacyDropped(store.State)
+	for _, p := range []string{output, errorsPath} {
+		rec, err := runner.ReadRecorded(p, false)
+		if err != nil {
+			return 0, err
+		}
+		spent += rec.Cost
 	}
-	return out.Cost + carried + errSpent, nil
+	return spent, nil
 }
 
 // Estimate is batch --dry-run (llmrun estimate): it prints what running

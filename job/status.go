@@ -3,49 +3,226 @@ package job
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/llmrun/llmrun/checkpoint"
 	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/runner"
 )
 
-// Status prints the done, failed and (given the input) pending counts of
-// the run on path, an output file or an input file, and the pid of a live
-// run.
-func Status(w io.Writer, path string) error {
-	input := ""
-	if !strings.HasSuffix(path, ".out.jsonl") {
-		input = path
-		path = DerivePath(path, ".out.jsonl")
-	}
-	st, err := checkpoint.Status(path)
+// StatusOptions are the status command's.
+type StatusOptions struct {
+	// Path is an output, or an input: then its default output and every
+	// --shard output of it that exists are reported, and summed.
+	Path string
+	// Output, if set, is the output to report; Path is then its input.
+	Output string
+	// JSON prints a StatusReport as JSON instead of lines of text.
+	JSON bool
+}
+
+// StatusReport is what status prints with --json.
+type StatusReport struct {
+	// Input is the input the counts are against, "" if unknown.
+	Input string `json:"input,omitempty"`
+	// Requests counts the input's non-blank lines, -1 if unknown.
+	Requests int `json:"requests"`
+	Done     int `json:"done"`
+	Failed   int `json:"failed"`
+	// SpentUSD is the spend recorded in the outputs (see OutputStatus).
+	SpentUSD float64 `json:"spent_usd"`
+	// Pending is Requests less Done and Failed, -1 if unknown. It counts
+	// by id: an answer to an older version of a request (sent again on the
+	// next run) counts as done.
+	Pending int            `json:"pending"`
+	Outputs []OutputStatus `json:"outputs"`
+}
+
+// OutputStatus is one output's part of a StatusReport.
+type OutputStatus struct {
+	Output string `json:"output"`
+	Errors string `json:"errors"`
+	Done   int    `json:"done"`
+	Failed int    `json:"failed"`
+	// Superseded lines await the compaction that ends a run.
+	Superseded      int   `json:"superseded"`
+	Unfingerprinted int   `json:"unfingerprinted"`
+	TornBytes       int64 `json:"torn_bytes"`
+	// Malformed lines are counted neither done nor failed.
+	Malformed *MalformedStatus `json:"malformed,omitempty"`
+	Running   bool             `json:"running"`
+	PID       int              `json:"pid,omitempty"`
+	Updated   *time.Time       `json:"updated,omitempty"`
+	// OpenBatches are provider batches a --mode batch run left open.
+	OpenBatches []BatchStatus `json:"open_batches"`
+	// SpentUSD is the spend recorded: the cost_usd of the output's and
+	// the errors file's lines and of lines reruns dropped; Unpriced counts
+	// answers of models without a price, not in it.
+	SpentUSD float64 `json:"spent_usd"`
+	Unpriced int     `json:"unpriced"`
+}
+
+// MalformedStatus locates an output's first malformed line.
+type MalformedStatus struct {
+	File   string `json:"file"`
+	Line   int    `json:"line"`
+	Reason string `json:"reason"`
+	Count  int    `json:"count"`
+}
+
+// BatchStatus is one open provider batch.
+type BatchStatus struct {
+	ID       string    `json:"id"`
+	Provider string    `json:"provider"`
+	Created  time.Time `json:"created"`
+	Requests int       `json:"requests"`
+}
+
+// Status reports the checkpoint(s) o names: done, failed and (when the
+// input is known) pending counts, malformed lines, open provider batches
+// and the pid of a live run.
+func Status(w io.Writer, o StatusOptions) error {
+	outputs, input, err := statusTargets(o)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "%s: %d done, %d failed", path, st.Done, st.Failed)
-	if input != "" {
-		if n, err := countLines(input); err == nil {
-			fmt.Fprintf(w, ", %d pending", max(n-st.Done-st.Failed, 0))
+	rep := StatusReport{Input: input, Requests: -1, Pending: -1}
+	for _, out := range outputs {
+		st, err := checkpoint.Status(out)
+		if err != nil {
+			return err
+		}
+		ost := OutputStatus{Output: out, Errors: st.Errors, Done: st.Done, Failed: st.Failed, Superseded: st.Superseded,
+			Unfingerprinted: st.Unfingerprinted, TornBytes: st.TornBytes, Running: st.Running, PID: st.PID, OpenBatches: []BatchStatus{}}
+		if !st.Updated.IsZero() {
+			ost.Updated = &st.Updated
+		}
+		if m := st.Malformed; m != nil {
+			ost.Malformed = &MalformedStatus{File: m.Path, Line: m.Line, Reason: m.Reason, Count: m.Count}
+		}
+		recs, err := runner.OpenBatches(st.State)
+		if err != nil {
+			return fmt.Errorf("%s: %w", out, err)
+		}
+		for _, r := range recs {
+			ost.OpenBatches = append(ost.OpenBatches, BatchStatus{ID: r.ID, Provider: r.Provider, Created: r.Created, Requests: len(r.IDs)})
+		}
+		if spent, unpriced, err := statusSpend(out, st); err == nil {
+			ost.SpentUSD, ost.Unpriced = spent.USD(), unpriced
+			rep.SpentUSD += spent.USD()
+		}
+		if rep.Input == "" && len(outputs) == 1 {
+			rep.Input = st.Input
+		}
+		rep.Done += st.Done
+		rep.Failed += st.Failed
+		rep.Outputs = append(rep.Outputs, ost)
+	}
+	if rep.Input != "" {
+		if n, err := countLines(rep.Input); err == nil {
+			rep.Requests, rep.Pending = n, max(n-rep.Done-rep.Failed, 0)
 		}
 	}
-	if m := st.Malformed; m != nil {
-		fmt.Fprintf(w, "; %d malformed lines, not counted (first at %s:%d: %s): run llmrun repair %s", m.Count, m.Path, m.Line, m.Reason, path)
+	if o.JSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
 	}
-	if spent, unpriced, err := statusSpend(path, st); err == nil && (spent > 0 || unpriced > 0) {
-		fmt.Fprintf(w, "; spent %v recorded", spent)
-		if unpriced > 0 {
-			fmt.Fprintf(w, " (%d answers of models without a price not counted)", unpriced)
-		}
-	}
-	if st.PID != 0 {
-		fmt.Fprintf(w, "; running as pid %d", st.PID)
-	}
-	fmt.Fprintln(w)
+	printStatus(w, &rep)
 	return nil
+}
+
+// statusTargets resolves the outputs to report and their input.
+func statusTargets(o StatusOptions) (outputs []string, input string, err error) {
+	if o.Output != "" {
+		return []string{o.Output}, o.Path, nil
+	}
+	if isCheckpoint(o.Path) {
+		return []string{o.Path}, "", nil
+	}
+	// An input: its default output and its shards' outputs.
+	if c := DerivePath(o.Path, ".out.jsonl"); isCheckpoint(c) {
+		outputs = append(outputs, c)
+	}
+	shards, _ := filepath.Glob(globQuote(DerivePath(o.Path, "")) + ".shard-*-of-*.out.jsonl")
+	for _, s := range slices.Sorted(slices.Values(shards)) {
+		if isCheckpoint(s) {
+			outputs = append(outputs, s)
+		}
+	}
+	if len(outputs) == 0 {
+		return nil, "", usage(fmt.Errorf("no checkpoint for %s: neither an output of llmrun nor an input with one (looked for %s and its --shard outputs); name the output with -o: %w",
+			o.Path, DerivePath(o.Path, ".out.jsonl"), os.ErrNotExist))
+	}
+	return outputs, o.Path, nil
+}
+
+// isCheckpoint reports whether path is an output llmrun made: it has a state
+// file, or it is named like one and exists.
+func isCheckpoint(path string) bool {
+	if _, err := os.Stat(path + ".state.json"); err == nil {
+		return true
+	}
+	_, err := os.Stat(path)
+	return err == nil && strings.HasSuffix(path, ".out.jsonl")
+}
+
+// globQuote quotes the pattern characters of a path.
+func globQuote(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func printStatus(w io.Writer, rep *StatusReport) {
+	for _, o := range rep.Outputs {
+		fmt.Fprintf(w, "%s: %d done, %d failed", o.Output, o.Done, o.Failed)
+		if len(rep.Outputs) == 1 && rep.Pending >= 0 {
+			fmt.Fprintf(w, ", %d pending", rep.Pending)
+		}
+		if o.Superseded > 0 {
+			fmt.Fprintf(w, "; %d superseded lines (dropped at the end of the next run)", o.Superseded)
+		}
+		if m := o.Malformed; m != nil {
+			fmt.Fprintf(w, "; %d malformed lines, not counted (first at %s:%d: %s): run llmrun repair %s", m.Count, m.File, m.Line, m.Reason, o.Output)
+		}
+		if o.SpentUSD > 0 || o.Unpriced > 0 {
+			fmt.Fprintf(w, "; spent %v recorded", pricing.FromUSD(o.SpentUSD))
+			if o.Unpriced > 0 {
+				fmt.Fprintf(w, " (%d answers of models without a price not counted)", o.Unpriced)
+			}
+		}
+		if n := len(o.OpenBatches); n > 0 {
+			var ids []string
+			for _, b := range o.OpenBatches {
+				ids = append(ids, fmt.Sprintf("%s (%s, %d requests, since %s)", b.ID, b.Provider, b.Requests, b.Created.Format(time.RFC3339)))
+			}
+			fmt.Fprintf(w, "; %d open provider batches: %s", n, strings.Join(ids, ", "))
+		}
+		if o.PID != 0 {
+			fmt.Fprintf(w, "; running as pid %d", o.PID)
+		}
+		fmt.Fprintln(w)
+	}
+	if len(rep.Outputs) > 1 {
+		fmt.Fprintf(w, "all %d outputs: %d done, %d failed", len(rep.Outputs), rep.Done, rep.Failed)
+		if rep.Pending >= 0 {
+			fmt.Fprintf(w, ", %d pending", rep.Pending)
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 // countLines counts the non-blank lines of a file: its requests.
@@ -55,6 +232,9 @@ func countLines(path string) (int, error) {
 		return 0, err
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return 0, errors.New("not a regular file")
+	}
 	br := bufio.NewReaderSize(f, 256<<10)
 	n, blank := 0, true
 	for {
@@ -82,22 +262,18 @@ func countLines(path string) (int, error) {
 }
 
 // statusSpend is the spend recorded in a checkpoint: the output's and the
-// errors file's cost_usd, and the cost of failed lines reruns dropped.
+// errors file's cost_usd, and the cost of the lines compactions dropped
+// (superseded answers, failures since answered or retried).
 func statusSpend(output string, st checkpoint.StatusReport) (pricing.Cost, int, error) {
 	out, err := runner.ReadRecorded(output, false)
 	if err != nil {
 		return 0, 0, err
 	}
 	spent, unpriced := out.Cost, out.Unpriced
-	if st.Errors != "" {
-		if e, err := runner.ReadRecorded(st.Errors, false); err == nil {
-			spent += e.Cost
-			unpriced += e.Unpriced
-		}
+	if e, err := runner.ReadRecorded(st.Errors, false); err == nil {
+		spent += e.Cost
+		unpriced += e.Unpriced
 	}
-	var dropped float64
-	if raw, ok := st.State[droppedCostKey]; ok && json.Unmarshal(raw, &dropped) == nil {
-		spent += pricing.FromUSD(dropped)
-	}
-	return spent, unpriced, nil
+	legacy := legacyDropped(func(k string) (json.RawMessage, bool) { v, ok := st.State[k]; return v, ok })
+	return spent + pricing.FromUSD(st.Dropped) + legacy, unpriced, nil
 }

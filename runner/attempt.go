@@ -10,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/llmrun/llmrun/checkpoint"
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/providers"
 	"github.com/llmrun/llmrun/runner/retry"
@@ -38,6 +39,7 @@ type hopResult struct {
 // task is one request on its way through the fallback chain.
 type task struct {
 	req      *providers.Request // as read from the input
+	fp       checkpoint.Fingerprint
 	start    time.Time
 	attempts int // over every hop
 	// spent is what its answers cost, over every hop (guard-rejected
@@ -72,8 +74,8 @@ type hop struct {
 // process takes one request through the fallback chain; the line it
 // ends with goes to the sink. A request stopped by an interrupt or abort
 // is not written at all: it stays pending for the rerun.
-func (r *run) process(req *providers.Request) {
-	t := &task{req: req, start: time.Now()}
+func (r *run) process(req *providers.Request, fp checkpoint.Fingerprint) {
+	t := &task{req: req, fp: fp, start: time.Now()}
 	var last hopResult
 	for i, route := range r.cfg.Routes {
 		if i > 0 && r.admitCtx.Err() != nil {
@@ -284,7 +286,7 @@ func (r *run) emit(h *hop, resp *providers.Response) {
 			CostUSD:      h.t.spent.json(),
 		},
 	}
-	r.send(h.t.req.ID, &l, true)
+	r.send(h.t, &l, true)
 }
 
 // emitFailure writes an errors-file line.
@@ -319,18 +321,18 @@ func (r *run) emitFailure(t *task, last hopResult) {
 	} else if last.resp != nil {
 		l.Response = &LineResp{StatusCode: last.resp.Status, RequestID: last.resp.RequestID, Body: last.resp.Body}
 	}
-	r.send(t.req.ID, &l, false)
+	r.send(t, &l, false)
 }
 
-func (r *run) send(id string, l *Line, ok bool) {
+func (r *run) send(t *task, l *Line, ok bool) {
 	b, err := l.Marshal()
 	if err != nil {
 		// Marshal of our own struct fails only on a broken body; keep the
 		// request pending rather than writing a bad line.
-		r.stopAdmitting(fmt.Errorf("encoding result for %s: %w", id, err))
+		r.stopAdmitting(fmt.Errorf("encoding result for %s: %w", t.req.ID, err))
 		return
 	}
-	r.results <- result{id: id, line: b, ok: ok}
+	r.results <- result{id: t.req.ID, fp: t.fp, line: b, ok: ok}
 }
 
 // statusWord summarises the run's state for progress.

@@ -31,7 +31,9 @@ type LineError struct {
 	Message string `json:"message"`
 }
 
-// LineDetails is llmrun's own record of a request.
+// LineDetails is llmrun's own record of a request. It must stay the line's
+// last member: the checkpoint appends the request's "fingerprint" and the
+// line's "crc32c" seal to it as it writes the line.
 type LineDetails struct {
 	Provider     string `json:"provider"`
 	Model        string `json:"model"`

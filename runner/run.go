@@ -149,6 +149,7 @@ type run struct {
 
 type result struct {
 	id   string
+	fp   checkpoint.Fingerprint
 	line []byte
 	ok   bool
 }
@@ -249,13 +250,14 @@ func (r *run) produce() error {
 	// Workers beyond the concurrency cap sleep in backoff or wait for
 	// budget without holding an in-flight slot (the limiter holds those).
 	g.SetLimit(2*r.cfg.Concurrency + 8)
+	fps := newFingerprinter(r.cfg.Routes[0])
 	err := r.cfg.Source.Each(func(req *providers.Request) error {
-		if r.cfg.Store.Done(req.ID) {
+		fp := fps.of(req)
+		switch r.cfg.Store.Classify(req.ID, fp) {
+		case checkpoint.Skip: // answered for this very request
 			r.c.Skipped.Add(1)
 			return nil
-		}
-		if r.cfg.Store.Failed(req.ID) {
-			// Failed before and --no-retry-failed: it stays failed.
+		case checkpoint.KeepFailed: // failed before and --no-retry-failed
 			r.c.Failed.Add(1)
 			return nil
 		}
@@ -263,11 +265,16 @@ func (r *run) produce() error {
 			return errStopAdmitting
 		}
 		g.Go(func() error {
-			r.process(req)
+			r.process(req, fp)
 			return nil
 		})
 		return nil
 	})
+	if err == nil {
+		// Every request was classified: an id the checkpoint holds and the
+		// input no longer has has left it.
+		r.cfg.Store.InputDone()
+	}
 	close(r.produced)
 	g.Wait()
 	return err
@@ -332,9 +339,9 @@ func (r *run) sink() error {
 		}
 		var err error
 		if res.ok {
-			err = r.cfg.Store.AppendResult(res.id, res.line)
+			err = r.cfg.Store.Answer(res.id, res.fp, res.line)
 		} else {
-			err = r.cfg.Store.AppendError(res.id, res.line)
+			err = r.cfg.Store.Fail(res.id, res.fp, res.line)
 		}
 		if err != nil {
 			werr = err

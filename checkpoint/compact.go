@@ -1,0 +1,191 @@
+package checkpoint
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// compact rewrites the output and the errors file without their superseded
+// lines (see Store), once the run's appends are over. Each rewrite is a temp
+// file, fsync and rename: a kill leaves the old file (a rerun reads its later
+// lines as current and compacts at its end) or the new one. With
+// Options.Tally, the dropped lines' sum is recorded in the state file as
+// pending before the rename and as Dropped after it, so that it is counted
+// exactly once whenever the kill comes (see droppedPending).
+func (s *Store) compact() error {
+	s.setMu.Lock()
+	defer s.setMu.Unlock()
+	x := &s.x
+	prune := s.opts.Prune && s.inputDone && x.done.unseen() > 0
+	if x.outStale > 0 || prune {
+		kept, err := s.rewrite(s.opts.Output, true, false, func(l *scanLine) bool {
+			i := x.done.find(l.Key)
+			return i >= 0 && x.done.lineAt(i) == uint32(l.No) && (!prune || x.done.seen(i))
+		})
+		if err != nil {
+			return err
+		}
+		if prune {
+			s.opts.Warn(fmt.Sprintf("checkpoint: %s: dropped the answers of %d ids no longer in the input (--prune)", s.opts.Output, x.done.n-kept))
+		}
+		x.outStale = 0
+	}
+	if s.errs.f != nil && s.errs.off == 0 { // an empty errors file, as older runs left them
+		if err := os.Remove(s.opts.Errors); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("checkpoint: compact: %w", err)
+		}
+		return nil
+	}
+	gone := s.inputDone && x.failed.unseen() > 0
+	if s.errs.f != nil && (x.errStale || gone) {
+		atOpen := s.errsAtOpen
+		if _, err := s.rewrite(s.opts.Errors, false, true, func(l *scanLine) bool {
+			if l.ID == nil {
+				return uint32(l.No) > atOpen // a failure of this run without an id stays
+			}
+			i := x.failed.find(l.Key)
+			return i >= 0 && x.failed.lineAt(i) == uint32(l.No) && (!s.inputDone || x.failed.seen(i))
+		}); err != nil {
+			return err
+		}
+		x.errStale = false
+	}
+	return nil
+}
+
+// rewrite replaces path with the lines keep accepts, and returns how many it
+// kept. The file was validated when the Store opened it and only the Store
+// appended since, so lines are not validated again. With removeEmpty a file
+// left without lines is removed.
+func (s *Store) rewrite(path string, needID, removeEmpty bool, keep func(l *scanLine) bool) (int, error) {
+	in, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint: compact: %w", err)
+	}
+	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint: compact: %w", err)
+	}
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	tmp, err := os.CreateTemp(dir, "."+base+".tmp*")
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint: compact: %w", err)
+	}
+	defer func() {
+		if tmp != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	w := bufio.NewWriterSize(tmp, 1<<20)
+	var (
+		kept    int
+		size    int64
+		dropped float64
+	)
+	_, err = scan(in, scanOpts{path: path, needID: needID, keys: true, trusted: true}, func(l *scanLine) error {
+		if !keep(l) {
+			if s.opts.Tally != nil {
+				dropped += s.opts.Tally(l.Line)
+			}
+			return nil
+		}
+		kept++
+		size += int64(len(l.Line)) + 1
+		w.Write(l.Line)
+		return w.WriteByte('\n')
+	})
+	if err == nil {
+		err = w.Flush()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint: compact %s: %w", path, err)
+	}
+	remove := kept == 0 && removeEmpty
+	if !remove {
+		for _, step := range []func() error{func() error { return tmp.Chmod(fi.Mode().Perm()) }, tmp.Sync} {
+			if err := step(); err != nil {
+				return 0, fmt.Errorf("checkpoint: compact %s: %w", path, err)
+			}
+		}
+	}
+	if dropped != 0 {
+		if err := s.setDropped(&droppedPending{File: path, Sum: dropped, Size: size}); err != nil {
+			return 0, err
+		}
+	}
+	if remove {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return 0, fmt.Errorf("checkpoint: compact: %w", err)
+		}
+	} else {
+		if err := tmp.Close(); err != nil {
+			return 0, fmt.Errorf("checkpoint: compact %s: %w", path, err)
+		}
+		if err := os.Rename(tmp.Name(), path); err != nil {
+			return 0, fmt.Errorf("checkpoint: compact %s: %w", path, err)
+		}
+		tmp = nil
+	}
+	if err := syncDir(dir); err != nil {
+		return 0, err
+	}
+	if dropped != 0 {
+		if err := s.setDropped(nil); err != nil {
+			return 0, err
+		}
+	}
+	return kept, nil
+}
+
+// setDropped records a compaction under way (p), or settles the one
+// recorded (nil), in the state file.
+func (s *Store) setDropped(p *droppedPending) error {
+	s.stMu.Lock()
+	defer s.stMu.Unlock()
+	sc := s.sc
+	if p == nil {
+		sc.settle()
+	} else {
+		sc.DroppedPending = p
+	}
+	sc.Updated = s.opts.Now().UTC()
+	if err := sc.write(s.statePath); err != nil {
+		return err
+	}
+	s.sc = sc
+	return nil
+}
+
+// removeTemps removes the temp files a rewrite of path leaves when it is
+// killed. Only the lock holder writes them, and the caller holds the lock.
+func removeTemps(path string) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	matches, _ := filepath.Glob(filepath.Join(dir, "."+escapeGlob(base)+".tmp*"))
+	for _, m := range matches {
+		os.Remove(m)
+	}
+}
+
+// escapeGlob quotes the pattern characters of s.
+func escapeGlob(s string) string {
+	var b []byte
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '*', '?', '[', '\\':
+			b = append(b, '\\')
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
+}

@@ -1,0 +1,119 @@
+package checkpoint
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// loaded is what reading a checkpoint's two files taught: which ids the
+// output answers and for which request, which failed, and what is stale.
+// Open and Status share it.
+type loaded struct {
+	output, errors string
+
+	done   index // output: id → fingerprint and number of its latest line
+	failed index // errors file: id → the same, for failures not answered since
+
+	outRes, errRes scanResult
+	outStale       int  // output lines a later line of their id superseded
+	errStale       bool // the errors file holds lines no longer wanted
+	dups           int  // output lines repeating their id's request (made outside llmrun?)
+	dupIDs         []string
+	malformed      *CorruptError
+}
+
+// sameRequest reports whether two fingerprints may be of the same request:
+// equal, or one unknown.
+func sameRequest(a, b Fingerprint) bool { return a == b || a == 0 || b == 0 }
+
+// reserveAfter is how many lines a load reads before it sizes its table from
+// their average length and the file's size.
+const reserveAfter = 1024
+
+// loadOutput reads the output: every line's id and fingerprint into done;
+// a later line of the same id supersedes the earlier one (appends are in
+// time order).
+func (x *loaded) loadOutput(r io.Reader, size int64) error {
+	var n, read int64
+	res, err := scan(r, scanOpts{path: x.output, needID: true, keys: true}, func(l *scanLine) error {
+		if l.Bad != "" {
+			x.malformed = corrupt(x.malformed, l, x.output, x.output)
+			return nil
+		}
+		n++
+		if read += int64(len(l.Line) + 1); n == reserveAfter {
+			x.done.reserve(int(size * 105 / 100 / (read / n)))
+		}
+		if i := x.done.find(l.Key); i >= 0 {
+			x.outStale++
+			if x.done.fpAt(i) == l.FP {
+				if x.dups++; len(x.dupIDs) < 5 {
+					x.dupIDs = append(x.dupIDs, fmt.Sprintf("%q (line %d)", l.ID, l.No))
+				}
+			}
+			x.done.set(i, l.FP, uint32(l.No))
+			return nil
+		}
+		x.done.put(l.Key, l.FP, uint32(l.No))
+		return nil
+	})
+	x.outRes = res
+	return err
+}
+
+// loadErrors reads the errors file after the output. A failure record
+// counts only if no answer to the same request is in the output (an answer
+// that came later: a request is not sent again once answered) and no later
+// record of the id supersedes it.
+func (x *loaded) loadErrors(r io.Reader, size int64) error {
+	var n, read int64
+	res, err := scan(r, scanOpts{path: x.errors, keys: true}, func(l *scanLine) error {
+		if l.Bad != "" {
+			x.malformed = corrupt(x.malformed, l, x.errors, x.output)
+			return nil
+		}
+		n++
+		if read += int64(len(l.Line) + 1); n == reserveAfter {
+			x.failed.reserve(int(size * 105 / 100 / (read / n)))
+		}
+		if l.ID == nil {
+			x.errStale = true // a failure without an id: the run meets it again
+			return nil
+		}
+		if i := x.done.find(l.Key); i >= 0 && sameRequest(x.done.fpAt(i), l.FP) {
+			x.errStale = true
+			return nil
+		}
+		if _, existed := x.failed.put(l.Key, l.FP, uint32(l.No)); existed {
+			x.errStale = true
+		}
+		return nil
+	})
+	x.errRes = res
+	return err
+}
+
+// dupWarning describes repeated answers, "" if there are none.
+func (x *loaded) dupWarning() string {
+	if x.dups == 0 {
+		return ""
+	}
+	more := ""
+	if x.dups > len(x.dupIDs) {
+		more = ", …"
+	}
+	return fmt.Sprintf("checkpoint: %s answers %d requests more than once (made outside llmrun?); the last line of each counts, the others are dropped at the end of the run: %s%s",
+		x.output, x.dups, strings.Join(x.dupIDs, ", "), more)
+}
+
+// unfingerprinted counts answers without a fingerprint.
+func (x *loaded) unfingerprinted() int {
+	n := 0
+	for _, e := range x.done.s {
+		if e.bl != 0 && e.fp == 0 {
+			n++
+		}
+	}
+	return n
+}

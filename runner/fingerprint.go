@@ -1,0 +1,56 @@
+package runner
+
+import (
+	"net/url"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/llmrun/llmrun/checkpoint"
+	"github.com/llmrun/llmrun/providers"
+)
+
+// fingerprinter computes the checkpoint fingerprint of each request: what
+// decides, on a rerun, whether the output's answer for an id still answers
+// the input's request.
+//
+// It covers the request as the primary route sends it: the body (already
+// translated to the route's wire format and filled with the run's model,
+// system prompt and max tokens), the route's provider, base URL (without
+// credentials: rotating a password changes no answer) and model override.
+// Not the stream flag, which changes no answer, and not the fallback hops: an
+// answer a fallback gave still answers the request. The body is hashed as
+// it is sent; re-encoding an input line differently (other spacing, other
+// key order) therefore counts as a change.
+type fingerprinter struct {
+	route xxhash.Digest // state after the route's part
+}
+
+func newFingerprinter(route Route) *fingerprinter {
+	f := &fingerprinter{}
+	f.route.Reset()
+	for _, s := range []string{route.Provider.Name(), withoutCredentials(route.Provider.BaseURL()), route.Model} {
+		f.route.WriteString(s)
+		f.route.WriteString("\x00")
+	}
+	return f
+}
+
+// of returns req's fingerprint, never 0 (which means unknown).
+func (f *fingerprinter) of(req *providers.Request) checkpoint.Fingerprint {
+	d := f.route
+	d.Write(req.Body)
+	if fp := checkpoint.Fingerprint(d.Sum64()); fp != 0 {
+		return fp
+	}
+	return 1
+}
+
+// withoutCredentials removes a URL's user and password.
+func withoutCredentials(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	u.User = nil
+	return u.String()
+}
