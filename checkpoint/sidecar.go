@@ -28,8 +28,8 @@ type sidecar struct {
 	// rename, counted once the file is found at its new size.
 	Dropped        float64         `json:"dropped,omitempty"`
 	DroppedPending *droppedPending `json:"dropped_pending,omitempty"`
-	Created  time.Time                  `json:"created"`
-	Updated  time.Time                  `json:"updated"`
+	Created        time.Time       `json:"created"`
+	Updated        time.Time       `json:"updated"`
 }
 
 // droppedPending is a compaction of File under way: Sum moves into Dropped
