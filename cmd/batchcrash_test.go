@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"bytes"
-	"context"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -211,12 +210,8 @@ func TestBatchStateFileDeletedWhileOpen(t *testing.T) {
 // (a run that would otherwise wait for a batch it should not have made).
 func (c *cli) runUnless(t *testing.T, bad func() bool, args ...string) int {
 	t.Helper()
-	c.stderr.Reset()
-	ctx, cancel := context.WithCancel(context.Background())
+	code, cancel := c.background(args)
 	defer cancel()
-	io := &IO{In: strings.NewReader(""), Out: &c.stdout, Err: &c.stderr, Getenv: func(k string) string { return c.env[k] }}
-	code := make(chan int, 1)
-	go func() { code <- Execute(ctx, io, args) }()
 	for {
 		select {
 		case n := <-code:

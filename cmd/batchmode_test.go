@@ -45,17 +45,24 @@ func batchArgs(in, out, provider string, extra ...string) []string {
 		"--quiet", "--poll-interval", "1ms", "--poll-max", "2ms"}, extra...)
 }
 
+// background runs llmrun in the background; cancel stops it as Ctrl-C
+// would, and its exit code arrives on code.
+func (c *cli) background(args []string) (code <-chan int, cancel context.CancelFunc) {
+	c.stderr.Reset()
+	ctx, cancel := context.WithCancel(context.Background())
+	io := &IO{In: strings.NewReader(""), Out: &c.stdout, Err: &c.stderr, Getenv: func(k string) string { return c.env[k] }}
+	ch := make(chan int, 1)
+	go func() { ch <- Execute(ctx, io, args) }()
+	return ch, cancel
+}
+
 // runUntil runs llmrun in the background and cancels it (as a crash or
 // Ctrl-C during polling would) once stop reports true; it returns the exit
 // code.
 func (c *cli) runUntil(t *testing.T, stop func() bool, args ...string) int {
 	t.Helper()
-	c.stderr.Reset()
-	ctx, cancel := context.WithCancel(context.Background())
+	code, cancel := c.background(args)
 	defer cancel()
-	io := &IO{In: strings.NewReader(""), Out: &c.stdout, Err: &c.stderr, Getenv: func(k string) string { return c.env[k] }}
-	code := make(chan int, 1)
-	go func() { code <- Execute(ctx, io, args) }()
 	deadline := time.After(20 * time.Second)
 	for !stop() {
 		select {

@@ -167,6 +167,32 @@ type BatchClient interface {
 	Cancel(ctx context.Context, id string) (BatchJob, error)
 }
 
+// ListSince pages through a newest-first list of batches for a client's
+// List: page(after) returns the page after the batch id after ("" for the
+// first) and whether more follow. It stops at the end, after ListPages
+// pages, or at the first batch created before since.
+func ListSince(since time.Time, page func(after string) ([]BatchJob, bool, error)) ([]BatchJob, error) {
+	var out []BatchJob
+	after := ""
+	for range ListPages {
+		jobs, more, err := page(after)
+		if err != nil {
+			return out, err
+		}
+		for _, j := range jobs {
+			if j.Created.Before(since) {
+				return out, nil
+			}
+			out = append(out, j)
+			after = j.ID
+		}
+		if !more || len(jobs) == 0 {
+			break
+		}
+	}
+	return out, nil
+}
+
 // StripUserinfo returns raw without its userinfo ("http://user:pass@host"
 // becomes "http://host"): what may be written to a state file or a log.
 // A raw URL that does not parse as scheme://host/path loses everything up

@@ -113,32 +113,22 @@ func (b *Batch) Submit(ctx context.Context, items []providers.BatchItem, _ provi
 // List implements providers.BatchClient: GET /v1/messages/batches, newest
 // first, 1000 a page.
 func (b *Batch) List(ctx context.Context, since time.Time) ([]providers.BatchJob, error) {
-	var out []providers.BatchJob
-	after := ""
-	for range providers.ListPages {
+	return providers.ListSince(since, func(after string) ([]providers.BatchJob, bool, error) {
 		path := "/v1/messages/batches?limit=1000"
 		if after != "" {
 			path += "&after_id=" + url.QueryEscape(after)
 		}
 		raw, err := b.call(ctx, http.MethodGet, path, b.header(), nil)
 		if err != nil {
-			return out, err
+			return nil, false, err
 		}
 		l := gjson.ParseBytes(raw)
-		data := l.Get("data").Array()
-		older := false
-		for _, o := range data {
-			j := batchJobOf([]byte(o.Raw))
-			if older = j.Created.Before(since); !older {
-				out = append(out, j)
-			}
-			after = j.ID
+		var jobs []providers.BatchJob
+		for _, o := range l.Get("data").Array() {
+			jobs = append(jobs, batchJobOf([]byte(o.Raw)))
 		}
-		if !l.Get("has_more").Bool() || len(data) == 0 || older {
-			break
-		}
-	}
-	return out, nil
+		return jobs, l.Get("has_more").Bool(), nil
+	})
 }
 
 // SentIDs implements providers.BatchClient: unsupported, a running

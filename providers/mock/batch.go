@@ -419,6 +419,44 @@ func (s *Server) registerBatchRoutes() {
 	}
 }
 
+// listBatches answers a list of dialect d's batches, newest first, each as
+// seen now (settled): limit (default 20, at most maxLimit), the cursor in
+// query parameter after, the list opened by head and each batch rendered
+// by render.
+func (s *Server) listBatches(w http.ResponseWriter, r *http.Request, d dialect, maxLimit int, after, head string, render func([]byte, *mbatch, time.Time) []byte) {
+	reqID := s.batchReqID()
+	if !s.batchPrelude(w, r, d, reqID, false) {
+		return
+	}
+	limit, aerr := listLimit(r, 20, maxLimit)
+	if aerr != nil {
+		s.bump(&s.stats.BadRequests)
+		s.fail(w, d, reqID, aerr)
+		return
+	}
+	now := s.now()
+	s.batches.mu.Lock()
+	var all []*mbatch
+	for _, b := range s.batches.batchList {
+		if b.d.tag() == d.tag() {
+			all = append(all, b)
+		}
+	}
+	page, more := listPage(all, batchID, r.URL.Query().Get(after), limit)
+	b := []byte(head)
+	for i, m := range page {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		s.settle(m, now)
+		b = render(b, m, now)
+	}
+	s.batches.mu.Unlock()
+	writeJSON(w, appendListEnd(b, page, batchID, more))
+}
+
+func batchID(b *mbatch) string { return b.id }
+
 // listPage is one page of a list endpoint: newest first, the items after
 // the one called after ("" for the first page), at most limit of them.
 // It reports whether more follow.

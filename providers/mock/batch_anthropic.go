@@ -89,39 +89,12 @@ func (s *Server) handleANBatchCreate(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleANBatchList answers GET /v1/messages/batches: the batches, newest
-// first, paged by limit (default 20, at most 1000) and after_id, each as
-// seen now.
+// first, paged by limit (default 20, at most 1000) and after_id.
 func (s *Server) handleANBatchList(w http.ResponseWriter, r *http.Request) {
-	d := anthropic{}
-	reqID := s.batchReqID()
-	if !s.batchPrelude(w, r, d, reqID, false) {
-		return
-	}
-	limit, aerr := listLimit(r, 20, 1000)
-	if aerr != nil {
-		s.bump(&s.stats.BadRequests)
-		s.fail(w, d, reqID, aerr)
-		return
-	}
-	now := s.now()
-	s.batches.mu.Lock()
-	var all []*mbatch
-	for _, b := range s.batches.batchList {
-		if b.d.tag() == d.tag() {
-			all = append(all, b)
-		}
-	}
-	page, more := listPage(all, batchID, r.URL.Query().Get("after_id"), limit)
-	b := []byte(`{"data":[`)
-	for i, m := range page {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		s.settle(m, now)
-		b = s.appendANBatch(b, m, now, resultsBase(r))
-	}
-	s.batches.mu.Unlock()
-	writeJSON(w, appendListEnd(b, page, batchID, more))
+	base := resultsBase(r)
+	s.listBatches(w, r, anthropic{}, 1000, "after_id", `{"data":[`, func(b []byte, m *mbatch, now time.Time) []byte {
+		return s.appendANBatch(b, m, now, base)
+	})
 }
 
 // resultsBase is the scheme and host results_url points at: the server the

@@ -280,41 +280,12 @@ func (s *Server) handleOABatchCreate(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleOABatchList answers GET /v1/batches: the batches, newest first,
-// paged by limit (default 20, at most 100) and after, each as seen now.
+// paged by limit (default 20, at most 100) and after.
 func (s *Server) handleOABatchList(w http.ResponseWriter, r *http.Request) {
-	d := openAI{}
-	reqID := s.batchReqID()
-	if !s.batchPrelude(w, r, d, reqID, false) {
-		return
-	}
-	limit, aerr := listLimit(r, 20, 100)
-	if aerr != nil {
-		s.bump(&s.stats.BadRequests)
-		s.fail(w, d, reqID, aerr)
-		return
-	}
-	now := s.now()
-	s.batches.mu.Lock()
-	var all []*mbatch
-	for _, b := range s.batches.batchList {
-		if b.d.tag() == d.tag() {
-			all = append(all, b)
-		}
-	}
-	page, more := listPage(all, batchID, r.URL.Query().Get("after"), limit)
-	b := []byte(`{"object":"list","data":[`)
-	for i, m := range page {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		s.settle(m, now)
-		b = s.appendOABatch(b, m, now, false)
-	}
-	s.batches.mu.Unlock()
-	writeJSON(w, appendListEnd(b, page, batchID, more))
+	s.listBatches(w, r, openAI{}, 100, "after", `{"object":"list","data":[`, func(b []byte, m *mbatch, now time.Time) []byte {
+		return s.appendOABatch(b, m, now, false)
+	})
 }
-
-func batchID(b *mbatch) string { return b.id }
 
 // parseOpenAIInput validates an input file as OpenAI does before a batch
 // runs: every line a JSON object with a unique custom_id, method POST, the

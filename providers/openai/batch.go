@@ -204,9 +204,7 @@ func truncateUTF8(s string, n int) string {
 // List implements providers.BatchClient: GET /batches, newest first, 100 a
 // page.
 func (b *Batch) List(ctx context.Context, since time.Time) ([]providers.BatchJob, error) {
-	var out []providers.BatchJob
-	after := ""
-	for range providers.ListPages {
+	return providers.ListSince(since, func(after string) ([]providers.BatchJob, bool, error) {
 		path := "/batches?limit=100"
 		if after != "" {
 			path += "&after=" + url.QueryEscape(after)
@@ -216,21 +214,14 @@ func (b *Batch) List(ctx context.Context, since time.Time) ([]providers.BatchJob
 			HasMore bool              `json:"has_more"`
 		}
 		if err := b.do(ctx, http.MethodGet, path, b.header(), nil, &l); err != nil {
-			return out, err
+			return nil, false, err
 		}
-		older := false
-		for _, raw := range l.Data {
-			j := batchJobOf(raw)
-			if older = j.Created.Before(since); !older {
-				out = append(out, j)
-			}
-			after = j.ID
+		jobs := make([]providers.BatchJob, len(l.Data))
+		for i, raw := range l.Data {
+			jobs[i] = batchJobOf(raw)
 		}
-		if !l.HasMore || len(l.Data) == 0 || older {
-			break
-		}
-	}
-	return out, nil
+		return jobs, l.HasMore, nil
+	})
 }
 
 // SentIDs implements providers.BatchClient: it reads the custom_ids of the
