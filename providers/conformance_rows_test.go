@@ -120,8 +120,8 @@ var openAIRow = row{
 		}
 		return nil
 	},
-	// wire-formats §1.2 and §1.3.
-	plain: `{"id":"chatcmpl-MOCK0002","object":"chat.completion","created":1735689600,"model":"gpt-4o-mini-2024-07-18","system_fingerprint":"fp_mock01","choices":[{"index":0,"message":{"role":"assistant","content":"Seven.","refusal":null},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":21,"completion_tokens":2,"total_tokens":23}}`,
+	// wire-formats §1.2 and §1.3, with a cached prompt.
+	plain: `{"id":"chatcmpl-MOCK0002","object":"chat.completion","created":1735689600,"model":"gpt-4o-mini-2024-07-18","system_fingerprint":"fp_mock01","choices":[{"index":0,"message":{"role":"assistant","content":"Seven.","refusal":null},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":2006,"completion_tokens":2,"total_tokens":2008,"prompt_tokens_details":{"cached_tokens":1920,"audio_tokens":0}}}`,
 	events: events(`data: {"id":"chatcmpl-MOCK0002","object":"chat.completion.chunk","created":1735689600,"model":"gpt-4o-mini-2024-07-18","system_fingerprint":"fp_mock01","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],"usage":null}
 
 data: {"id":"chatcmpl-MOCK0002","object":"chat.completion.chunk","created":1735689600,"model":"gpt-4o-mini-2024-07-18","system_fingerprint":"fp_mock01","choices":[{"index":0,"delta":{"content":"Seven"},"logprobs":null,"finish_reason":null}],"usage":null}
@@ -130,13 +130,13 @@ data: {"id":"chatcmpl-MOCK0002","object":"chat.completion.chunk","created":17356
 
 data: {"id":"chatcmpl-MOCK0002","object":"chat.completion.chunk","created":1735689600,"model":"gpt-4o-mini-2024-07-18","system_fingerprint":"fp_mock01","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}],"usage":null}
 
-data: {"id":"chatcmpl-MOCK0002","object":"chat.completion.chunk","created":1735689600,"model":"gpt-4o-mini-2024-07-18","system_fingerprint":"fp_mock01","choices":[],"usage":{"prompt_tokens":21,"completion_tokens":2,"total_tokens":23}}
+data: {"id":"chatcmpl-MOCK0002","object":"chat.completion.chunk","created":1735689600,"model":"gpt-4o-mini-2024-07-18","system_fingerprint":"fp_mock01","choices":[],"usage":{"prompt_tokens":2006,"completion_tokens":2,"total_tokens":2008,"prompt_tokens_details":{"cached_tokens":1920,"audio_tokens":0}}}
 
 data: [DONE]
 
 `),
 	content:      1,
-	want:         providers.Response{Text: "Seven.", Model: "gpt-4o-mini-2024-07-18", Usage: providers.Usage{InputTokens: 21, OutputTokens: 2}},
+	want:         providers.Response{Text: "Seven.", Model: "gpt-4o-mini-2024-07-18", Usage: providers.Usage{InputTokens: 2006, OutputTokens: 2, CacheReadTokens: 1920}},
 	errEvent:     `data: {"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}` + "\n\ndata: [DONE]\n\n",
 	errEventType: "server_error",
 	errEventMsg:  "The server had an error",
@@ -196,10 +196,10 @@ var anthropicRow = row{
 		}
 		return nil
 	},
-	// wire-formats §2.2 and §2.3.
-	plain: `{"id":"msg_01MOCK000000000000000002","type":"message","role":"assistant","model":"claude-sonnet-4-5-20250929","content":[{"type":"text","text":"Seven."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":18,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":5}}`,
+	// wire-formats §2.2 and §2.3, with cache reads and writes.
+	plain: `{"id":"msg_01MOCK000000000000000002","type":"message","role":"assistant","model":"claude-sonnet-4-5-20250929","content":[{"type":"text","text":"Seven."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":18,"cache_creation_input_tokens":200,"cache_read_input_tokens":1800,"output_tokens":5}}`,
 	events: events(`event: message_start
-data: {"type":"message_start","message":{"id":"msg_01MOCK000000000000000002","type":"message","role":"assistant","model":"claude-sonnet-4-5-20250929","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":18,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1}}}
+data: {"type":"message_start","message":{"id":"msg_01MOCK000000000000000002","type":"message","role":"assistant","model":"claude-sonnet-4-5-20250929","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":18,"cache_creation_input_tokens":200,"cache_read_input_tokens":1800,"output_tokens":1}}}
 
 event: content_block_start
 data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}
@@ -224,7 +224,7 @@ data: {"type":"message_stop"}
 
 `),
 	content:       3,
-	want:          providers.Response{Text: "Seven.", Model: "claude-sonnet-4-5-20250929", Usage: providers.Usage{InputTokens: 18, OutputTokens: 5}},
+	want:          providers.Response{Text: "Seven.", Model: "claude-sonnet-4-5-20250929", Usage: providers.Usage{InputTokens: 2018, OutputTokens: 5, CacheReadTokens: 1800, CacheWriteTokens: 200}},
 	errEvent:      "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"Internal\"}}\n\n",
 	errEventType:  "api_error",
 	errEventMsg:   "Internal",

@@ -137,7 +137,7 @@ var anthropicStreams = map[string]streamCase{
 				"stop_reason":"tool_use","stop_sequence":null,"stop_details":{"x":1},
 				"usage":{"input_tokens":10,"cache_creation_input_tokens":100,"cache_read_input_tokens":1000,"output_tokens":42,"service_tier":"standard","server_tool_use":{"web_search_requests":0}}}`,
 		"café 😀\n",
-		providers.Usage{InputTokens: 1110, OutputTokens: 42}),
+		providers.Usage{InputTokens: 1110, OutputTokens: 42, CacheReadTokens: 1000, CacheWriteTokens: 100}),
 	"two text blocks, stop sequence, no event names": okUsage(
 		sseEvents(
 			"", anMessageStart,
@@ -151,7 +151,7 @@ var anthropicStreams = map[string]streamCase{
 				"stop_reason":"stop_sequence","stop_sequence":"END",
 				"usage":{"input_tokens":11,"cache_creation_input_tokens":100,"cache_read_input_tokens":1000,"output_tokens":3,"service_tier":"standard"}}`,
 		"abc",
-		providers.Usage{InputTokens: 1111, OutputTokens: 3}),
+		providers.Usage{InputTokens: 1111, OutputTokens: 3, CacheReadTokens: 1000, CacheWriteTokens: 100}),
 	"citations": okUsage(
 		sseEvents(
 			"message_start", anMessageStart,
@@ -164,7 +164,7 @@ var anthropicStreams = map[string]streamCase{
 				"stop_reason":"end_turn","stop_sequence":null,
 				"usage":{"input_tokens":10,"cache_creation_input_tokens":100,"cache_read_input_tokens":1000,"output_tokens":2,"service_tier":"standard"}}`,
 		"X.",
-		providers.Usage{InputTokens: 1110, OutputTokens: 2}),
+		providers.Usage{InputTokens: 1110, OutputTokens: 2, CacheReadTokens: 1000, CacheWriteTokens: 100}),
 	"error event with its own request id": {
 		stream: sseEvents("message_start", anMessageStart, "content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
 			"error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded","details":null},"request_id":"req_in_body"}`),

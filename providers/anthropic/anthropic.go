@@ -144,12 +144,16 @@ func (p *Provider) parsePlain(b []byte, out *providers.Response) error {
 	return nil
 }
 
-// usage totals the input side: cache writes and reads are input tokens too,
-// and the limiter must count them.
+// usage reads a usage object (plain, streamed and batch answers alike).
+// Anthropic's input_tokens excludes the cache; InputTokens totals all
+// three, because cache writes and reads are input tokens too.
 func usage(u gjson.Result) providers.Usage {
+	read, write := u.Get("cache_read_input_tokens").Int(), u.Get("cache_creation_input_tokens").Int()
 	return providers.Usage{
-		InputTokens:  u.Get("input_tokens").Int() + u.Get("cache_creation_input_tokens").Int() + u.Get("cache_read_input_tokens").Int(),
-		OutputTokens: u.Get("output_tokens").Int(),
+		InputTokens:      u.Get("input_tokens").Int() + write + read,
+		OutputTokens:     u.Get("output_tokens").Int(),
+		CacheReadTokens:  read,
+		CacheWriteTokens: write,
 	}
 }
 

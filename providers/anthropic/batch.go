@@ -196,7 +196,7 @@ func batchParseResult(line []byte) (providers.BatchResult, error) {
 	case "succeeded":
 		msg := res.Get("message")
 		r.Outcome, r.Status, r.Body, r.Model = providers.OutcomeSucceeded, http.StatusOK, []byte(msg.Raw), msg.Get("model").Str
-		r.Usage = providers.Usage{InputTokens: msg.Get("usage.input_tokens").Int(), OutputTokens: msg.Get("usage.output_tokens").Int()}
+		r.Usage = usage(msg.Get("usage"))
 	case "errored":
 		eb := res.Get("error")
 		r.Outcome, r.Body = providers.OutcomeErrored, []byte(eb.Raw)

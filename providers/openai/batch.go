@@ -304,7 +304,7 @@ func batchParseResult(line []byte) (providers.BatchResult, error) {
 		r.Model = body.Get("model").Str
 		if r.Status/100 == 2 {
 			r.Outcome = providers.OutcomeSucceeded
-			r.Usage = providers.Usage{InputTokens: body.Get("usage.prompt_tokens").Int(), OutputTokens: body.Get("usage.completion_tokens").Int()}
+			r.Usage = usage(body.Get("usage"))
 			return r, nil
 		}
 		r.Outcome = providers.OutcomeErrored

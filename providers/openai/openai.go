@@ -130,8 +130,14 @@ func (p *Provider) parsePlain(b []byte, out *providers.Response) error {
 	return nil
 }
 
+// usage reads a usage object (plain, streamed and batch answers alike):
+// prompt_tokens counts every input token, the cached ones included.
 func usage(u gjson.Result) providers.Usage {
-	return providers.Usage{InputTokens: u.Get("prompt_tokens").Int(), OutputTokens: u.Get("completion_tokens").Int()}
+	return providers.Usage{
+		InputTokens:     u.Get("prompt_tokens").Int(),
+		OutputTokens:    u.Get("completion_tokens").Int(),
+		CacheReadTokens: u.Get("prompt_tokens_details.cached_tokens").Int(),
+	}
 }
 
 // readStream decodes an SSE answer into out. It stops at [DONE] without
