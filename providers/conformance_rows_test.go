@@ -35,6 +35,12 @@ type row struct {
 	requestID string
 	// body builds a request body of this provider's shape.
 	body func(prompt string, maxTokens int) string
+	// cached builds a body whose first part, shared, the provider (and
+	// the mock) caches: cache_control where the API wants it marked, a
+	// long enough prefix where it caches on its own; writes says whether
+	// the provider reports cache writes.
+	cached func(shared, q string) string
+	writes bool
 	// flags checks that a sent body carries the stream flags (stream)
 	// or none of them.
 	flags func(body []byte, stream bool) error
@@ -109,6 +115,9 @@ var openAIRow = row{
 	requestID: "x-request-id",
 	body: func(prompt string, maxTokens int) string {
 		return fmt.Sprintf(`{"model":"gpt-4o-mini","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":%q}],"max_completion_tokens":%d}`, prompt, maxTokens)
+	},
+	cached: func(shared, q string) string {
+		return fmt.Sprintf(`{"model":"gpt-4o-mini","messages":[{"role":"system","content":%q},{"role":"user","content":%q}],"max_completion_tokens":16}`, shared, q)
 	},
 	flags: func(b []byte, stream bool) error {
 		s, o := gjson.GetBytes(b, "stream"), gjson.GetBytes(b, "stream_options")
@@ -190,6 +199,10 @@ var anthropicRow = row{
 	body: func(prompt string, maxTokens int) string {
 		return fmt.Sprintf(`{"model":"claude-sonnet-4-5","max_tokens":%d,"system":"Answer in one word.","messages":[{"role":"user","content":%q}]}`, maxTokens, prompt)
 	},
+	cached: func(shared, q string) string {
+		return fmt.Sprintf(`{"model":"claude-sonnet-4-5","max_tokens":16,"system":[{"type":"text","text":%q,"cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":%q}]}`, shared, q)
+	},
+	writes: true,
 	flags: func(b []byte, stream bool) error {
 		if s := gjson.GetBytes(b, "stream"); s.Bool() != stream || (!stream && s.Exists()) {
 			return fmt.Errorf("stream flag %s, want stream=%v", s.Raw, stream)

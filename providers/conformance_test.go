@@ -753,7 +753,8 @@ func TestConformanceMockFaults(t *testing.T) {
 		"spend cap":          {mock.Config{SpendCap: true}, true, mockKey, providers.ClassQuota, false},
 		"wrong key":          {mock.Config{APIKey: "sk-other-key-0000000000"}, false, mockKey, providers.ClassAuth, false},
 		// One request a minute with a minute of burst: the second waits.
-		"rate limited": {mock.Config{RPM: 1, Burst: time.Minute}, false, mockKey, providers.ClassRateLimited, true},
+		"rate limited":                 {mock.Config{RPM: 1, Burst: time.Minute}, false, mockKey, providers.ClassRateLimited, true},
+		"rate limited, no retry-after": {mock.Config{RPM: 1, Burst: time.Minute, NoRetryAfter: true, NoLimitHeaders: true}, true, mockKey, providers.ClassRateLimited, false},
 	}
 	each(t, func(t *testing.T, r row) {
 		for name, tc := range tests {
@@ -792,6 +793,40 @@ func TestConformanceMockLimits(t *testing.T) {
 			}
 			if resp.Limits.Requests.Limit != 600 || r.inputWindow(resp.Limits).Limit != 60000 || r.inputWindow(resp.Limits).Remaining >= 60000 {
 				t.Fatalf("limits %+v", resp.Limits)
+			}
+			quiet := mock.Config{RPM: 600, ITPM: 60000, NoLimitHeaders: true}
+			if resp, err = r.onMock(t, quiet, stream, mockKey).Send(t.Context(), r.request("x", 8)); err != nil || resp.Limits.Any() {
+				t.Fatalf("no headers: limits %+v, err %v", resp.Limits, err)
+			}
+		})
+	})
+}
+
+// TestConformanceMockCache: cache usage read end to end, plain and
+// streamed: the mock caches the shared part of the first request, and the
+// second, repeating it, reports reading it; InputTokens counts every input
+// token either way.
+func TestConformanceMockCache(t *testing.T) {
+	shared := strings.Repeat("Follow the house rules. ", 250) // 6,000 bytes, 1,500 tokens
+	each(t, func(t *testing.T, r row) {
+		modes(t, func(t *testing.T, stream bool) {
+			p := r.onMock(t, mock.Config{}, stream, mockKey)
+			var u [2]providers.Usage
+			for i := range u {
+				body := r.cached(shared, fmt.Sprint("question ", i))
+				resp, err := p.Send(t.Context(), &providers.Request{ID: "c", Body: []byte(body), MaxTokens: 16})
+				if err != nil {
+					t.Fatal(err)
+				}
+				u[i] = resp.Usage
+			}
+			first, second := u[0], u[1]
+			switch {
+			case first.CacheReadTokens != 0 || second.CacheReadTokens < 1024 || second.CacheReadTokens > second.InputTokens,
+				first.InputTokens != second.InputTokens || first.InputTokens < 1500,
+				r.writes && (first.CacheWriteTokens != second.CacheReadTokens || second.CacheWriteTokens != 0),
+				!r.writes && (first.CacheWriteTokens != 0 || second.CacheWriteTokens != 0):
+				t.Fatalf("first %+v\nsecond %+v", first, second)
 			}
 		})
 	})

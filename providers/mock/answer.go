@@ -11,7 +11,10 @@ import (
 // CountTokens is the mock's token counting rule: one token per started group
 // of four bytes, ceil(len(s)/4), so "" is 0 tokens, "abcd" is 1 and "abcde"
 // is 2. The mock uses it for usage figures and for its rate limits.
-func CountTokens(s string) int { return (len(s) + 3) / 4 }
+func CountTokens(s string) int { return tokensOf(len(s)) }
+
+// tokensOf is CountTokens of any text of n bytes.
+func tokensOf(n int) int { return (n + 3) / 4 }
 
 // messageOverhead is the fixed token count added per message (and per
 // system prompt) to the prompt/input token figure, as real tokenizers add

@@ -37,28 +37,48 @@ func (anthropic) parse(body []byte) (*request, *apiError) {
 	if len(in.Messages) == 0 {
 		return nil, errInvalid("messages", "messages: Field required")
 	}
-	req := &request{model: in.Model, stream: in.Stream, maxTokens: *in.MaxTokens}
+	req := &request{model: in.Model, stream: in.Stream, maxTokens: *in.MaxTokens, cacheWrites: true}
+	ph := newPrefixHash('a', in.Model)
 	if len(in.System) > 0 && string(in.System) != "null" {
-		text, err := contentText(in.System)
+		parts, err := contentParts(in.System)
 		if err != nil {
 			return nil, errInvalid("system", "system: "+err.Error())
 		}
-		req.inTokens += CountTokens(text) + messageOverhead
+		req.addBlocks(ph, "system", parts)
 	}
 	for i, m := range in.Messages {
 		if m.Role != "user" && m.Role != "assistant" {
 			return nil, errInvalid("messages", "messages."+strconv.Itoa(i)+".role: Input should be 'user' or 'assistant'")
 		}
-		text, err := contentText(m.Content)
+		parts, err := contentParts(m.Content)
 		if err != nil {
 			return nil, errInvalid("messages", "messages."+strconv.Itoa(i)+".content: "+err.Error())
 		}
-		req.inTokens += CountTokens(text) + messageOverhead
+		req.addBlocks(ph, m.Role, parts)
 		if m.Role == "user" {
-			req.prompt = text
+			req.prompt, _ = contentText(m.Content)
 		}
 	}
 	return req, nil
+}
+
+// addBlocks counts one message (or the system prompt) into req's input
+// tokens and walks its blocks into ph: each block carrying cache_control
+// ends a cacheable prefix, counted as the tokens before it plus those of
+// its message up to it.
+func (req *request) addBlocks(ph prefixHash, role string, parts []part) {
+	ph.write(role)
+	for i, p := range parts {
+		if p.isText {
+			ph.write(p.text)
+		} else {
+			ph.write(string(p.raw))
+		}
+		if p.cache {
+			req.prefixes = append(req.prefixes, ph.sum(req.inTokens+tokensOf(textLen(parts[:i+1]))+messageOverhead))
+		}
+	}
+	req.inTokens += tokensOf(textLen(parts)) + messageOverhead
 }
 
 func (anthropic) errorStatus(e *apiError) int {
@@ -138,11 +158,22 @@ func (a anthropic) plainBody(c *completion) []byte {
 	b = appendString(b, c.text)
 	b = append(b, `}],"stop_reason":`...)
 	b = appendString(b, a.stopReason(c))
-	b = append(b, `,"stop_sequence":null,"usage":{"input_tokens":`...)
-	b = appendInt(b, c.inTokens)
-	b = append(b, `,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":`...)
+	b = append(b, `,"stop_sequence":null,"usage":`...)
+	b = appendInputUsage(b, c)
+	b = append(b, `,"output_tokens":`...)
 	b = appendInt(b, c.outTokens)
 	return append(b, "}}"...)
+}
+
+// appendInputUsage writes the input side of a usage object, without its
+// closing brace: input_tokens is the uncached part, as the API reports it.
+func appendInputUsage(b []byte, c *completion) []byte {
+	b = append(b, `{"input_tokens":`...)
+	b = appendInt(b, c.inTokens-c.cacheRead-c.cacheWrite)
+	b = append(b, `,"cache_creation_input_tokens":`...)
+	b = appendInt(b, c.cacheWrite)
+	b = append(b, `,"cache_read_input_tokens":`...)
+	return appendInt(b, c.cacheRead)
 }
 
 func event(b []byte, name string, data ...string) []byte {
@@ -159,9 +190,9 @@ func (anthropic) streamStart(b []byte, c *completion) []byte {
 	head := appendString([]byte(`{"type":"message_start","message":{"id":`), c.id)
 	head = append(head, `,"type":"message","role":"assistant","model":`...)
 	head = appendString(head, c.model)
-	head = append(head, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":`...)
-	head = appendInt(head, c.inTokens)
-	head = append(head, `,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1}}}`...)
+	head = append(head, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":`...)
+	head = appendInputUsage(head, c)
+	head = append(head, `,"output_tokens":1}}}`...)
 	b = event(b, "message_start", string(head))
 	b = event(b, "content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
 	return event(b, "ping", `{"type":"ping"}`)

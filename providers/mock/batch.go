@@ -340,11 +340,7 @@ func (s *Server) execute(d dialect, it *bitem) bresult {
 	s.stats.Completed++
 	s.stats.InputTokens += int64(c.inTokens)
 	s.stats.OutputTokens += int64(c.outTokens)
-	if bs := s.bodies[it.h]; bs.done {
-		s.stats.Duplicates++
-	} else {
-		bs.done = true
-	}
+	s.completed(it.h)
 	s.mu.Unlock()
 	return bresult{kind: itemSucceeded, status: http.StatusOK, reqID: reqID, body: d.plainBody(c)}
 }

@@ -61,7 +61,7 @@ func TestOpenAIPlain(t *testing.T) {
 	created, _ := got["created"].(float64)
 	want := fmt.Sprintf(`{"id":%q,"object":"chat.completion","created":%d,"model":"gpt-mock","system_fingerprint":"fp_mock",`+
 		`"choices":[{"index":0,"message":{"role":"assistant","content":%q,"refusal":null},"logprobs":null,"finish_reason":"stop"}],`+
-		`"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}}`, id, int64(created), text, in, out, in+out)
+		`"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d,"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0}}}`, id, int64(created), text, in, out, in+out)
 	if string(r.body) != want {
 		t.Errorf("body\n got %s\nwant %s", r.body, want)
 	}
@@ -123,7 +123,7 @@ func TestOpenAIStream(t *testing.T) {
 			rest := evs[1 : len(evs)-1]
 			if withUsage {
 				u := rest[len(rest)-1]
-				want := prefix + fmt.Sprintf(`],"usage":{"prompt_tokens":%v,"completion_tokens":%v,"total_tokens":%v}}`,
+				want := prefix + fmt.Sprintf(`],"usage":{"prompt_tokens":%v,"completion_tokens":%v,"total_tokens":%v,"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0}}}`,
 					path(p, "usage", "prompt_tokens"), path(p, "usage", "completion_tokens"), path(p, "usage", "total_tokens"))
 				if u.data != want {
 					t.Errorf("usage chunk\n got %s\nwant %s", u.data, want)

@@ -118,6 +118,22 @@ type Config struct {
 	// for this long (real time) after the object was created: the window in
 	// which a client that dies has created something it never heard of.
 	BatchCallDelay time.Duration
+
+	// NoLimitHeaders sends no rate-limit headers at all (an API gateway,
+	// vLLM behind an ingress, Gemini); the limits still apply.
+	NoLimitHeaders bool
+	// NoRetryAfter sends rate-limit 429s without retry-after and
+	// retry-after-ms, as many proxies do.
+	NoRetryAfter bool
+
+	// RememberBodies bounds how many distinct request bodies the server
+	// remembers (for request ids, fault selection and Stats.Duplicates),
+	// forgetting the oldest first; 0 means DefaultRemember. A body
+	// forgotten and sent again counts as new.
+	RememberBodies int
+	// CachePrefixes bounds the prompt cache (see Stats.CacheReadTokens),
+	// in prefixes, oldest evicted first; 0 means DefaultRemember.
+	CachePrefixes int
 }
 
 // Stats counts what the server has seen. Attempts counts every request to
@@ -144,10 +160,20 @@ type Stats struct {
 	Canceled    int64 `json:"canceled"`
 	InFlight    int64 `json:"in_flight"`
 	MaxInFlight int64 `json:"max_in_flight"`
-	// InputTokens and OutputTokens are the tokens charged to the limits:
-	// input of admitted requests, output actually generated.
+	// InputTokens and OutputTokens are the tokens of admitted requests'
+	// input (cached or not) and of the output actually generated.
 	InputTokens  int64 `json:"input_tokens"`
 	OutputTokens int64 `json:"output_tokens"`
+	// CacheReadTokens and CacheWriteTokens are the input tokens reported
+	// as read from and written to the prompt cache. Anthropic requests
+	// cache the prefix up to each block carrying cache_control (the first
+	// request writes it, later ones with the same prefix read it, and
+	// reads do not count toward ITPM; unlike the real API, no minimum
+	// length applies); OpenAI requests of 1,024 tokens or more cache their
+	// prompt in 128-token steps, and a later request repeating such a
+	// prefix reads it.
+	CacheReadTokens  int64 `json:"cache_read_tokens"`
+	CacheWriteTokens int64 `json:"cache_write_tokens"`
 
 	// Batch APIs. Answered batch items count in Completed, Duplicates and
 	// the token figures too (when their batch ends), so a test can check
@@ -179,17 +205,11 @@ type Server struct {
 	mu            sync.Mutex
 	reqs, in, out *bucket // nil when unlimited
 	inFlight      int64
-	bodies        map[[32]byte]*bodyState
+	bodies        *fifo[bodyState] // see memory.go
+	prefixes      *fifo[struct{}]  // the prompt cache
 	stats         Stats
 
 	batches batchStore
-}
-
-// bodyState is what the server remembers about one request body.
-type bodyState struct {
-	arrivals int  // requests seen, for request ids
-	admitted int  // attempts admitted, for fault selection
-	done     bool // completed at least once
 }
 
 // New returns a Server for cfg.
@@ -198,12 +218,13 @@ func New(cfg Config) *Server {
 		cfg.Burst = time.Second
 	}
 	s := &Server{
-		cfg:    cfg,
-		now:    cfg.Now,
-		reqs:   newBucket(cfg.RPM, cfg.Burst),
-		in:     newBucket(cfg.ITPM, cfg.Burst),
-		out:    newBucket(cfg.OTPM, cfg.Burst),
-		bodies: make(map[[32]byte]*bodyState),
+		cfg:      cfg,
+		now:      cfg.Now,
+		reqs:     newBucket(cfg.RPM, cfg.Burst),
+		in:       newBucket(cfg.ITPM, cfg.Burst),
+		out:      newBucket(cfg.OTPM, cfg.Burst),
+		bodies:   newFIFO[bodyState](cfg.RememberBodies),
+		prefixes: newFIFO[struct{}](cfg.CachePrefixes),
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -251,6 +272,11 @@ type request struct {
 	inTokens     int
 	stream       bool
 	includeUsage bool
+	// prefixes are the request's cacheable prefixes, shortest first;
+	// cacheWrites says whether caching them is billed as a write
+	// (Anthropic) and whether reads are free of the input limit.
+	prefixes    []prefix
+	cacheWrites bool
 }
 
 // completion is one answer, ready to be written in either shape.
@@ -260,7 +286,9 @@ type completion struct {
 	text             string
 	truncated        bool
 	chunks           []chunk
-	inTokens         int
+	inTokens         int // all input tokens, cached or not
+	cacheRead        int
+	cacheWrite       int
 	outTokens        int
 	includeUsage     bool
 }
@@ -338,12 +366,21 @@ func (s *Server) handleAPI(d dialect) http.HandlerFunc {
 		}
 
 		s.mu.Lock()
-		ref := s.admit(s.now(), req.inTokens)
-		attempt := 0
+		read := s.cacheLookup(req)
+		charged := req.inTokens
+		if req.cacheWrites {
+			charged -= read // Anthropic: cache reads do not count toward ITPM
+		}
+		ref := s.admit(s.now(), charged)
+		attempt, written := 0, 0
 		if ref == nil {
-			bs := s.bodies[h]
-			attempt = bs.admitted
+			bs := s.body(h)
+			attempt = int(bs.admitted)
 			bs.admitted++
+			s.setBody(h, bs)
+			written = s.cacheStore(req, read)
+			s.stats.CacheReadTokens += int64(read)
+			s.stats.CacheWriteTokens += int64(written)
 		}
 		s.mu.Unlock()
 		if ref != nil {
@@ -352,6 +389,7 @@ func (s *Server) handleAPI(d dialect) http.HandlerFunc {
 		}
 
 		c := newCompletion(d, h, req, reqID)
+		c.cacheRead, c.cacheWrite = read, written
 		a := &admission{s: s, h: h}
 		defer a.release(0, false) // a no-op unless something panicked
 
@@ -419,7 +457,9 @@ func (a *admission) undo() {
 	if a.dup {
 		s.stats.Duplicates--
 	} else {
-		s.bodies[a.h].done = false
+		bs := s.body(a.h)
+		bs.done = false
+		s.setBody(a.h, bs)
 	}
 }
 
@@ -427,13 +467,10 @@ func (a *admission) undo() {
 // derived from h and the number of earlier requests with that body.
 func (s *Server) arrive(h [32]byte) string {
 	s.mu.Lock()
-	bs := s.bodies[h]
-	if bs == nil {
-		bs = &bodyState{}
-		s.bodies[h] = bs
-	}
+	bs := s.body(h)
 	n := bs.arrivals
 	bs.arrivals++
+	s.setBody(h, bs)
 	s.mu.Unlock()
 	var buf [40]byte
 	copy(buf[:], h[:])
@@ -458,12 +495,7 @@ func (s *Server) release(h [32]byte, out int, done bool) (dup bool) {
 	s.stats.InFlight = s.inFlight
 	if done {
 		s.stats.Completed++
-		if bs := s.bodies[h]; bs.done {
-			s.stats.Duplicates++
-			dup = true
-		} else {
-			bs.done = true
-		}
+		dup = s.completed(h)
 	}
 	return dup
 }
@@ -472,7 +504,7 @@ func (s *Server) release(h [32]byte, out int, done bool) (dup bool) {
 func (s *Server) fail(w http.ResponseWriter, d dialect, reqID string, e *apiError) {
 	s.writeLimitHeaders(w, d)
 	h := w.Header()
-	if e.retryAfter > 0 {
+	if e.retryAfter > 0 && !s.cfg.NoRetryAfter {
 		h.Set("retry-after", strconv.FormatInt(int64(math.Ceil(e.retryAfter.Seconds())), 10))
 		h.Set("retry-after-ms", strconv.FormatInt(int64(math.Ceil(float64(e.retryAfter)/float64(time.Millisecond))), 10))
 	}
@@ -482,6 +514,9 @@ func (s *Server) fail(w http.ResponseWriter, d dialect, reqID string, e *apiErro
 }
 
 func (s *Server) writeLimitHeaders(w http.ResponseWriter, d dialect) {
+	if s.cfg.NoLimitHeaders {
+		return
+	}
 	now := s.now()
 	s.mu.Lock()
 	l := s.limitsAt(now)
@@ -702,32 +737,73 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, d dialect, c
 	}
 }
 
-// contentText returns the text of a message content: a string, or the
-// text parts of a parts array joined with "\n". null is "".
-func contentText(raw json.RawMessage) (string, error) {
+// part is one block of a message content (or of a system prompt): its
+// text ("" for blocks that are not text), the block itself for hashing,
+// and whether it carries cache_control.
+type part struct {
+	text   string
+	isText bool
+	raw    json.RawMessage
+	cache  bool
+}
+
+// contentParts returns the blocks of a message content: a string is one
+// text block; null is none.
+func contentParts(raw json.RawMessage) ([]part, error) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
+		return nil, nil
 	}
 	switch raw[0] {
 	case '"':
 		var s string
 		err := json.Unmarshal(raw, &s)
-		return s, err
+		return []part{{text: s, isText: true}}, err
 	case '[':
-		var parts []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
+		var blocks []json.RawMessage
+		if err := json.Unmarshal(raw, &blocks); err != nil {
+			return nil, err
 		}
-		if err := json.Unmarshal(raw, &parts); err != nil {
-			return "", err
-		}
-		var texts []string
-		for _, p := range parts {
+		parts := make([]part, len(blocks))
+		for i, b := range blocks {
+			var p struct {
+				Type         string          `json:"type"`
+				Text         string          `json:"text"`
+				CacheControl json.RawMessage `json:"cache_control"`
+			}
+			if err := json.Unmarshal(b, &p); err != nil {
+				return nil, err
+			}
+			parts[i] = part{raw: b, cache: len(p.CacheControl) > 0 && string(p.CacheControl) != "null"}
 			if p.Type == "text" || p.Type == "input_text" {
-				texts = append(texts, p.Text)
+				parts[i].text, parts[i].isText = p.Text, true
 			}
 		}
-		return strings.Join(texts, "\n"), nil
+		return parts, nil
 	}
-	return "", fmt.Errorf("content must be a string or an array of parts")
+	return nil, fmt.Errorf("content must be a string or an array of parts")
+}
+
+// textLen is the length of the text parts of parts joined with "\n".
+func textLen(parts []part) int {
+	n, k := 0, 0
+	for _, p := range parts {
+		if p.isText {
+			n += len(p.text)
+			k++
+		}
+	}
+	return n + max(k-1, 0)
+}
+
+// contentText returns the text of a message content: a string, or the
+// text parts of a parts array joined with "\n". null is "".
+func contentText(raw json.RawMessage) (string, error) {
+	parts, err := contentParts(raw)
+	var texts []string
+	for _, p := range parts {
+		if p.isText {
+			texts = append(texts, p.text)
+		}
+	}
+	return strings.Join(texts, "\n"), err
 }

@@ -34,6 +34,7 @@ func (openAI) parse(body []byte) (*request, *apiError) {
 		return nil, errInvalid("messages", "[] is too short - 'messages'")
 	}
 	req := &request{model: in.Model, stream: in.Stream}
+	var prompt []byte // the messages as the prompt cache sees them
 	for i, m := range in.Messages {
 		text, err := contentText(m.Content)
 		if err != nil {
@@ -43,7 +44,9 @@ func (openAI) parse(body []byte) (*request, *apiError) {
 		if m.Role == "user" {
 			req.prompt = text
 		}
+		prompt = append(append(append(append(prompt, m.Role...), 0), text...), 0)
 	}
+	req.prefixes = openAIPrefixes(in.Model, prompt)
 	switch {
 	case in.MaxCompletionTokens != nil:
 		req.maxTokens = *in.MaxCompletionTokens
@@ -130,7 +133,29 @@ func (openAI) appendUsage(b []byte, c *completion) []byte {
 	b = appendInt(b, c.outTokens)
 	b = append(b, `,"total_tokens":`...)
 	b = appendInt(b, c.inTokens+c.outTokens)
-	return append(b, '}')
+	b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
+	b = appendInt(b, c.cacheRead)
+	return append(b, `,"audio_tokens":0}}`...)
+}
+
+// openAIPrefixes are the cacheable prefixes of a prompt (its messages'
+// roles and texts, NUL-separated): from 1,024 tokens on, every 128 tokens
+// (of the CountTokens rule, four bytes each), as OpenAI caches. Each is at
+// most the prompt's token count, so cached tokens never exceed it.
+func openAIPrefixes(model string, prompt []byte) []prefix {
+	const first, step = openAIMinCached * 4, openAICacheStep * 4
+	if len(prompt) < first {
+		return nil
+	}
+	ph := newPrefixHash('o', model)
+	out := make([]prefix, 0, (len(prompt)-first)/step+1)
+	done := 0
+	for end := first; end <= len(prompt); end += step {
+		ph.h.Write(prompt[done:end])
+		done = end
+		out = append(out, ph.sum(end/4))
+	}
+	return out
 }
 
 // chunk appends one data: event carrying a chat.completion.chunk whose
