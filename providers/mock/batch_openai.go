@@ -373,18 +373,26 @@ func (s *Server) oaBatch(w http.ResponseWriter, r *http.Request, cancel bool) {
 func (s *Server) handleOABatchGet(w http.ResponseWriter, r *http.Request)    { s.oaBatch(w, r, false) }
 func (s *Server) handleOABatchCancel(w http.ResponseWriter, r *http.Request) { s.oaBatch(w, r, true) }
 
-// appendOABatch renders b as seen at now (fresh: as just created, still
+// oaView is an OpenAI batch's status and timestamps as seen at a moment.
+type oaView struct {
+	status string
+	done   int // items processed
+
+	// The timestamps; zero for null.
+	inProgressAt, finalizingAt, completedAt, failedAt, expiredAt, cancelledAt time.Time
+}
+
+// oaViewOf returns m as seen at now (fresh: as just created, still
 // validating). Requires bs.mu.
-func (s *Server) appendOABatch(b []byte, m *mbatch, now time.Time, fresh bool) []byte {
+func (s *Server) oaViewOf(m *mbatch, now time.Time, fresh bool) oaView {
+	var v oaView
 	from, to := s.workSpan(m)
-	var status string
-	var inProgressAt, finalizingAt, completedAt, failedAt, expiredAt, cancelledAt time.Time
-	done := s.processed(m, now)
+	v.done = s.processed(m, now)
 	switch {
 	case fresh:
-		status, done = "validating", 0
+		v.status, v.done = "validating", 0
 	case m.ended:
-		status, done = m.endState, m.done
+		v.status, v.done = m.endState, m.done
 		reached := func(t time.Time) time.Time {
 			if !m.endAt.Before(t) {
 				return t
@@ -392,42 +400,39 @@ func (s *Server) appendOABatch(b []byte, m *mbatch, now time.Time, fresh bool) [
 			return time.Time{}
 		}
 		if m.endState != "failed" {
-			inProgressAt = reached(from)
+			v.inProgressAt = reached(from)
 		}
 		switch m.endState {
 		case "completed":
-			finalizingAt, completedAt = reached(to), m.endAt
+			v.finalizingAt, v.completedAt = reached(to), m.endAt
 		case "failed":
-			failedAt = m.endAt
+			v.failedAt = m.endAt
 		case "expired":
-			expiredAt = m.endAt
+			v.expiredAt = m.endAt
 		case "cancelled":
-			cancelledAt = m.endAt
+			v.cancelledAt = m.endAt
 		}
 	case !m.cancelAt.IsZero():
-		status, done = "cancelling", m.cancelDone
+		v.status, v.done = "cancelling", m.cancelDone
 		if !m.cancelAt.Before(from) {
-			inProgressAt = from
+			v.inProgressAt = from
 		}
 	case m.invalid != nil || now.Before(from):
-		status = "validating"
+		v.status = "validating"
 	case now.Before(to):
-		status, inProgressAt = "in_progress", from
+		v.status, v.inProgressAt = "in_progress", from
 	default:
-		status, inProgressAt, finalizingAt = "finalizing", from, to
+		v.status, v.inProgressAt, v.finalizingAt = "finalizing", from, to
 	}
-	total := len(m.items)
-	completed := m.okBefore[done]
-	failed := done - completed
+	return v
+}
 
-	b = append(b, `{"id":`...)
-	b = appendString(b, m.id)
-	b = append(b, `,"object":"batch","endpoint":`...)
-	b = appendString(b, m.endpoint)
-	b = append(b, `,"errors":`...)
+// appendOAErrors appends the errors field: the validation errors of a
+// failed batch, else null.
+func appendOAErrors(b []byte, status string, invalid []lineError) []byte {
 	if status == "failed" {
 		b = append(b, `{"object":"list","data":[`...)
-		for i, e := range m.invalid {
+		for i, e := range invalid {
 			if i > 0 {
 				b = append(b, ',')
 			}
@@ -449,10 +454,27 @@ func (s *Server) appendOABatch(b []byte, m *mbatch, now time.Time, fresh bool) [
 	} else {
 		b = append(b, "null"...)
 	}
+	return b
+}
+
+// appendOABatch renders b as seen at now (fresh: as just created, still
+// validating). Requires bs.mu.
+func (s *Server) appendOABatch(b []byte, m *mbatch, now time.Time, fresh bool) []byte {
+	v := s.oaViewOf(m, now, fresh)
+	total := len(m.items)
+	completed := m.okBefore[v.done]
+	failed := v.done - completed
+
+	b = append(b, `{"id":`...)
+	b = appendString(b, m.id)
+	b = append(b, `,"object":"batch","endpoint":`...)
+	b = appendString(b, m.endpoint)
+	b = append(b, `,"errors":`...)
+	b = appendOAErrors(b, v.status, m.invalid)
 	b = append(b, `,"input_file_id":`...)
 	b = appendString(b, m.inputFile)
 	b = append(b, `,"completion_window":"24h","status":`...)
-	b = appendString(b, status)
+	b = appendString(b, v.status)
 	b = append(b, `,"output_file_id":`...)
 	b = appendNullString(b, m.outFile)
 	b = append(b, `,"error_file_id":`...)
@@ -460,17 +482,17 @@ func (s *Server) appendOABatch(b []byte, m *mbatch, now time.Time, fresh bool) [
 	b = append(b, `,"created_at":`...)
 	b = strconv.AppendInt(b, m.created.Unix(), 10)
 	b = append(b, `,"in_progress_at":`...)
-	b = appendUnixOrNull(b, inProgressAt)
+	b = appendUnixOrNull(b, v.inProgressAt)
 	b = append(b, `,"expires_at":`...)
 	b = strconv.AppendInt(b, m.created.Add(batchWindow).Unix(), 10)
 	b = append(b, `,"finalizing_at":`...)
-	b = appendUnixOrNull(b, finalizingAt)
+	b = appendUnixOrNull(b, v.finalizingAt)
 	b = append(b, `,"completed_at":`...)
-	b = appendUnixOrNull(b, completedAt)
+	b = appendUnixOrNull(b, v.completedAt)
 	b = append(b, `,"failed_at":`...)
-	b = appendUnixOrNull(b, failedAt)
+	b = appendUnixOrNull(b, v.failedAt)
 	b = append(b, `,"expired_at":`...)
-	b = appendUnixOrNull(b, expiredAt)
+	b = appendUnixOrNull(b, v.expiredAt)
 	b = append(b, `,"cancelling_at":`...)
 	if fresh {
 		b = append(b, "null"...)
@@ -478,7 +500,7 @@ func (s *Server) appendOABatch(b []byte, m *mbatch, now time.Time, fresh bool) [
 		b = appendUnixOrNull(b, m.cancelAt)
 	}
 	b = append(b, `,"cancelled_at":`...)
-	b = appendUnixOrNull(b, cancelledAt)
+	b = appendUnixOrNull(b, v.cancelledAt)
 	b = append(b, `,"request_counts":{"total":`...)
 	b = appendInt(b, total)
 	b = append(b, `,"completed":`...)
