@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"net/http"
@@ -13,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/llmrun/llmrun/job"
 	"github.com/llmrun/llmrun/providers/mock"
@@ -194,5 +197,45 @@ func TestInputTruncatedDuringTheRun(t *testing.T) {
 	}
 	if sent := m.Stats().Completed - before; sent != int64(n-len(first)) {
 		t.Errorf("rerun sent %d, want %d", sent, n-len(first))
+	}
+}
+
+// Compressed inputs are read transparently, from a file or standard input;
+// x.jsonl.zst answers into x.out.jsonl.
+func TestCompressedInputEndToEnd(t *testing.T) {
+	m, url := mockServer(t, mock.Config{Seed: 1})
+	env := mockEnv(url)
+	in, prompts := promptFile(t, 30)
+	data, err := os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	zpath := filepath.Join(dir, "day.jsonl.zst")
+	var zb bytes.Buffer
+	zw, _ := zstd.NewWriter(&zb)
+	zw.Write(data)
+	zw.Close()
+	os.WriteFile(zpath, zb.Bytes(), 0o644)
+	code, stderr := runWithStdin(t, env, "", "batch", zpath, "--provider", "openai", "--model", "m", "-q")
+	if code != ExitOK {
+		t.Fatalf("zstd file: exit %d: %s", code, stderr)
+	}
+	if got := readLines(t, filepath.Join(dir, "day.out.jsonl")); len(got) != len(prompts) {
+		t.Fatalf("zstd file: %d answers in day.out.jsonl, want %d", len(got), len(prompts))
+	}
+
+	var gb bytes.Buffer
+	gw := gzip.NewWriter(&gb)
+	gw.Write(data)
+	gw.Close()
+	out := filepath.Join(dir, "piped.out.jsonl")
+	before := m.Stats().Completed
+	code, stderr = runWithStdin(t, env, gb.String(), "batch", "-", "-o", out, "--provider", "openai", "--model", "m", "-q")
+	if code != ExitOK {
+		t.Fatalf("gzip stdin: exit %d: %s", code, stderr)
+	}
+	if got := readLines(t, out); len(got) != len(prompts) || m.Stats().Completed-before != int64(len(prompts)) {
+		t.Fatalf("gzip stdin: %d answers, %d sent; want %d", len(got), m.Stats().Completed-before, len(prompts))
 	}
 }

@@ -284,6 +284,10 @@ func (lr *lineReader) next() ([]byte, int, error) {
 				}
 				break
 			}
+			var de *decodeError
+			if errors.As(err, &de) {
+				return nil, lr.n + 1, &InputError{Path: lr.path, Line: lr.n + 1, Msg: de.Error()}
+			}
 			if err != nil {
 				return nil, lr.n, fmt.Errorf("reading %s: %w", lr.path, err)
 			}
@@ -448,6 +452,7 @@ func (s *Source) FirstLine() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer r.Close()
 	line, _, err := newLineReader(r, s.name()).next()
 	if err == io.EOF {
 		return nil, nil
@@ -455,38 +460,51 @@ func (s *Source) FirstLine() ([]byte, error) {
 	return bytes.Clone(line), err
 }
 
-// open starts one pass over the input from its beginning.
-func (s *Source) open() (io.Reader, error) {
+// open starts one pass over the input's content (decompressed) from its
+// beginning.
+func (s *Source) open() (io.ReadCloser, error) {
 	if err := s.Open(); err != nil {
 		return nil, err
 	}
-	return io.NewSectionReader(s.f, s.base, math.MaxInt64-s.base), nil
+	r, err := decompress(io.NewSectionReader(s.f, s.base, math.MaxInt64-s.base), s.Path)
+	if err != nil {
+		return nil, s.inputErr(0, err.Error())
+	}
+	return r, nil
+}
+
+// pass is one pass's reader over the content, and what closes its decoder.
+type pass struct {
+	io.Reader
+	io.Closer
 }
 
 // openChecked starts the check pass, recording what it reads in d.
-func (s *Source) openChecked(d *digest) (io.Reader, error) {
+func (s *Source) openChecked(d *digest) (io.ReadCloser, error) {
 	r, err := s.open()
 	if err != nil {
 		return nil, err
 	}
 	if d.stamp, err = stampOf(s.f); err != nil {
+		r.Close()
 		return nil, s.inputErr(0, err.Error())
 	}
-	return newRecorder(r, d), nil
+	return pass{newRecorder(r, d), r}, nil
 }
 
 // openVerified starts a pass after the check: it fails at once if the
-// file's size or time changed, and its reader hands on only chunks that
-// match what the check read.
-func (s *Source) openVerified() (io.Reader, error) {
+// file's size or time changed, and its reader hands on only chunks of
+// content that match what the check read.
+func (s *Source) openVerified() (io.ReadCloser, error) {
 	r, err := s.open()
 	if err != nil || s.seen == nil {
 		return r, err
 	}
 	if how := s.changedHow(); how != "" {
+		r.Close()
 		return nil, &InputChangedError{Path: s.name(), How: how}
 	}
-	return newVerifier(r, s.seen), nil
+	return pass{newVerifier(r, s.seen), r}, nil
 }
 
 // changedHow says how the input's size or time differs from the check's
@@ -561,6 +579,7 @@ func (s *Source) Check() (CheckResult, error) {
 	if err != nil {
 		return CheckResult{}, err
 	}
+	defer f.Close()
 	seen := make(map[string]int)
 	var res CheckResult
 	lr := newLineReader(f, s.name())
@@ -613,6 +632,7 @@ func (s *Source) Each(fn func(*providers.Request) error) error {
 	if err != nil {
 		return err
 	}
+	defer f.Close()
 	lr := newLineReader(f, s.name())
 	last := 0
 	for {
