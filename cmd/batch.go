@@ -56,6 +56,7 @@ ANTHROPIC_BASE_URL (or --base-url). --provider mock runs against a built-in mock
 	f.IntVar(&o.MaxTokens, "max-tokens", 0, "output token cap for lines that set none (Anthropic default 1024)")
 	f.BoolVar(&o.Stream, "stream", true, "stream responses (the output is the same either way)")
 	f.StringSliceVar(&o.Fallback, "fallback", nil, "fallback chain provider:model[,provider:model...] tried when the primary gives up")
+	f.StringArrayVarP(&o.Headers, "header", "H", nil, "extra request header 'Name: value' (repeatable), e.g. for a gateway's auth; never logged")
 	addLimitFlags(f, o)
 	addRetryFlags(f, o)
 	f.StringVar(&o.Fsync, "fsync", "batch", "durability: batch (group commit), always, never")

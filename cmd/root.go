@@ -43,6 +43,14 @@ type IO = job.IO
 
 // NewRoot builds the command tree.
 func NewRoot(io *IO) *cobra.Command {
+	root, _ := newRoot(io)
+	return root
+}
+
+// newRoot builds the command tree and the stage that tells usage errors
+// (before any command ran) from the others.
+func newRoot(io *IO) (*cobra.Command, *usageStage) {
+	stage := &usageStage{}
 	root := &cobra.Command{
 		Use:   "llmrun",
 		Short: "Run batches of LLM requests within provider limits, resumably",
@@ -52,15 +60,19 @@ against the provider's rate limits instead of tripping them, retries what can su
 every result as it lands, and resumes where it stopped when rerun.
 
 ` + exitCodesHelp,
-		SilenceUsage:  true,
-		SilenceErrors: true,
+		SilenceUsage:               true,
+		SilenceErrors:              true,
+		PersistentPreRun:           stage.hook,
+		SuggestionsMinimumDistance: 2,
+		Version:                    job.Build().String(),
 	}
+	root.SetVersionTemplate("llmrun {{.Version}}\n")
 	root.SetIn(io.In)
 	root.SetOut(io.Out)
 	root.SetErr(io.Err)
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &job.UsageError{Err: err} })
-	root.AddCommand(newBatchCmd(io, nil), newEstimateCmd(io), newMockCmd(io), newStatusCmd(io), newCancelCmd(io), newRepairCmd(io))
-	return root
+	root.SetFlagErrorFunc(flagError)
+	root.AddCommand(newBatchCmd(io, nil), newEstimateCmd(io), newMockCmd(io), newStatusCmd(io), newCancelCmd(io), newRepairCmd(io), newVersionCmd(io))
+	return root, stage
 }
 
 // Main runs llmrun with the process's arguments and returns its exit code.
@@ -72,12 +84,13 @@ func Main() int {
 
 // Execute runs the command line args and maps the outcome to an exit code.
 func Execute(ctx context.Context, io *IO, args []string) int {
-	root := NewRoot(io)
+	root, stage := newRoot(io)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	c, err := root.ExecuteContextC(ctx)
+	err = stage.wrap(c, err)
 	code := ExitCode(err)
 	if err != nil && !errors.Is(err, runner.ErrFailures) {
-		fmt.Fprintf(io.Err, "llmrun: %v\n", err)
+		fmt.Fprintf(io.Err, "llmrun: %s\n", plainMessage(err))
 	}
 	return code
 }
@@ -130,14 +143,47 @@ func finish(io *IO, summaryFile string, sum *runner.Summary, runErr error) error
 }
 
 // resumeCommand is the command line that resumes this run: the same one,
-// with passwords in URLs (--redis, --base-url) masked.
-func resumeCommand() string {
+// with passwords in URLs (--redis, --base-url) and --header values masked.
+func resumeCommand() string { return maskArgs(os.Args[1:]) }
+
+// maskArgs is "llmrun" and args, with what may be a secret masked.
+func maskArgs(in []string) string {
 	args := []string{"llmrun"}
-	for _, a := range os.Args[1:] {
-		if u, err := url.Parse(a); err == nil && u.User != nil {
-			a = u.Redacted()
+	header := false // the previous argument was -H or --header
+	for _, a := range in {
+		switch {
+		case header:
+			a = maskHeader(a)
+		case strings.HasPrefix(a, "--header="):
+			a = "--header=" + maskHeader(strings.TrimPrefix(a, "--header="))
+		case strings.HasPrefix(a, "-H") && len(a) > 2:
+			a = "-H" + maskHeader(a[2:])
+		default:
+			if u, err := url.Parse(a); err == nil && u.User != nil {
+				a = u.Redacted()
+			}
 		}
+		header = a == "-H" || a == "--header"
 		args = append(args, a)
 	}
 	return strings.Join(args, " ")
+}
+
+// maskHeader keeps a --header's name and masks its value, quoted for the
+// shell.
+func maskHeader(h string) string {
+	name, _, _ := strings.Cut(h, ":")
+	return "'" + strings.TrimSpace(name) + ": ***'"
+}
+
+func newVersionCmd(io *IO) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print llmrun's version and the revision it was built from",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			_, err := fmt.Fprintf(io.Out, "llmrun %s\n", job.Build())
+			return err
+		},
+	}
 }

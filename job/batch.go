@@ -34,6 +34,9 @@ type BatchOptions struct {
 	Stream                           bool
 	// Fallback is the chain of provider:model hops after the primary.
 	Fallback []string
+	// Headers are extra request headers ("Name: value", --header); their
+	// values are never logged.
+	Headers []string
 
 	Concurrency                     int
 	RPM, ITPM, OTPM, TPM, Headroom  float64
@@ -138,12 +141,21 @@ func prepare(ctx context.Context, io *IO, o *BatchOptions) (_ *batch, err error)
 	if err != nil {
 		return nil, err
 	}
+	header, err := ParseHeaders(o.Headers)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkWritable("-o", o.Output, "--errors", o.Errors, "--summary", o.Summary); err != nil {
+		return nil, err
+	}
 	b := &batch{io: io, o: o, set: registry.NewSet(io.Getenv, providers.Config{
 		Stream:           o.Stream,
 		HTTPClient:       providers.NewHTTPClient(o.Concurrency),
 		FirstByteTimeout: o.FirstByte,
 		IdleTimeout:      o.Idle,
 		MaxResponseBytes: o.MaxResponseBytes,
+		UserAgent:        UserAgent(),
+		Header:           header,
 	})}
 	defer func() {
 		if err != nil {
@@ -176,9 +188,6 @@ func (b *batch) checkOptions() (err error) {
 	}
 	if b.prices, err = loadPrices(&o.Cost); err != nil {
 		return err
-	}
-	if o.Cost.MaxCost < 0 {
-		return usagef("--max-cost must be positive")
 	}
 	return nil
 }
@@ -259,15 +268,12 @@ func (o *BatchOptions) complete() (runner.Shard, checkpoint.FsyncMode, error) {
 	if o.Errors == "" {
 		o.Errors = checkpoint.ErrorsPath(o.Output) // beside the output, whatever the input
 	}
-	if o.Concurrency <= 0 {
-		return shard, 0, usagef("--concurrency must be positive")
-	}
-	if err := o.Breaker.validate(); err != nil {
+	if err := o.validate(); err != nil {
 		return shard, 0, err
 	}
 	fsync, err := checkpoint.ParseFsyncMode(o.Fsync)
 	if err != nil {
-		return shard, 0, usage(err)
+		return shard, 0, usage(fmt.Errorf("--fsync: %w", err))
 	}
 	if o.Model == "" && strings.HasPrefix(o.Provider, "mock") {
 		o.Model = "mock-1"

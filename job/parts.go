@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -127,6 +128,9 @@ func absPath(path string) string {
 func (o *BatchOptions) guard() (retry.Guard, error) {
 	g := retry.Guard{RequireJSON: o.RequireJSON, MinChars: o.MinChars}
 	if o.JSONSchema != "" {
+		if _, err := os.Stat(o.JSONSchema); err != nil {
+			return g, usagef("--json-schema %s: %v", o.JSONSchema, plainPathError(err))
+		}
 		s, err := retry.LoadSchema(o.JSONSchema)
 		if err != nil {
 			return g, usage(err)

@@ -128,6 +128,14 @@ type Config struct {
 	MaxResponseBytes int64
 	// Now is the clock used for latency figures and header dates; nil means time.Now.
 	Now func() time.Time
+	// UserAgent is sent on every request ("llmrun/<version>"); "" keeps
+	// Go's default.
+	UserAgent string
+	// Header holds extra request headers (--header), set on every request
+	// over the provider's own, so a gateway's auth or OpenRouter's
+	// HTTP-Referer can be added. Their values may be secrets: they are
+	// never logged.
+	Header http.Header
 }
 
 // DefaultMaxResponseBytes is MaxResponseBytes when unset: a few MiB above

@@ -110,10 +110,17 @@ func (c *Config) Post(ctx context.Context, url string, header http.Header, body 
 // is sent anywhere else.
 func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
-// roundTrip sends req on c.HTTPClient (http.DefaultClient when nil) with
-// redirects refused, whatever that client's own policy: the copy shares
-// its transport, so its connection pool too.
+// roundTrip sends req, with the User-Agent and extra headers, on
+// c.HTTPClient (http.DefaultClient when nil) with redirects refused,
+// whatever that client's own policy: the copy shares its transport, so
+// its connection pool too.
 func (c *Config) roundTrip(req *http.Request) (*http.Response, error) {
+	if c.UserAgent != "" {
+		req.Header.Set("User-Agent", c.UserAgent)
+	}
+	for k, vs := range c.Header {
+		req.Header[http.CanonicalHeaderKey(k)] = vs
+	}
 	var hc http.Client
 	if c.HTTPClient != nil {
 		hc = *c.HTTPClient

@@ -1,0 +1,131 @@
+package job
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// validate range-checks the numeric options before anything is opened or
+// sent: a negative rate, count or timeout would otherwise be read as
+// "none" or make the run misbehave long after it started.
+func (o *BatchOptions) validate() error {
+	type check struct {
+		ok   bool
+		flag string
+		want string
+		got  any
+	}
+	positive, nonNegative := "must be positive", "must not be negative"
+	checks := []check{
+		{o.Concurrency > 0, "--concurrency", positive, o.Concurrency},
+		{o.MaxTokens >= 0, "--max-tokens", nonNegative, o.MaxTokens},
+		{o.RPM >= 0, "--rpm", nonNegative, o.RPM},
+		{o.ITPM >= 0, "--itpm", nonNegative, o.ITPM},
+		{o.OTPM >= 0, "--otpm", nonNegative, o.OTPM},
+		{o.TPM >= 0, "--tpm", nonNegative, o.TPM},
+		{o.Burst > 0, "--burst", positive, o.Burst},
+		{o.Headroom > 0 && o.Headroom <= 1, "--headroom", "must be in (0, 1]", o.Headroom},
+		{o.Skew >= 0, "--skew", nonNegative, o.Skew},
+		{o.MaxPause > 0, "--max-pause", positive, o.MaxPause},
+		{o.MaxAttempts > 0, "--max-attempts", "must be at least 1", o.MaxAttempts},
+		{o.BackoffBase > 0, "--backoff-base", positive, o.BackoffBase},
+		{o.BackoffMax >= o.BackoffBase, "--backoff-max", "must be at least --backoff-base", o.BackoffMax},
+		{o.RequestTimeout > 0, "--request-timeout", positive, o.RequestTimeout},
+		{o.FirstByte >= 0, "--first-byte-timeout", nonNegative + " (0: no bound)", o.FirstByte},
+		{o.Idle >= 0, "--idle-timeout", nonNegative + " (0: no bound)", o.Idle},
+		{o.MaxResponseBytes >= 0, "--max-response-bytes", nonNegative, o.MaxResponseBytes},
+		{o.RetryBudget >= 0, "--retry-budget", nonNegative, o.RetryBudget},
+		{o.MaxOutage > 0, "--max-outage", positive, o.MaxOutage},
+		{o.MinChars >= 0, "--min-chars", nonNegative, o.MinChars},
+		{o.Grace >= 0, "--grace", nonNegative, o.Grace},
+		{o.ProgressInterval > 0, "--progress-interval", positive, o.ProgressInterval},
+		{o.Offline.Threshold >= 0, "--batch-threshold", nonNegative, o.Offline.Threshold},
+		{o.Offline.PollInterval > 0, "--poll-interval", positive, o.Offline.PollInterval},
+		{o.Offline.PollMax >= o.Offline.PollInterval, "--poll-max", "must be at least --poll-interval", o.Offline.PollMax},
+		{o.Offline.MaxItems >= 0, "--batch-max-items", nonNegative, o.Offline.MaxItems},
+		{o.Offline.MaxBytes >= 0, "--batch-max-bytes", nonNegative, o.Offline.MaxBytes},
+		{o.Cost.MaxCost >= 0, "--max-cost", nonNegative, o.Cost.MaxCost},
+	}
+	for _, c := range checks {
+		if !c.ok {
+			return usagef("%s %s, got %v", c.flag, c.want, c.got)
+		}
+	}
+	for _, hop := range o.Fallback {
+		if err := checkHop(hop); err != nil {
+			return err
+		}
+	}
+	return o.Breaker.validate()
+}
+
+// checkHop checks the form of one --fallback hop before the registry is
+// asked: a bare model name is the usual slip.
+func checkHop(hop string) error {
+	name, model, ok := strings.Cut(hop, ":")
+	if !ok || name == "" || model == "" {
+		return usagef("--fallback %q: want provider:model, such as openai:gpt-4o-mini or anthropic:claude-haiku-4-5 (several separated by commas)", hop)
+	}
+	return nil
+}
+
+// checkWritable checks, before anything is sent, that each path can be
+// written: its directory exists and takes new files, and the file, if it
+// exists, is not read-only. A summary that cannot be written would
+// otherwise be found out after every request has been paid for.
+// flagPaths alternate a flag's name and its path.
+func checkWritable(flagPaths ...string) error {
+	for i := 0; i+1 < len(flagPaths); i += 2 {
+		flag, path := flagPaths[i], flagPaths[i+1]
+		if path == "" {
+			continue
+		}
+		if err := writable(path); err != nil {
+			return usagef("%s %s: %v", flag, path, err)
+		}
+	}
+	return nil
+}
+
+func writable(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case err == nil && fi.IsDir():
+		return errors.New("is a directory")
+	case err == nil:
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return plainPathError(err)
+		}
+		return f.Close()
+	case !errors.Is(err, fs.ErrNotExist):
+		return plainPathError(err)
+	}
+	dir := filepath.Dir(path)
+	if di, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("directory %s does not exist", dir)
+	} else if !di.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	f, err := os.CreateTemp(dir, ".llmrun-probe-*")
+	if err != nil {
+		return fmt.Errorf("cannot create files in %s: %v", dir, plainPathError(err))
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
+// plainPathError is err's reason without the operation and path it
+// repeats (the caller names the path).
+func plainPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
