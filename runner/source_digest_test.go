@@ -138,3 +138,35 @@ func TestInputChangedDuringTheRun(t *testing.T) {
 		}
 	})
 }
+
+// Equal id hashes are only suspects: the file is read again to tell a real
+// repeat (reported with both lines, the first in file order) from a
+// collision (accepted).
+func TestDuplicateIDsConfirmedFromTheFile(t *testing.T) {
+	p := Parser{Format: providers.FormatOpenAI, Defaults: LineDefaults{Model: "m"}}
+	collide := func(id string) uint64 { return uint64(len(id)) } // every id of one length collides
+	t.Run("collisions only", func(t *testing.T) {
+		path := writeInput(t, `{"custom_id":"a1","prompt":"x"}`, `{"custom_id":"b2","prompt":"x"}`, `{"custom_id":"c3","prompt":"x"}`)
+		res, err := (&Source{Path: path, Parser: p, idHash: collide}).Check()
+		if err != nil || res.Requests != 3 {
+			t.Fatalf("res %+v, err %v", res, err)
+		}
+	})
+	t.Run("real repeats among collisions", func(t *testing.T) {
+		path := writeInput(t,
+			`{"custom_id":"a1","prompt":"x"}`, `{"custom_id":"b2","prompt":"x"}`, `{"custom_id":"long-id","prompt":"x"}`,
+			`{"custom_id":"c3","prompt":"x"}`, `{"custom_id":"b2","prompt":"y"}`, `{"custom_id":"a1","prompt":"z"}`)
+		_, err := (&Source{Path: path, Parser: p, idHash: collide}).Check()
+		var ie *InputError
+		if !errors.As(err, &ie) || ie.Line != 5 || ie.FirstLine != 2 || !strings.Contains(err.Error(), `"b2"`) {
+			t.Fatalf("err = %v, want b2 at lines 5 and 2", err)
+		}
+	})
+	t.Run("line-N ids of lines without one", func(t *testing.T) {
+		path := writeInput(t, `{"prompt":"x"}`, `{"custom_id":"line-1","prompt":"y"}`)
+		_, err := (&Source{Path: path, Parser: p}).Check()
+		if err == nil || !strings.Contains(err.Error(), `"line-1"`) || !strings.Contains(err.Error(), ":1)") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}

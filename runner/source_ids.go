@@ -1,0 +1,76 @@
+package runner
+
+import (
+	"fmt"
+	"hash/maphash"
+	"io"
+	"slices"
+)
+
+// idSet is what the check pass keeps to find repeated custom_ids: a 64-bit
+// hash per request (8 bytes, where a map of the ids took about 150), never
+// the ids themselves. Equal hashes are only suspects; the file is read
+// again to compare the ids (see Source.duplicate).
+type idSet struct {
+	hash func(string) uint64
+	sums []uint64
+}
+
+// newIDSet hashes with maphash under seed, or with hash if it is set.
+func newIDSet(seed maphash.Seed, hash func(string) uint64) *idSet {
+	if hash == nil {
+		hash = func(id string) uint64 { return maphash.String(seed, id) }
+	}
+	return &idSet{hash: hash}
+}
+
+func (s *idSet) add(id string) { s.sums = append(s.sums, s.hash(id)) }
+
+// suspects sorts the hashes and returns those seen more than once.
+func (s *idSet) suspects() map[uint64]bool {
+	slices.Sort(s.sums)
+	var dup map[uint64]bool
+	for i := 1; i < len(s.sums); i++ {
+		if s.sums[i] == s.sums[i-1] {
+			if dup == nil {
+				dup = make(map[uint64]bool)
+			}
+			dup[s.sums[i]] = true
+		}
+	}
+	return dup
+}
+
+// duplicate reads the input again to tell real repeats from hash
+// collisions among the suspects, and reports the first repeat in file
+// order with both lines; nil if the suspects were only collisions. Only
+// the suspects' ids are kept meanwhile.
+func (s *Source) duplicate(ids *idSet, suspects map[uint64]bool) error {
+	r, err := s.open()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	first := make(map[string]int) // id → line, suspects only
+	lr := newLineReader(r, s.name())
+	for {
+		line, n, err := lr.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		req, _, err := s.Parser.parse(line, n)
+		if err != nil {
+			return &InputError{Path: s.name(), Line: n, Msg: err.Error()}
+		}
+		if !suspects[ids.hash(req.ID)] {
+			continue
+		}
+		if at, ok := first[req.ID]; ok {
+			return &InputError{Path: s.name(), Line: n, FirstLine: at, Msg: fmt.Sprintf("duplicate custom_id %q", req.ID)}
+		}
+		first[req.ID] = n
+	}
+}
