@@ -14,7 +14,8 @@ import (
 // TestHostileServers drives the binary against servers that misbehave
 // (issue 9 items 1 and 2): a redirecting base URL stops the run (exit 3)
 // without reaching the other host; an answer past its bound fails its
-// request once (exit 1, not retried), unless --max-response-bytes allows it.
+// request once (exit 1, not retried), unless --max-response-bytes allows
+// it; a 500 saying x-should-retry: false is not retried.
 func TestHostileServers(t *testing.T) {
 	var elsewhere atomic.Int64
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { elsewhere.Add(1) }))
@@ -28,6 +29,12 @@ func TestHostileServers(t *testing.T) {
 		attempts.Add(1)
 		if strings.HasPrefix(r.URL.Path, "/redirect") {
 			http.Redirect(w, r, other.URL+"/v1/chat/completions", http.StatusPermanentRedirect)
+			return
+		}
+		if strings.HasPrefix(r.URL.Path, "/noretry") {
+			w.Header().Set("x-should-retry", "false")
+			w.WriteHeader(http.StatusInternalServerError)
+			io.WriteString(w, `{"error":{"message":"do not bother","type":"server_error","param":null,"code":null}}`)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -59,5 +66,11 @@ func TestHostileServers(t *testing.T) {
 	}
 	if code, errs := run(srv.URL+"/v1", "--max-response-bytes", "1000000"); code != ExitOK {
 		t.Fatalf("raised bound: exit %d, errors %.300s, stderr %s", code, errs, c.stderr.String())
+	}
+
+	// A 500 would be retried, but the server says x-should-retry: false.
+	attempts.Store(0)
+	if code, errs := run(srv.URL + "/noretry/v1"); code != ExitFailed || attempts.Load() != 3 || strings.Count(errs, "do not bother") < 3 {
+		t.Fatalf("x-should-retry false: exit %d, %d attempts, errors %.300s", code, attempts.Load(), errs)
 	}
 }

@@ -545,6 +545,38 @@ func TestConformanceCallerContext(t *testing.T) {
 	})
 }
 
+// TestConformanceDeadlineInErrorBody: the caller's deadline or
+// cancellation cutting an error body comes back as ctx.Err() itself, as
+// at every other point of an exchange, not as the status's class.
+func TestConformanceDeadlineInErrorBody(t *testing.T) {
+	each(t, func(t *testing.T, r row) {
+		sent := make(chan struct{}, 1)
+		srv := serve(t, func(w http.ResponseWriter, req *http.Request) {
+			io.ReadAll(req.Body)
+			w.Header().Set(r.requestID, "req_hdr")
+			w.WriteHeader(500)
+			body := r.errBody("api_error", "", "Internal server error")
+			io.WriteString(w, body[:len(body)/2])
+			w.(http.Flusher).Flush()
+			sent <- struct{}{}
+			<-req.Context().Done()
+		})
+		ctx, cancel := context.WithCancel(t.Context())
+		go func() { <-sent; cancel() }()
+		if _, err := r.provider(srv.URL, true).Send(ctx, r.request("x", 8)); err != context.Canceled {
+			t.Fatalf("cancelled: err = %#v, want context.Canceled itself", err)
+		}
+		// A deadline the server outlasts: whether it strikes before the
+		// headers or inside the body, the error is the same.
+		ctx, stop := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		defer stop()
+		if _, err := r.provider(srv.URL, false).Send(ctx, r.request("x", 8)); err != context.DeadlineExceeded {
+			t.Fatalf("deadline: err = %#v, want context.DeadlineExceeded itself", err)
+		}
+		<-sent
+	})
+}
+
 // sharedErrors are the answers every provider classifies alike; each row
 // renders them in its own error shape (errBody) and adds its quota,
 // overload and own cases.
@@ -552,25 +584,27 @@ var sharedErrors = map[string]struct {
 	errCase
 	html string // a proxy's page instead of errBody
 }{
-	"400 invalid":          {errCase: errCase{400, nil, "", providers.ClassInvalid, "invalid_request_error", "", -1}},
-	"401 auth":             {errCase: errCase{401, nil, "", providers.ClassAuth, "authentication_error", "invalid_api_key", -1}},
-	"403 forbidden":        {errCase: errCase{403, nil, "", providers.ClassAuth, "permission_error", "", -1}},
-	"404 model":            {errCase: errCase{404, nil, "", providers.ClassInvalid, "not_found_error", "model_not_found", -1}},
-	"409 conflict":         {errCase: errCase{409, nil, "", providers.ClassServer, "conflict_error", "", -1}},
-	"413 json":             {errCase: errCase{413, nil, "", providers.ClassInvalid, "request_too_large", "", -1}},
-	"413 proxy page":       {errCase: errCase{413, nil, "", providers.ClassInvalid, "", "", -1}, html: `<html><head><title>413 Request Entity Too Large</title></head></html>`},
-	"422 unprocessable":    {errCase: errCase{422, nil, "", providers.ClassInvalid, "invalid_request_error", "", -1}},
-	"429 retry-after":      {errCase: errCase{429, map[string]string{"retry-after": "12"}, "", providers.ClassRateLimited, "rate_limit_error", "rate_limit_exceeded", 12 * time.Second}},
-	"429 retry-after-ms":   {errCase: errCase{429, map[string]string{"retry-after-ms": "800", "retry-after": "1"}, "", providers.ClassRateLimited, "tokens", "rate_limit_exceeded", 800 * time.Millisecond}},
-	"429 http date":        {errCase: errCase{429, map[string]string{"retry-after": "Thu, 01 Jan 2026 00:01:00 GMT"}, "", providers.ClassRateLimited, "rate_limit_error", "", time.Minute}},
-	"429 negative hint":    {errCase: errCase{429, map[string]string{"retry-after": "-3"}, "", providers.ClassRateLimited, "rate_limit_error", "", -1}},
-	"429 no hint":          {errCase: errCase{429, nil, "", providers.ClassRateLimited, "rate_limit_error", "", -1}},
-	"500 server":           {errCase: errCase{500, nil, "", providers.ClassServer, "api_error", "", -1}},
-	"502 proxy page":       {errCase: errCase{502, nil, "", providers.ClassServer, "", "", -1}, html: `<html><body>Bad gateway</body></html>`},
-	"503 overloaded":       {errCase: errCase{503, map[string]string{"retry-after": "2"}, "", providers.ClassOverloaded, "server_error", "", 2 * time.Second}},
-	"504 gateway timeout":  {errCase: errCase{504, nil, "", providers.ClassServer, "timeout_error", "", -1}},
-	"529 overloaded":       {errCase: errCase{529, nil, "", providers.ClassOverloaded, "overloaded_error", "", -1}},
-	"429 with rate limits": {errCase: errCase{429, map[string]string{"retry-after": "1"}, "", providers.ClassRateLimited, "rate_limit_error", "", time.Second}},
+	"400 invalid":              {errCase: errCase{400, nil, "", providers.ClassInvalid, "invalid_request_error", "", -1}},
+	"401 auth":                 {errCase: errCase{401, nil, "", providers.ClassAuth, "authentication_error", "invalid_api_key", -1}},
+	"403 forbidden":            {errCase: errCase{403, nil, "", providers.ClassAuth, "permission_error", "", -1}},
+	"404 model":                {errCase: errCase{404, nil, "", providers.ClassInvalid, "not_found_error", "model_not_found", -1}},
+	"409 conflict":             {errCase: errCase{409, nil, "", providers.ClassServer, "conflict_error", "", -1}},
+	"413 json":                 {errCase: errCase{413, nil, "", providers.ClassInvalid, "request_too_large", "", -1}},
+	"413 proxy page":           {errCase: errCase{413, nil, "", providers.ClassInvalid, "", "", -1}, html: `<html><head><title>413 Request Entity Too Large</title></head></html>`},
+	"422 unprocessable":        {errCase: errCase{422, nil, "", providers.ClassInvalid, "invalid_request_error", "", -1}},
+	"429 retry-after":          {errCase: errCase{429, map[string]string{"retry-after": "12"}, "", providers.ClassRateLimited, "rate_limit_error", "rate_limit_exceeded", 12 * time.Second}},
+	"429 retry-after-ms":       {errCase: errCase{429, map[string]string{"retry-after-ms": "800", "retry-after": "1"}, "", providers.ClassRateLimited, "tokens", "rate_limit_exceeded", 800 * time.Millisecond}},
+	"429 http date":            {errCase: errCase{429, map[string]string{"retry-after": "Thu, 01 Jan 2026 00:01:00 GMT"}, "", providers.ClassRateLimited, "rate_limit_error", "", time.Minute}},
+	"429 negative hint":        {errCase: errCase{429, map[string]string{"retry-after": "-3"}, "", providers.ClassRateLimited, "rate_limit_error", "", -1}},
+	"429 no hint":              {errCase: errCase{429, nil, "", providers.ClassRateLimited, "rate_limit_error", "", -1}},
+	"500 server":               {errCase: errCase{500, nil, "", providers.ClassServer, "api_error", "", -1}},
+	"502 proxy page":           {errCase: errCase{502, nil, "", providers.ClassServer, "", "", -1}, html: `<html><body>Bad gateway</body></html>`},
+	"503 overloaded":           {errCase: errCase{503, map[string]string{"retry-after": "2"}, "", providers.ClassOverloaded, "server_error", "", 2 * time.Second}},
+	"504 gateway timeout":      {errCase: errCase{504, nil, "", providers.ClassServer, "timeout_error", "", -1}},
+	"529 overloaded":           {errCase: errCase{529, nil, "", providers.ClassOverloaded, "overloaded_error", "", -1}},
+	"429 with rate limits":     {errCase: errCase{429, map[string]string{"retry-after": "1"}, "", providers.ClassRateLimited, "rate_limit_error", "", time.Second}},
+	"500 x-should-retry false": {errCase: errCase{500, map[string]string{"x-should-retry": "false"}, "", providers.ClassServer, "api_error", "", -1}},
+	"400 x-should-retry true":  {errCase: errCase{400, map[string]string{"x-should-retry": "true"}, "", providers.ClassInvalid, "invalid_request_error", "", -1}},
 }
 
 // TestConformanceStatusErrors: every non-2xx answer is a typed error with
@@ -623,6 +657,10 @@ func TestConformanceStatusErrors(t *testing.T) {
 						}
 						if tc.retry >= 0 != pe.HasRetryAfter || (pe.HasRetryAfter && pe.RetryAfter != tc.retry) {
 							t.Errorf("retry-after %v %v, want %v", pe.RetryAfter, pe.HasRetryAfter, tc.retry)
+						}
+						verdict := map[string]int8{"true": 1, "false": -1}[tc.header["x-should-retry"]]
+						if pe.ShouldRetry != verdict || pe.Retryable() != (pe.Class.Retryable() && verdict == 0 || verdict > 0) {
+							t.Errorf("x-should-retry: verdict %d, retryable %v", pe.ShouldRetry, pe.Retryable())
 						}
 						if withLimits {
 							if err := r.checkLimits(pe.Limits); err != nil {

@@ -80,6 +80,12 @@ type Error struct {
 	// RetryAfter is the server's hint (retry-after-ms, retry-after); valid when HasRetryAfter.
 	RetryAfter    time.Duration
 	HasRetryAfter bool
+	// ShouldRetry is the server's own verdict, x-should-retry, which the
+	// official SDKs obey over the status: +1 (true), -1 (false), 0 (none).
+	// It overrides Class.Retryable for this failure (see Retryable); the
+	// class still says what kind of failure it was, for the limiter and
+	// the breaker.
+	ShouldRetry int8
 	// Body is the error response body as the provider sent it (redacted), if any.
 	Body []byte
 	// Limits are the rate-limit headers of the failed response.
@@ -115,6 +121,28 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// Retryable reports whether another attempt of the request may succeed:
+// the server's x-should-retry verdict when it gave one, else the class's.
+// Classes that stop the whole run (AbortsRun) stop it whatever the verdict.
+func (e *Error) Retryable() bool {
+	if e.ShouldRetry != 0 && !e.Class.AbortsRun() {
+		return e.ShouldRetry > 0
+	}
+	return e.Class.Retryable()
+}
+
+// parseShouldRetry reads an x-should-retry header: "true", "false", or
+// anything else (no verdict).
+func parseShouldRetry(v string) int8 {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "true":
+		return 1
+	case "false":
+		return -1
+	}
+	return 0
+}
 
 // ClassOf returns the class of err: its *Error's class, or ClassUnknown.
 func ClassOf(err error) Class {

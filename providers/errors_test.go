@@ -78,3 +78,28 @@ func TestRedact(t *testing.T) {
 		t.Errorf("short secrets are not redacted (too many false hits): %q", got)
 	}
 }
+
+// TestErrorRetryable: the server's x-should-retry verdict wins over the
+// class, except for the classes that stop the whole run.
+func TestErrorRetryable(t *testing.T) {
+	tests := []struct {
+		class  Class
+		header string
+		want   bool
+	}{
+		{ClassServer, "", true},
+		{ClassServer, "false", false},
+		{ClassRateLimited, " FALSE ", false},
+		{ClassInvalid, "", false},
+		{ClassInvalid, "true", true},
+		{ClassInvalid, "maybe", false},
+		{ClassAuth, "true", false},
+		{ClassQuota, "true", false},
+	}
+	for _, tc := range tests {
+		e := &Error{Class: tc.class, ShouldRetry: parseShouldRetry(tc.header)}
+		if got := e.Retryable(); got != tc.want {
+			t.Errorf("%v with x-should-retry %q: Retryable %v, want %v", tc.class, tc.header, got, tc.want)
+		}
+	}
+}

@@ -66,7 +66,13 @@ func (c *Config) Exchange(ctx context.Context, w *Wire, body []byte, maxTokens i
 	defer resp.Body.Close()
 	at := now()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, w.StatusError(resp)
+		err := w.StatusError(resp)
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			// The caller's cancellation or deadline cut the error body:
+			// the same ctx.Err() as at every other point of the exchange.
+			return nil, ctxErr
+		}
+		return nil, err
 	}
 	stream := c.Stream && !isJSON(resp.Header)
 	lim := c.bound(maxTokens, stream)

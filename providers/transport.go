@@ -304,6 +304,7 @@ func (c *Config) StatusError(resp *http.Response, requestIDHeader string) *Error
 		RequestID:     resp.Header.Get(requestIDHeader),
 		RetryAfter:    ra,
 		HasRetryAfter: ok,
+		ShouldRetry:   parseShouldRetry(resp.Header.Get("x-should-retry")),
 		Body:          ReadErrorBody(resp.Body, c.APIKey),
 		Limits:        ParseRateLimits(resp.Header, now),
 	}

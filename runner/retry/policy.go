@@ -80,6 +80,9 @@ type Attempt struct {
 	// A negative hint is treated as absent.
 	RetryAfter    time.Duration
 	HasRetryAfter bool
+	// ShouldRetry is the server's x-should-retry verdict (+1, -1, 0 for
+	// none); it overrides the class's Retryable (providers.Error.Retryable).
+	ShouldRetry int8
 	// Start is when the request's first attempt started.
 	Start time.Time
 }
@@ -95,6 +98,7 @@ func AttemptOf(n int, err error, start time.Time) Attempt {
 		a.Class = pe.Class
 		a.RetryAfter = pe.RetryAfter
 		a.HasRetryAfter = pe.HasRetryAfter
+		a.ShouldRetry = pe.ShouldRetry
 	}
 	return a
 }
@@ -142,7 +146,8 @@ func (p Policy) DeadlineAt(start time.Time) time.Time {
 // *rand.Rand); it is called at most twice. A nil int63n means no jitter:
 // every draw takes its upper bound, the longest wait.
 //
-// The checks, in order: a class that is not Retryable never retries; the
+// The checks, in order: a failure that is not retryable (by its class, or
+// the server's x-should-retry verdict) never retries; the
 // attempt numbered MaxAttempts (or later) is the last; otherwise the delay
 // is a full-jitter backoff draw, uniform in [0, min(Max, Base·2^(N-1))];
 // a retry-after hint, clamped to MaxServerDelay, is a floor: when the hint
@@ -151,7 +156,8 @@ func (p Policy) DeadlineAt(start time.Time) time.Time {
 // now+delay would pass Start+Deadline.
 func (p Policy) Decide(a Attempt, now time.Time, int63n func(int64) int64) Decision {
 	p = p.withDefaults()
-	if !a.Class.Retryable() {
+	e := providers.Error{Class: a.Class, ShouldRetry: a.ShouldRetry}
+	if !e.Retryable() {
 		return Decision{Reason: ReasonNotRetryable}
 	}
 	if a.N >= p.MaxAttempts {
