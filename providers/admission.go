@@ -35,17 +35,29 @@ const (
 // DefaultOutputReserve is the output cap of a request that sets none.
 const DefaultOutputReserve = 1024
 
-// PromptText returns the text of req a tokenizer should count.
+// PromptText returns the text of req a tokenizer should count: Text's,
+// else what the request's endpoint reads as its prompt (a chat body's
+// messages, a Responses body's instructions and input, an embeddings
+// body's inputs).
 func (a Admission) PromptText(req *Request) []byte {
-	if a.Text != nil {
+	switch {
+	case a.Text != nil:
 		return a.Text(req)
+	case req.Endpoint == EndpointResponses:
+		return ResponsesText(req.Body)
+	case req.Endpoint == EndpointEmbeddings:
+		return EmbeddingsText(req.Body)
 	}
 	return MessagesText(req.Body)
 }
 
 // OutputCap is the most output req can produce: its max_tokens, or
-// DefaultOutputReserve when it sets none.
+// DefaultOutputReserve when it sets none; 0 for an embeddings request,
+// which produces no output tokens and reserves none, whatever Output says.
 func (a Admission) OutputCap(req *Request) int64 {
+	if req.Endpoint == EndpointEmbeddings {
+		return 0
+	}
 	if req.MaxTokens > 0 {
 		return int64(req.MaxTokens)
 	}

@@ -26,3 +26,36 @@ func TestAdmissionDefaults(t *testing.T) {
 		t.Error("UncachedInput")
 	}
 }
+
+// TestAdmissionEndpoints: a Responses request's prompt is its instructions
+// and input; an embeddings request's its inputs (token ids one token
+// each), and it reserves no output whatever its max tokens or the rule.
+func TestAdmissionEndpoints(t *testing.T) {
+	tests := map[string]struct {
+		req  Request
+		text string
+		out  int64
+	}{
+		"responses string": {Request{Endpoint: EndpointResponses, MaxTokens: 32, Body: []byte(`{"instructions":"Be brief.","input":"Hi"}`)}, "Be brief.\nHi\n", 32},
+		"responses items": {Request{Endpoint: EndpointResponses, Body: []byte(`{"input":[{"role":"user","content":"a"},{"type":"message","role":"user","content":[{"type":"input_text","text":"b"},{"type":"input_image","image_url":"x"}]},{"type":"function_call_output","call_id":"c","output":"o"}]}`)},
+			"a\nb\no\n", DefaultOutputReserve},
+		"embeddings string":    {Request{Endpoint: EndpointEmbeddings, MaxTokens: 99, Body: []byte(`{"input":"one"}`)}, "one\n", 0},
+		"embeddings strings":   {Request{Endpoint: EndpointEmbeddings, Body: []byte(`{"input":["one","two"]}`)}, "one\ntwo\n", 0},
+		"embeddings token ids": {Request{Endpoint: EndpointEmbeddings, Body: []byte(`{"input":[[1,2],[3]]}`)}, " tok tok tok", 0},
+	}
+	for name, tt := range tests {
+		for _, a := range []Admission{{}, {Output: ReserveExpected}} {
+			if got := string(a.PromptText(&tt.req)); got != tt.text {
+				t.Errorf("%s: PromptText = %q, want %q", name, got, tt.text)
+			}
+			if got := a.OutputCap(&tt.req); got != tt.out {
+				t.Errorf("%s: OutputCap = %d, want %d", name, got, tt.out)
+			}
+		}
+	}
+	for body, want := range map[string]int{`{"input":"a"}`: 1, `{"input":["a","b","c"]}`: 3, `{"input":[1,2,3]}`: 1, `{"input":[[1],[2]]}`: 2, `{"input":[]}`: 1} {
+		if got := EmbeddingInputs([]byte(body)); got != want {
+			t.Errorf("EmbeddingInputs(%s) = %d, want %d", body, got, want)
+		}
+	}
+}

@@ -23,6 +23,9 @@ type BatchItem struct {
 	CustomID string
 	// Body is the provider's request body, without stream flags.
 	Body []byte
+	// Endpoint is the API the body is for. A batch holds one endpoint
+	// (OpenAI's endpoint is per batch): the runner groups items by it.
+	Endpoint Endpoint
 }
 
 // BatchJob is a provider batch as last seen.

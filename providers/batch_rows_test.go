@@ -10,6 +10,7 @@ import (
 
 	"github.com/llmrun/llmrun/providers"
 	"github.com/llmrun/llmrun/providers/anthropic"
+	"github.com/llmrun/llmrun/providers/azure"
 	"github.com/llmrun/llmrun/providers/openai"
 )
 
@@ -103,7 +104,20 @@ type batchStep struct {
 	counts batchCounts
 }
 
-var batchRows = []batchRow{openAIBatchRow, anthropicBatchRow}
+var batchRows = []batchRow{openAIBatchRow, anthropicBatchRow, azureBatchRow}
+
+// azureBatchRow is OpenAI's batch API under an Azure resource's /openai,
+// with a classic api-version in the base URL's query (merged into every
+// call's own query) and the api-key header. The mock serves it with
+// OpenAI's batch handlers behind Azure's gate, so the mock's wire is
+// tested by the openai row.
+var azureBatchRow = func() batchRow {
+	r := openAIBatchRow
+	r.name, r.basePath = "azure", "/openai?api-version=2024-10-21"
+	r.new = func(c providers.Config) providers.BatchClient { return azure.NewBatch(c) }
+	r.wire = batchWire{}
+	return r
+}()
 
 var openAIBatchRow = batchRow{
 	name: "openai", new: func(c providers.Config) providers.BatchClient { return openai.NewBatch(c) },

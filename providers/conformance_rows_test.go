@@ -11,6 +11,7 @@ import (
 
 	"github.com/llmrun/llmrun/providers"
 	"github.com/llmrun/llmrun/providers/anthropic"
+	"github.com/llmrun/llmrun/providers/azure"
 	"github.com/llmrun/llmrun/providers/openai"
 )
 
@@ -26,8 +27,9 @@ type row struct {
 	// new builds the provider under test.
 	new func(providers.Config) providers.Provider
 	// basePath turns a server root into the provider's BaseURL (the
-	// mock serves every dialect under one root); path is where Send posts.
-	basePath, path string
+	// mock serves every dialect under one root); path is where Send posts,
+	// with query as its query string.
+	basePath, path, query string
 	// auth returns the headers carrying key, exactly as sent; every other
 	// credential header must be absent.
 	auth func(key string) http.Header
@@ -98,7 +100,7 @@ type errCase struct {
 	retry time.Duration
 }
 
-var rows = []row{openAIRow, anthropicRow}
+var rows = []row{openAIRow, anthropicRow, azureRow}
 
 // events splits an SSE text into its complete events.
 func events(s string) []string {
@@ -314,5 +316,76 @@ data: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"a
 	b.WriteString("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n")
 	fmt.Fprintf(&b, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":%d}}\n\n", n)
 	b.WriteString("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+	return []byte(b.String())
+}
+
+// azureFilter is Azure's content filter result for text that passed.
+const azureFilter = `{"hate":{"filtered":false,"severity":"safe"},"self_harm":{"filtered":false,"severity":"safe"},"sexual":{"filtered":false,"severity":"safe"},"violence":{"filtered":false,"severity":"safe"}}`
+
+// azureRow is Azure OpenAI at a classic deployment URL (wire-formats §6):
+// OpenAI's bodies with the api-key header, the api-version in the query,
+// a stream that opens with a filter-only chunk whose id, model and created
+// are empty, content filter results on every choice, and its own error
+// bodies (429 code "429" with the wait in the message, the content filter).
+var azureRow = func() row {
+	r := openAIRow
+	r.name = "azure"
+	r.new = func(c providers.Config) providers.Provider { return azure.New(c) }
+	r.basePath, r.path, r.query = "/openai/deployments/dep1?api-version=2024-10-21", "/openai/deployments/dep1/chat/completions", "api-version=2024-10-21"
+	r.auth = func(key string) http.Header { return http.Header{"Api-Key": {key}} }
+	r.plain = `{"choices":[{"content_filter_results":` + azureFilter + `,"finish_reason":"stop","index":0,"logprobs":null,"message":{"content":"Seven.","refusal":null,"role":"assistant"}}],"created":1735689600,"id":"chatcmpl-AZ0002","model":"gpt-4o-mini-2024-07-18","object":"chat.completion","prompt_filter_results":[{"prompt_index":0,"content_filter_results":` + azureFilter + `}],"system_fingerprint":"fp_az01","usage":{"completion_tokens":2,"prompt_tokens":21,"total_tokens":23}}`
+	r.events = events(sseOf(
+		`{"choices":[],"created":0,"id":"","model":"","object":"","prompt_filter_results":[{"prompt_index":0,"content_filter_results":`+azureFilter+`}]}`,
+		`{"choices":[{"content_filter_results":{},"delta":{"content":"","refusal":null,"role":"assistant"},"finish_reason":null,"index":0,"logprobs":null}],"created":1735689600,"id":"chatcmpl-AZ0002","model":"gpt-4o-mini-2024-07-18","object":"chat.completion.chunk","system_fingerprint":"fp_az01","usage":null}`,
+		`{"choices":[{"content_filter_results":`+azureFilter+`,"delta":{"content":"Seven"},"finish_reason":null,"index":0,"logprobs":null}],"created":1735689600,"id":"chatcmpl-AZ0002","model":"gpt-4o-mini-2024-07-18","object":"chat.completion.chunk","system_fingerprint":"fp_az01","usage":null}`,
+		`{"choices":[{"content_filter_results":`+azureFilter+`,"delta":{"content":"."},"finish_reason":null,"index":0,"logprobs":null}],"created":1735689600,"id":"chatcmpl-AZ0002","model":"gpt-4o-mini-2024-07-18","object":"chat.completion.chunk","system_fingerprint":"fp_az01","usage":null}`,
+		`{"choices":[{"content_filter_results":{},"delta":{},"finish_reason":"stop","index":0,"logprobs":null}],"created":1735689600,"id":"chatcmpl-AZ0002","model":"gpt-4o-mini-2024-07-18","object":"chat.completion.chunk","system_fingerprint":"fp_az01","usage":null}`,
+		`{"choices":[],"created":1735689600,"id":"chatcmpl-AZ0002","model":"gpt-4o-mini-2024-07-18","object":"chat.completion.chunk","system_fingerprint":"fp_az01","usage":{"completion_tokens":2,"prompt_tokens":21,"total_tokens":23}}`,
+		`[DONE]`))
+	r.content = 2
+	r.want.Usage = providers.Usage{InputTokens: 21, OutputTokens: 2}
+	// Azure sends the remaining-only pair most of the time.
+	r.limits = map[string]string{"x-ratelimit-remaining-tokens": "149984", "x-ratelimit-remaining-requests": "0", "x-ratelimit-limit-tokens": "150000", "x-ratelimit-limit-requests": "60", "x-ratelimit-reset-tokens": "6m0s", "x-ratelimit-reset-requests": "20ms"}
+	r.extraErrors = map[string]errCase{
+		"400 content filter": {400, nil, `{"error":{"message":"The response was filtered due to the prompt triggering Azure OpenAI's content management policy.","type":null,"param":"prompt","code":"content_filter","status":400,"innererror":{"code":"ResponsibleAIPolicyViolation","content_filter_result":{"hate":{"filtered":false,"severity":"safe"},"sexual":{"filtered":true,"severity":"high"}}}}}`,
+			providers.ClassInvalid, "", "content_filter", -1},
+		"429 wait in the message": {429, nil, `{"error":{"code":"429","message":"Requests to the ChatCompletions_Create Operation under Azure OpenAI API version 2024-10-21 have exceeded token rate limit of your current OpenAI S0 pricing tier. Please retry after 6 seconds."}}`,
+			providers.ClassRateLimited, "", "429", 6 * time.Second},
+		"401 subscription key": {401, nil, `{"error":{"code":"401","message":"Access denied due to invalid subscription key or wrong API endpoint."}}`,
+			providers.ClassAuth, "", "401", -1},
+		"404 no api-version": {404, nil, `{"error":{"code":"404","message":"Resource not found"}}`,
+			providers.ClassInvalid, "", "404", -1},
+	}
+	r.streams = azureStreams
+	r.bench = azureBench
+	return r
+}()
+
+// azureStreams: what Azure's streams add to OpenAI's.
+var azureStreams = map[string]streamCase{
+	"output filtered: a result, not an error": okUsage(sseOf(
+		`{"choices":[],"created":0,"id":"","model":"","object":"","prompt_filter_results":[{"prompt_index":0,"content_filter_results":{}}]}`,
+		`{"choices":[{"content_filter_results":{},"delta":{"content":"","role":"assistant"},"finish_reason":null,"index":0}],"created":7,"id":"c1","model":"m","object":"chat.completion.chunk"}`,
+		`{"choices":[{"content_filter_results":{"violence":{"filtered":false,"severity":"low"}},"delta":{"content":"Par"},"finish_reason":null,"index":0}],"created":7,"id":"c1","model":"m","object":"chat.completion.chunk"}`,
+		`{"choices":[{"content_filter_results":{"violence":{"filtered":true,"severity":"medium"}},"delta":{},"finish_reason":"content_filter","index":0}],"created":7,"id":"c1","model":"m","object":"chat.completion.chunk"}`,
+		`{"choices":[],"created":7,"id":"c1","model":"m","object":"chat.completion.chunk","usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}`,
+		`[DONE]`),
+		`{"id":"c1","object":"chat.completion","created":7,"model":"m","prompt_filter_results":[{"prompt_index":0,"content_filter_results":{}}],"choices":[{"index":0,"message":{"role":"assistant","content":"Par","refusal":null},"logprobs":null,"finish_reason":"content_filter","content_filter_results":{"violence":{"filtered":true,"severity":"medium"}}}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}`,
+		"Par", providers.Usage{InputTokens: 5, OutputTokens: 1}),
+}
+
+// azureBench is openAIBench as Azure sends it: a filter-only chunk first
+// and content filter results on every chunk.
+func azureBench(n int) []byte {
+	const head = `data: {"choices":[{"content_filter_results":` + azureFilter + `,"delta":{`
+	const tail = `"created":1735689600,"id":"chatcmpl-BENCH0001","model":"gpt-4o-mini-2024-07-18","object":"chat.completion.chunk","system_fingerprint":"fp_az01","usage":null}` + "\n\n"
+	var b strings.Builder
+	b.WriteString(`data: {"choices":[],"created":0,"id":"","model":"","object":"","prompt_filter_results":[{"prompt_index":0,"content_filter_results":` + azureFilter + `}]}` + "\n\n")
+	b.WriteString(`data: {"choices":[{"content_filter_results":{},"delta":{"role":"assistant","content":"","refusal":null},"finish_reason":null,"index":0,"logprobs":null}],` + tail)
+	for i := range n {
+		b.WriteString(head + `"content":"` + benchWords[i%len(benchWords)] + `"},"finish_reason":null,"index":0,"logprobs":null}],` + tail)
+	}
+	b.WriteString(`data: {"choices":[{"content_filter_results":{},"delta":{},"finish_reason":"stop","index":0,"logprobs":null}],` + tail)
+	fmt.Fprintf(&b, `data: {"choices":[],"created":1735689600,"id":"chatcmpl-BENCH0001","model":"gpt-4o-mini-2024-07-18","object":"chat.completion.chunk","usage":{"prompt_tokens":21,"completion_tokens":%d,"total_tokens":%d}}`+"\n\ndata: [DONE]\n\n", n, n+21)
 	return []byte(b.String())
 }

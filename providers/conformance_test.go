@@ -278,8 +278,8 @@ func jsonEqual(t *testing.T, got, want []byte) {
 func (r row) fakeAPI(t *testing.T) http.HandlerFunc {
 	return func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
-		if req.URL.Path != r.path || req.Method != http.MethodPost {
-			t.Errorf("%s %s, want POST %s", req.Method, req.URL.Path, r.path)
+		if req.URL.Path != r.path || req.URL.RawQuery != r.query || req.Method != http.MethodPost {
+			t.Errorf("%s %s?%s, want POST %s?%s", req.Method, req.URL.Path, req.URL.RawQuery, r.path, r.query)
 		}
 		want := r.auth(key)
 		for name := range want {

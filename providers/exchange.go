@@ -32,6 +32,10 @@ type Wire struct {
 	// ParsePlain decodes a plain answer, read whole and valid JSON, into
 	// out; b is out.Body's to keep.
 	ParsePlain func(b []byte, out *Response) error
+	// BoundTokens is the token count that bounds the size of req's answer
+	// (see Config.ResponseLimit); nil is req.MaxTokens. Embeddings answer
+	// with vectors, not tokens, and say so here.
+	BoundTokens func(req *Request) int
 }
 
 // Send is Provider.Send for a provider made of w: it shapes req's body
@@ -46,7 +50,11 @@ func (c *Config) Send(ctx context.Context, w *Wire, req *Request) (*Response, er
 	if err != nil {
 		return nil, &Error{Class: ClassInvalid, Message: "request body: " + err.Error(), Err: err}
 	}
-	return c.Exchange(ctx, w, body, req.MaxTokens)
+	n := req.MaxTokens
+	if w.BoundTokens != nil {
+		n = w.BoundTokens(req)
+	}
+	return c.Exchange(ctx, w, body, n)
 }
 
 // Exchange makes one attempt: it posts body (already shaped, stream flags

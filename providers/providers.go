@@ -45,9 +45,12 @@ type Request struct {
 	Body []byte
 	// Model is the body's model, for limiter keys and output.
 	Model string
-	// MaxTokens is the body's output cap (max_tokens or
-	// max_completion_tokens), 0 when absent.
+	// MaxTokens is the body's output cap (max_tokens,
+	// max_completion_tokens or max_output_tokens), 0 when absent.
 	MaxTokens int
+	// Endpoint is the API the body is for (the input line's url); the
+	// zero value is chat.
+	Endpoint Endpoint
 }
 
 // Usage is the token usage a provider reports for one response.
@@ -109,8 +112,12 @@ type Config struct {
 	// BaseURL is the API root (OpenAI: ".../v1"; Anthropic: the host root).
 	BaseURL string
 	// APIKey is sent in the provider's auth header and redacted from every
-	// error message and body the provider returns.
+	// error message and body the provider returns. Empty sends no
+	// credential at all (a local server, --no-auth).
 	APIKey string
+	// APIVersion is the dated API version a provider puts on every call
+	// (Azure OpenAI's api-version); "" for the provider's default.
+	APIVersion string
 	// Stream selects SSE streaming (the default in the CLI).
 	Stream bool
 	// HTTPClient is shared by all providers; nil means a default tuned client.

@@ -22,7 +22,7 @@ func (r *run) key(route Route, req *providers.Request) string {
 // expected to produce.
 func (r *run) cost(key string, route Route, req *providers.Request, rawInput int64) limiter.Cost {
 	out := route.Admission.OutputCap(req)
-	if route.Admission.Output == providers.ReserveExpected {
+	if route.Admission.Output == providers.ReserveExpected && out > 0 {
 		out = r.cfg.Estimator.ExpectedOutput(key, out)
 	}
 	return limiter.Cost{Requests: 1, Input: r.cfg.Estimator.Calibrate(key, rawInput), Output: out}

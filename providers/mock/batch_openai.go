@@ -244,8 +244,8 @@ func (s *Server) handleOABatchCreate(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case in.InputFileID == "":
 		aerr = errInvalid("input_file_id", "Missing required parameter: 'input_file_id'.")
-	case in.Endpoint != "/v1/chat/completions":
-		aerr = errInvalid("endpoint", "The mock batches /v1/chat/completions only, got '"+in.Endpoint+"'.")
+	case itemDialect(r.URL.Path, in.Endpoint) == nil:
+		aerr = errInvalid("endpoint", "Invalid 'endpoint': the mock batches "+batchEndpoints+", got '"+in.Endpoint+"'.")
 	case in.CompletionWindow != "24h":
 		aerr = errInvalid("completion_window", "Invalid 'completion_window': expected '24h'.")
 	}
@@ -263,7 +263,7 @@ func (s *Server) handleOABatchCreate(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, d, reqID, errNoSuch("batch input file", in.InputFileID))
 		return
 	}
-	b := &mbatch{d: d, created: now, inputFile: f.id, endpoint: in.Endpoint}
+	b := &mbatch{d: itemDialect(r.URL.Path, in.Endpoint), created: now, inputFile: f.id, endpoint: in.Endpoint}
 	if len(in.Metadata) > 0 && string(in.Metadata) != "null" {
 		b.metadata = in.Metadata
 	}

@@ -10,7 +10,8 @@
 //	POST /v1/messages                                   Anthropic format
 //	GET  /mock/stats                                    Stats as JSON
 //
-// and the batch APIs (batch.go): OpenAI POST /v1/files, GET /v1/files/{id}
+// Azure OpenAI's dialect under /openai (azure.go), and the batch APIs
+// (batch.go): OpenAI POST /v1/files, GET /v1/files/{id}
 // and /v1/files/{id}/content, POST /v1/batches, GET /v1/batches/{id}, POST
 // /v1/batches/{id}/cancel; Anthropic POST /v1/messages/batches, GET
 // /v1/messages/batches/{id} and /v1/messages/batches/{id}/results, POST
@@ -84,8 +85,8 @@ type Config struct {
 	// error.details.error_code "enforced_spend_limit_reached". Neither
 	// carries retry-after.
 	SpendCap bool
-	// APIKey, if set, must be sent as "Authorization: Bearer <key>" or
-	// "x-api-key: <key>"; otherwise the answer is a 401 whose message echoes
+	// APIKey, if set, must be sent as "Authorization: Bearer <key>",
+	// "x-api-key: <key>" or (Azure) "api-key: <key>"; otherwise the answer is a 401 whose message echoes
 	// a masked form of the key sent (its first 8 and last 4 characters, as
 	// in "sk-abc12***wxyz"; fewer for keys under 16 characters).
 	APIKey string
@@ -235,6 +236,7 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("POST /v1/messages", s.handleAPI(anthropic{}))
 	s.mux.HandleFunc("GET /mock/stats", s.handleStats)
 	s.registerBatchRoutes()
+	s.registerAzureRoutes()
 	s.mux.HandleFunc("/", s.handleNotFound)
 	return s
 }
@@ -504,7 +506,10 @@ func (s *Server) release(h [32]byte, out int, done bool) (dup bool) {
 func (s *Server) fail(w http.ResponseWriter, d dialect, reqID string, e *apiError) {
 	s.writeLimitHeaders(w, d)
 	h := w.Header()
-	if e.retryAfter > 0 && !s.cfg.NoRetryAfter {
+	if s.cfg.NoRetryAfter {
+		e.retryAfter = 0 // nor in the body (Azure's "Please retry after N seconds.")
+	}
+	if e.retryAfter > 0 {
 		h.Set("retry-after", strconv.FormatInt(int64(math.Ceil(e.retryAfter.Seconds())), 10))
 		h.Set("retry-after-ms", strconv.FormatInt(int64(math.Ceil(float64(e.retryAfter)/float64(time.Millisecond))), 10))
 	}
@@ -524,9 +529,13 @@ func (s *Server) writeLimitHeaders(w http.ResponseWriter, d dialect) {
 	d.setLimitHeaders(w.Header(), l, now)
 }
 
-// sentKey returns the credential of r: x-api-key, else the Bearer token.
+// sentKey returns the credential of r: x-api-key or api-key (Azure),
+// else the Bearer token.
 func sentKey(r *http.Request) string {
 	if k := r.Header.Get("x-api-key"); k != "" {
+		return k
+	}
+	if k := r.Header.Get("api-key"); k != "" {
 		return k
 	}
 	if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {

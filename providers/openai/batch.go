@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -36,33 +37,66 @@ const (
 	batchMaxID = 64
 )
 
-// batchEndpoint is the only endpoint llmrun batches.
-const batchEndpoint = "/v1/chat/completions"
-
 // Batch is an OpenAI Batch API client. It is safe for concurrent use.
 type Batch struct {
 	cfg providers.Config
+	d   BatchDialect
 }
 
 var _ providers.BatchClient = (*Batch)(nil)
 
+// BatchDialect is how a server's batch API differs from api.openai.com's
+// (Azure OpenAI's: other paths, an api-version, the api-key header); the
+// zero value is OpenAI's own.
+type BatchDialect struct {
+	// Name is what Batch.Name returns; "" is "openai".
+	Name string
+	// BaseURL is what Batch.BaseURL returns, before its userinfo is
+	// stripped; "" is Config.BaseURL.
+	BaseURL string
+	// URL returns the URL of an API path ("/files?purpose=batch"); nil
+	// appends it to Config.BaseURL.
+	URL func(path string) string
+	// Header holds the credential headers; nil sends "Authorization:
+	// Bearer <key>", or nothing without a key.
+	Header http.Header
+	// Body adjusts an item's body as it goes into the input file (Azure
+	// names the batch deployment in model); nil leaves it. It must not
+	// modify its input.
+	Body func(body []byte) ([]byte, error)
+}
+
 // NewBatch returns a Batch API client for cfg (BaseURL ".../v1"; Stream is
 // ignored).
-func NewBatch(cfg providers.Config) *Batch {
+func NewBatch(cfg providers.Config) *Batch { return NewBatchDialect(cfg, BatchDialect{}) }
+
+// NewBatchDialect returns a Batch API client speaking d.
+func NewBatchDialect(cfg providers.Config, d BatchDialect) *Batch {
 	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
-	return &Batch{cfg: cfg}
+	if d.Name == "" {
+		d.Name = "openai"
+	}
+	if d.BaseURL == "" {
+		d.BaseURL = cfg.BaseURL
+	}
+	if d.URL == nil {
+		base := cfg.BaseURL
+		d.URL = func(path string) string { return base + path }
+	}
+	return &Batch{cfg: cfg, d: d}
 }
 
 // Name implements providers.BatchClient.
-func (b *Batch) Name() string { return "openai" }
+func (b *Batch) Name() string { return b.d.Name }
 
 // Format implements providers.BatchClient.
 func (b *Batch) Format() providers.Format { return providers.FormatOpenAI }
 
 // BaseURL implements providers.BatchClient: the base URL without userinfo.
-func (b *Batch) BaseURL() string { return providers.StripUserinfo(b.cfg.BaseURL) }
+func (b *Batch) BaseURL() string { return providers.StripUserinfo(b.d.BaseURL) }
 
-// MaxItems implements providers.BatchClient: 50,000 lines per file.
+// MaxItems implements providers.BatchClient: 50,000 lines per file, and
+// as many embedding inputs (see providers.BatchUnits).
 func (b *Batch) MaxItems() int { return batchMaxItems }
 
 // MaxBytes implements providers.BatchClient: 200 MB per file.
@@ -71,7 +105,11 @@ func (b *Batch) MaxBytes() int64 { return batchMaxBytes }
 // ItemSize implements providers.BatchClient: the length of the item's line
 // in the input file, newline included.
 func (b *Batch) ItemSize(it providers.BatchItem) int64 {
-	return int64(len(batchAppendLine(nil, it)))
+	line, err := b.appendLine(nil, it)
+	if err != nil {
+		return int64(len(it.Body)) + 128
+	}
+	return int64(len(line))
 }
 
 // ValidID implements providers.BatchClient: 1 to 64 bytes of printable
@@ -83,19 +121,35 @@ func (b *Batch) ValidID(id string) bool {
 	return strings.IndexFunc(id, func(r rune) bool { return !unicode.IsPrint(r) }) < 0
 }
 
-// batchAppendLine appends the input-file line of it.
-func batchAppendLine(dst []byte, it providers.BatchItem) []byte {
+// appendLine appends the input-file line of it: its url is its endpoint's.
+func (b *Batch) appendLine(dst []byte, it providers.BatchItem) ([]byte, error) {
+	body := it.Body
+	if b.d.Body != nil {
+		var err error
+		if body, err = b.d.Body(body); err != nil {
+			return dst, err
+		}
+	}
 	id, _ := json.Marshal(it.CustomID)
 	dst = append(dst, `{"custom_id":`...)
 	dst = append(dst, id...)
-	dst = append(dst, `,"method":"POST","url":"`+batchEndpoint+`","body":`...)
-	dst = append(dst, it.Body...)
-	return append(dst, "}\n"...)
+	dst = append(dst, `,"method":"POST","url":"`...)
+	dst = append(dst, it.Endpoint.Path()...)
+	dst = append(dst, `","body":`...)
+	dst = append(dst, body...)
+	return append(dst, "}\n"...), nil
 }
 
 func (b *Batch) header() http.Header {
 	h := make(http.Header, 2)
-	h.Set("Authorization", "Bearer "+b.cfg.APIKey)
+	switch {
+	case b.d.Header != nil:
+		for k, v := range b.d.Header {
+			h[k] = v
+		}
+	case b.cfg.APIKey != "":
+		h.Set("Authorization", "Bearer "+b.cfg.APIKey)
+	}
 	return h
 }
 
@@ -110,7 +164,18 @@ func (b *Batch) Labels() bool { return true }
 func (b *Batch) Submit(ctx context.Context, items []providers.BatchItem, label providers.BatchLabel) (providers.BatchJob, error) {
 	var file []byte
 	for _, it := range items {
-		file = batchAppendLine(file, it)
+		if it.Endpoint != items[0].Endpoint {
+			return providers.BatchJob{}, &providers.Error{Class: providers.ClassInvalid,
+				Message: fmt.Sprintf("one batch holds one endpoint: %s and %s requests mixed", items[0].Endpoint, it.Endpoint)}
+		}
+		var err error
+		if file, err = b.appendLine(file, it); err != nil {
+			return providers.BatchJob{}, &providers.Error{Class: providers.ClassInvalid, Message: "request " + it.CustomID + ": " + err.Error(), Err: err}
+		}
+	}
+	endpoint := providers.EndpointChat.Path()
+	if len(items) > 0 {
+		endpoint = items[0].Endpoint.Path()
 	}
 	sum := sha256.Sum256(file)
 	name := "llmrun-" + hex.EncodeToString(sum[:8]) + ".jsonl"
@@ -135,7 +200,7 @@ func (b *Batch) Submit(ctx context.Context, items []providers.BatchItem, label p
 	}
 	req, _ := json.Marshal(map[string]any{
 		"input_file_id":     fileID,
-		"endpoint":          batchEndpoint,
+		"endpoint":          endpoint,
 		"completion_window": "24h",
 		"metadata":          meta,
 	})
@@ -277,7 +342,7 @@ func (b *Batch) download(ctx context.Context, fileID string, fn func(providers.B
 func (b *Batch) lines(ctx context.Context, fileID string, fn func([]byte) error) error {
 	h := b.header()
 	h.Set("Accept", "application/binary")
-	resp, err := b.cfg.Get(ctx, b.cfg.BaseURL+"/files/"+url.PathEscape(fileID)+"/content", h)
+	resp, err := b.cfg.Get(ctx, b.d.URL("/files/"+url.PathEscape(fileID)+"/content"), h)
 	if err != nil {
 		return err
 	}
@@ -354,7 +419,7 @@ func (b *Batch) do(ctx context.Context, method, path string, h http.Header, body
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	resp, err := b.cfg.Do(ctx, method, b.cfg.BaseURL+path, h, rd)
+	resp, err := b.cfg.Do(ctx, method, b.d.URL(path), h, rd)
 	if err != nil {
 		return err
 	}

@@ -1,5 +1,6 @@
-// Package openai is the Chat Completions provider (api.openai.com and the
-// servers that speak its format: vLLM, Ollama, OpenRouter, Azure).
+// Package openai is the OpenAI provider: Chat Completions, the Responses
+// API and embeddings, for api.openai.com and the servers that speak its
+// format (vLLM, Ollama, OpenRouter; Azure OpenAI through a Dialect).
 //
 // Streamed answers are reassembled into exactly the body a non-streaming
 // call returns, so the output file does not depend on whether streaming was
@@ -19,51 +20,114 @@ import (
 	"github.com/tidwall/sjson"
 )
 
-// Provider sends Chat Completions requests. It is safe for concurrent use:
-// all of its fields are read-only after New.
+// Provider sends Chat Completions, Responses and embeddings requests. It
+// is safe for concurrent use: all of its fields are read-only after New.
 type Provider struct {
-	cfg  providers.Config
-	wire providers.Wire
+	cfg providers.Config
+	d   Dialect
+	// wires holds one wire per providers.Endpoint.
+	wires [3]providers.Wire
 }
 
 var _ providers.Provider = (*Provider)(nil)
 
-// New returns a Provider posting to cfg.BaseURL + "/chat/completions"
-// (cmd resolves the default base URL). A nil cfg.HTTPClient is replaced by
-// providers.NewHTTPClient, once, so every Send shares one connection pool.
-func New(cfg providers.Config) *Provider {
+// Dialect is how a server that speaks OpenAI's bodies differs from
+// api.openai.com: its name, where each call goes, how it authenticates,
+// and what its error bodies say beyond OpenAI's. The zero value is
+// api.openai.com and the servers that copy it (vLLM, Ollama, OpenRouter).
+type Dialect struct {
+	// Name is what Provider.Name returns; "" is "openai".
+	Name string
+	// BaseURL is what Provider.BaseURL returns; "" is Config.BaseURL.
+	BaseURL string
+	// URL returns where req goes; nil posts to Config.BaseURL followed by
+	// the endpoint's path without /v1 ("/chat/completions").
+	URL func(req *providers.Request) string
+	// Header holds the credential headers; nil sends "Authorization:
+	// Bearer <key>", or nothing without a key.
+	Header http.Header
+	// Body adjusts a prepared body (Azure names the deployment in model);
+	// it must not modify its input. Nil leaves bodies alone.
+	Body func(body []byte) ([]byte, error)
+	// Refine sharpens the classification of an error answer already read
+	// as OpenAI's (Azure's content filter); nil adds nothing.
+	Refine func(e *providers.Error)
+}
+
+// New returns a Provider for api.openai.com and compatible servers, posting
+// to cfg.BaseURL + "/chat/completions" (and "/responses", "/embeddings").
+func New(cfg providers.Config) *Provider { return NewDialect(cfg, Dialect{}) }
+
+// NewDialect returns a Provider speaking d. A nil cfg.HTTPClient is
+// replaced by providers.NewHTTPClient, once, so every Send shares one
+// connection pool.
+func NewDialect(cfg providers.Config, d Dialect) *Provider {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = providers.NewHTTPClient(0)
 	}
-	p := &Provider{cfg: cfg}
-	p.wire = providers.Wire{
-		URL: strings.TrimRight(cfg.BaseURL, "/") + "/chat/completions",
-		Header: http.Header{
-			"Authorization": {"Bearer " + cfg.APIKey},
-			"Content-Type":  {"application/json"},
-		},
-		RequestIDHeader: "x-request-id",
-		StatusError:     p.statusError,
-		Prepare:         p.prepare,
-		ReadStream:      p.readStream,
-		ParsePlain:      p.parsePlain,
+	if d.Name == "" {
+		d.Name = "openai"
+	}
+	if d.BaseURL == "" {
+		d.BaseURL = cfg.BaseURL
+	}
+	p := &Provider{cfg: cfg, d: d}
+	header := http.Header{"Content-Type": {"application/json"}}
+	switch {
+	case d.Header != nil:
+		for k, v := range d.Header {
+			header[k] = v
+		}
+	case cfg.APIKey != "":
+		header.Set("Authorization", "Bearer "+cfg.APIKey)
+	}
+	base := strings.TrimRight(cfg.BaseURL, "/")
+	for ep, w := range map[providers.Endpoint]providers.Wire{
+		providers.EndpointChat:       {Prepare: p.prepare, ReadStream: p.readStream, ParsePlain: p.parsePlain},
+		providers.EndpointResponses:  {Prepare: p.prepareResponses, ReadStream: p.readResponsesStream, ParsePlain: p.parseResponses},
+		providers.EndpointEmbeddings: {Prepare: prepareEmbeddings, ReadStream: p.readEmbeddingsStream, ParsePlain: p.parseEmbeddings, BoundTokens: embeddingsBound},
+	} {
+		w.URL = base + strings.TrimPrefix(ep.Path(), "/v1")
+		w.Header = header
+		w.RequestIDHeader = "x-request-id"
+		w.StatusError = p.statusError
+		if d.Body != nil {
+			prepare := w.Prepare
+			w.Prepare = func(b []byte) ([]byte, error) {
+				b, err := prepare(b)
+				if err != nil {
+					return nil, err
+				}
+				return d.Body(b)
+			}
+		}
+		p.wires[ep] = w
 	}
 	return p
 }
 
-// Name returns "openai".
-func (p *Provider) Name() string { return "openai" }
+// Name returns the dialect's name ("openai").
+func (p *Provider) Name() string { return p.d.Name }
 
 // Format returns providers.FormatOpenAI.
 func (p *Provider) Format() providers.Format { return providers.FormatOpenAI }
 
-// BaseURL returns the configured API root.
-func (p *Provider) BaseURL() string { return p.cfg.BaseURL }
+// BaseURL returns the API root (the dialect's, for a dialect that has one).
+func (p *Provider) BaseURL() string { return p.d.BaseURL }
 
-// Send makes one attempt of req. It never retries. Errors are *providers.Error,
-// except that a done ctx yields ctx.Err() itself.
+// Send makes one attempt of req at its endpoint. It never retries. Errors
+// are *providers.Error, except that a done ctx yields ctx.Err() itself.
 func (p *Provider) Send(ctx context.Context, req *providers.Request) (*providers.Response, error) {
-	return p.cfg.Send(ctx, &p.wire, req)
+	if int(req.Endpoint) >= len(p.wires) {
+		return nil, &providers.Error{Class: providers.ClassInvalid, Message: "unknown endpoint " + req.Endpoint.String()}
+	}
+	w := &p.wires[req.Endpoint]
+	if p.d.URL != nil {
+		wc := *w
+		wc.URL = p.d.URL(req)
+		w = &wc
+	}
+	return p.cfg.Send(ctx, w, req)
 }
 
 // prepare sets the stream flags the configuration asks for. The caller's
@@ -100,6 +164,9 @@ func (p *Provider) statusError(resp *http.Response) error {
 	if e.Type == "insufficient_quota" || e.Code == "insufficient_quota" {
 		e.Class = providers.ClassQuota
 	}
+	if p.d.Refine != nil {
+		p.d.Refine(e)
+	}
 	return e
 }
 
@@ -130,9 +197,17 @@ func (p *Provider) parsePlain(b []byte, out *providers.Response) error {
 	return nil
 }
 
-// usage reads a usage object (plain, streamed and batch answers alike):
-// prompt_tokens counts every input token, the cached ones included.
+// usage reads a usage object of any endpoint (plain, streamed and batch
+// answers alike): Chat's and embeddings' prompt_tokens, or the Responses
+// API's input_tokens, count every input token, the cached ones included.
 func usage(u gjson.Result) providers.Usage {
+	if in := u.Get("input_tokens"); in.Exists() {
+		return providers.Usage{
+			InputTokens:     in.Int(),
+			OutputTokens:    u.Get("output_tokens").Int(),
+			CacheReadTokens: u.Get("input_tokens_details.cached_tokens").Int(),
+		}
+	}
 	return providers.Usage{
 		InputTokens:     u.Get("prompt_tokens").Int(),
 		OutputTokens:    u.Get("completion_tokens").Int(),

@@ -16,10 +16,14 @@ import (
 // delta is ever unescaped or re-escaped. Per chunk it allocates nothing
 // beyond the growth of the buffers it keeps.
 type assembler struct {
-	// Raw JSON values from the first chunk that carried them.
+	// Raw JSON values from the first chunk that carried them (id, created
+	// and model: that carried a non-empty one, as Azure's first chunk has
+	// "" and 0).
 	id, created, modelRaw, fingerprint, tier []byte
-	choices                                  []*choice
-	usage                                    []byte // raw, from the final usage chunk
+	// filters is Azure's prompt_filter_results, from the chunk that had it.
+	filters []byte
+	choices []*choice
+	usage   []byte // raw, from the final usage chunk
 	// content is set once any delta carried text or a tool call: the
 	// moment TTFT measures.
 	content bool
@@ -34,6 +38,9 @@ type choice struct {
 	calls    []toolCall
 	finish   []byte // raw; nil until a non-null finish_reason
 	logprobs logprobs
+	// filter is Azure's content_filter_results: the last non-empty one
+	// (each chunk's covers the text so far; the closing chunk's is {}).
+	filter []byte
 }
 
 // field is one string field of the message (content, refusal, and any
@@ -79,16 +86,20 @@ func (a *assembler) chunk(data []byte) *providers.Error {
 func (a *assembler) topLevel(k, v string) bool {
 	switch k {
 	case `"id"`:
-		if a.id == nil {
+		if a.id == nil || (string(a.id) == `""` && v != "null") {
 			a.id = keep(a.id, v)
 		}
 	case `"created"`:
-		if a.created == nil {
+		if a.created == nil || (string(a.created) == `0` && v != "null") {
 			a.created = keep(a.created, v)
 		}
 	case `"model"`:
-		if a.modelRaw == nil {
+		if a.modelRaw == nil || (string(a.modelRaw) == `""` && v != "null") {
 			a.modelRaw = keep(a.modelRaw, v)
+		}
+	case `"prompt_filter_results"`:
+		if a.filters == nil && v != "null" {
+			a.filters = keep(a.filters, v)
 		}
 	case `"system_fingerprint"`:
 		if a.fingerprint == nil || (v != "null" && string(a.fingerprint) == "null") {
@@ -156,6 +167,10 @@ func (a *assembler) choiceField(k, v string) bool {
 		if v != "null" {
 			ch.logprobs.seen = true
 			providers.EachMember(v, a.logprobField)
+		}
+	case `"content_filter_results"`:
+		if v != "null" && v != "{}" {
+			ch.filter = keep(ch.filter, v)
 		}
 	}
 	return true
@@ -279,7 +294,7 @@ func (c *choice) lookup(key string) *field {
 // body writes the chat.completion the stream amounted to, in the field
 // order of a non-streaming answer.
 func (a *assembler) body() []byte {
-	n := 256 + len(a.usage)
+	n := 256 + len(a.usage) + len(a.filters)
 	for _, c := range a.choices {
 		for _, f := range c.fields {
 			n += len(f.buf) + len(f.key) + 8
@@ -287,7 +302,7 @@ func (a *assembler) body() []byte {
 		for _, t := range c.calls {
 			n += len(t.args) + 128
 		}
-		n += len(c.logprobs.content) + len(c.logprobs.refusal) + 128
+		n += len(c.logprobs.content) + len(c.logprobs.refusal) + len(c.filter) + 128
 	}
 	b := make([]byte, 0, n)
 	b = append(b, `{"id":`...)
@@ -303,6 +318,10 @@ func (a *assembler) body() []byte {
 	if a.fingerprint != nil {
 		b = append(b, `,"system_fingerprint":`...)
 		b = append(b, a.fingerprint...)
+	}
+	if a.filters != nil {
+		b = append(b, `,"prompt_filter_results":`...)
+		b = append(b, a.filters...)
 	}
 	b = append(b, `,"choices":[`...)
 	choices := slices.Clone(a.choices)
@@ -377,6 +396,10 @@ func (c *choice) appendJSON(b []byte) []byte {
 	}
 	b = append(b, `,"finish_reason":`...)
 	b = raw(b, c.finish, "null")
+	if c.filter != nil {
+		b = append(b, `,"content_filter_results":`...)
+		b = append(b, c.filter...)
+	}
 	return append(b, '}')
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/llmrun/llmrun/providers"
 	"github.com/llmrun/llmrun/providers/anthropic"
+	"github.com/llmrun/llmrun/providers/azure"
 	"github.com/llmrun/llmrun/providers/openai"
 )
 
@@ -28,9 +29,21 @@ type Entry struct {
 	// first set wins.
 	KeyEnv []string
 	// BaseURLEnv names the environment variable that overrides
-	// DefaultBaseURL ("" for none).
+	// DefaultBaseURL ("" for none). A provider without a default (Azure:
+	// every resource has its own) needs one of them or --base-url.
 	BaseURLEnv     string
 	DefaultBaseURL string
+	// APIVersionEnv names the environment variable holding the API version
+	// when --api-version is not given ("" for a provider without one).
+	APIVersionEnv string
+	// Validate rejects a configuration the provider cannot work with (an
+	// Azure deployment URL without an api-version) before anything is
+	// sent; nil accepts any.
+	Validate func(cfg providers.Config) error
+	// Model returns the model every request to baseURL is sent as, when
+	// the URL itself names it (an Azure deployment URL): it is the
+	// budget's model key and the default model. Nil or "" for none.
+	Model func(baseURL string) string
 	// KeyOptional reports whether requests to baseURL may go without a key
 	// (a local server); nil means a key is always needed.
 	KeyOptional func(baseURL string) bool
@@ -91,6 +104,11 @@ func anthropicLine(line []byte) bool { return gjson.GetBytes(line, "params").Exi
 // reads against ITPM.
 var anthropicAdmission = providers.Admission{Output: providers.ReserveExpected, Charged: providers.UncachedInput}
 
+// azureAdmission: Azure OpenAI counts the input and the tokens actually
+// generated against a deployment's TPM, so a request reserves the output
+// the deployment is expected to produce, not its max tokens.
+var azureAdmission = providers.Admission{Output: providers.ReserveExpected}
+
 // table is every provider, in the order Infer tries their keys.
 var table = []Entry{
 	{
@@ -104,12 +122,23 @@ var table = []Entry{
 		New: newAnthropic, NewBatch: newAnthropicBatch, Admission: anthropicAdmission, Claims: anthropicLine,
 	},
 	{
+		Name: azure.Name, Format: providers.FormatOpenAI,
+		KeyEnv: []string{"AZURE_OPENAI_API_KEY"}, BaseURLEnv: "AZURE_OPENAI_ENDPOINT", APIVersionEnv: "OPENAI_API_VERSION",
+		New: azure.New, NewBatch: azure.NewBatch, Admission: azureAdmission, Validate: azure.Check, Model: azure.Deployment,
+	},
+	{
 		Name: "mock-openai", Format: providers.FormatOpenAI, Mock: true, MockPath: "/v1",
 		New: newOpenAI, NewBatch: newOpenAIBatch,
 	},
 	{
 		Name: "mock-anthropic", Format: providers.FormatAnthropic, Mock: true,
 		New: newAnthropic, NewBatch: newAnthropicBatch, Admission: anthropicAdmission,
+	},
+	{
+		// The mock's Azure dialect: the v1 API, or deployment URLs with
+		// --api-version.
+		Name: "mock-azure", Format: providers.FormatOpenAI, Mock: true, MockPath: "/openai",
+		New: azure.New, NewBatch: azure.NewBatch, Admission: azureAdmission, Validate: azure.Check, Model: azure.Deployment,
 	},
 }
 

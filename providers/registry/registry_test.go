@@ -27,14 +27,14 @@ func TestTableIsComplete(t *testing.T) {
 		if e.New == nil || e.Format == 0 {
 			t.Errorf("%s: no constructor or format", e.Name)
 		}
-		if !e.Mock && (len(e.KeyEnv) == 0 || e.DefaultBaseURL == "") {
-			t.Errorf("%s: no key variable or default endpoint", e.Name)
+		if !e.Mock && (len(e.KeyEnv) == 0 || (e.DefaultBaseURL == "" && e.BaseURLEnv == "")) {
+			t.Errorf("%s: no key variable or endpoint", e.Name)
 		}
 	}
-	if want := []string{"openai", "anthropic", "mock", "mock-openai", "mock-anthropic"}; !slices.Equal(Names(), want) {
+	if want := []string{"openai", "anthropic", "azure", "mock", "mock-openai", "mock-anthropic", "mock-azure"}; !slices.Equal(Names(), want) {
 		t.Errorf("Names() = %v, want %v", Names(), want)
 	}
-	if _, err := Lookup("gemini-ultra"); err == nil || !strings.Contains(err.Error(), "openai, anthropic, mock") {
+	if _, err := Lookup("gemini-ultra"); err == nil || !strings.Contains(err.Error(), "openai, anthropic, azure, mock") {
 		t.Errorf("Lookup of an unknown name: %v", err)
 	}
 }
@@ -52,6 +52,7 @@ func TestResolveAndInfer(t *testing.T) {
 		"Anthropic lines go to Anthropic":         {"", providers.FormatAnthropic, env("OPENAI_API_KEY", "k"), "anthropic"},
 		"neutral lines: OpenAI when its key set":  {"", providers.FormatOpenAI, env("OPENAI_API_KEY", "k", "ANTHROPIC_API_KEY", "k"), "openai"},
 		"neutral lines: the provider with a key":  {"", providers.FormatOpenAI, env("ANTHROPIC_API_KEY", "k"), "anthropic"},
+		"neutral lines: Azure's key":              {"", providers.FormatOpenAI, env("AZURE_OPENAI_API_KEY", "k"), "azure"},
 		"neutral lines, no key: OpenAI (and ask)": {"", providers.FormatOpenAI, env(), "openai"},
 	}
 	for name, tt := range tests {
@@ -128,6 +129,8 @@ func TestAdmissionRules(t *testing.T) {
 		"mock-openai":    {providers.ReserveCap, 1000},
 		"anthropic":      {providers.ReserveExpected, 200}, // cache reads are not counted against ITPM
 		"mock-anthropic": {providers.ReserveExpected, 200},
+		"azure":          {providers.ReserveExpected, 1000}, // generated tokens count, not max tokens
+		"mock-azure":     {providers.ReserveExpected, 1000},
 	} {
 		e, _ := Lookup(name)
 		if e.Admission.Output != want.out || e.Admission.InputCharged(u) != want.charged {
@@ -145,5 +148,47 @@ func TestShapeOf(t *testing.T) {
 		if got := ShapeOf([]byte(line)); got != want {
 			t.Errorf("ShapeOf(%s) = %v, want %v", line, got, want)
 		}
+	}
+}
+
+// TestAzureConfig: Azure's endpoint and api-version come from the
+// environment (the SDKs' variables) or the flags; a deployment URL without
+// a version, or no endpoint at all, is a configuration error before
+// anything is sent; the deployment a URL names is its model.
+func TestAzureConfig(t *testing.T) {
+	az, _ := Lookup("azure")
+	getenv := env("AZURE_OPENAI_API_KEY", "az-key", "AZURE_OPENAI_ENDPOINT", "https://x.openai.azure.com", "OPENAI_API_VERSION", "2024-10-21")
+	s := NewSet(getenv, providers.Config{})
+	p, err := s.Provider(az, "")
+	if err != nil || p.Name() != "azure" || p.BaseURL() != "https://x.openai.azure.com/openai?api-version=2024-10-21" {
+		t.Fatalf("from the environment: %v %v", p, err)
+	}
+	p, err = s.Provider(az, "https://y.openai.azure.com/openai/deployments/dep1")
+	if err != nil || p.BaseURL() != "https://y.openai.azure.com/openai/deployments/dep1?api-version=2024-10-21" || az.Model(p.BaseURL()) != "dep1" {
+		t.Fatalf("a deployment URL: %v %v", p, err)
+	}
+	flag := NewSet(getenv, providers.Config{APIVersion: "2025-04-01-preview"})
+	if p, err = flag.Provider(az, ""); err != nil || !strings.HasSuffix(p.BaseURL(), "api-version=2025-04-01-preview") {
+		t.Fatalf("--api-version beats OPENAI_API_VERSION: %v %v", p, err)
+	}
+	bc, err := s.Batch(az, "")
+	if err != nil || bc.Name() != "azure" || bc.BaseURL() != "https://x.openai.azure.com/openai?api-version=2024-10-21" {
+		t.Fatalf("batch client: %v", err)
+	}
+
+	var ce *ConfigError
+	noVersion := NewSet(env("AZURE_OPENAI_API_KEY", "k"), providers.Config{})
+	if _, err := noVersion.Provider(az, "https://x.openai.azure.com/openai/deployments/dep1"); !errors.As(err, &ce) || !strings.Contains(err.Error(), "OPENAI_API_VERSION") {
+		t.Errorf("deployment URL without a version: %v", err)
+	}
+	if _, err := noVersion.Provider(az, ""); !errors.As(err, &ce) || !strings.Contains(err.Error(), "AZURE_OPENAI_ENDPOINT is not set") {
+		t.Errorf("no endpoint: %v", err)
+	}
+	if p, err := noVersion.Provider(az, "https://x.openai.azure.com"); err != nil || p.BaseURL() != "https://x.openai.azure.com/openai/v1" {
+		t.Errorf("a bare endpoint without a version is the v1 API: %v %v", p, err)
+	}
+	var mk *MissingKeyError
+	if _, err := NewSet(env(), providers.Config{}).Provider(az, "https://x.openai.azure.com"); !errors.As(err, &mk) || !strings.Contains(err.Error(), "AZURE_OPENAI_API_KEY") {
+		t.Errorf("no key: %v", err)
 	}
 }

@@ -60,6 +60,16 @@ func (s *Set) Batch(e Entry, baseURL string) (providers.BatchClient, error) {
 	return e.NewBatch(cfg), nil
 }
 
+// ConfigError says a provider cannot work as configured (no endpoint, an
+// endpoint it cannot use): nothing was sent.
+type ConfigError struct {
+	Provider string
+	Err      error
+}
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
 // MissingKeyError says a provider needs an API key and none is set.
 type MissingKeyError struct {
 	Provider string
@@ -70,9 +80,17 @@ func (e *MissingKeyError) Error() string {
 	return fmt.Sprintf("%s is not set (try --provider mock for a dry run against the built-in mock)", strings.Join(e.Vars, " or "))
 }
 
-// config fills the shared configuration with e's endpoint and key.
-func (s *Set) config(e Entry, baseURL string) (providers.Config, error) {
-	cfg := s.cfg
+// config fills the shared configuration with e's endpoint, API version
+// and key, and has e check it.
+func (s *Set) config(e Entry, baseURL string) (cfg providers.Config, err error) {
+	cfg = s.cfg
+	defer func() {
+		if err == nil && e.Validate != nil {
+			if verr := e.Validate(cfg); verr != nil {
+				err = &ConfigError{Provider: e.Name, Err: verr}
+			}
+		}
+	}()
 	if e.Mock {
 		url, err := s.startMock()
 		if err != nil {
@@ -82,6 +100,12 @@ func (s *Set) config(e Entry, baseURL string) (providers.Config, error) {
 		return cfg, nil
 	}
 	cfg.BaseURL = e.BaseURL(baseURL, s.getenv)
+	if cfg.BaseURL == "" {
+		return cfg, &ConfigError{Provider: e.Name, Err: fmt.Errorf("%s is not set: pass --base-url with the %s endpoint", e.BaseURLEnv, e.Name)}
+	}
+	if cfg.APIVersion == "" && e.APIVersionEnv != "" {
+		cfg.APIVersion = strings.TrimSpace(s.getenv(e.APIVersionEnv))
+	}
 	cfg.APIKey = e.Key(s.getenv)
 	if cfg.APIKey == "" && (e.KeyOptional == nil || !e.KeyOptional(cfg.BaseURL)) {
 		return cfg, &MissingKeyError{Provider: e.Name, Vars: e.KeyEnv}

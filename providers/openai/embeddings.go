@@ -1,0 +1,69 @@
+package openai
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/llmrun/llmrun/providers"
+)
+
+// Embeddings (wire-formats §8): POST /embeddings, never streamed. The
+// answer is kept as the provider sent it (floats or base64); usage has
+// input tokens only.
+
+// prepareEmbeddings removes stream flags an input may carry: the endpoint
+// has no streaming and rejects them. The caller's body is never modified.
+func prepareEmbeddings(in []byte) ([]byte, error) {
+	out := in
+	var err error
+	for _, k := range [...]string{"stream", "stream_options"} {
+		if err == nil && gjson.GetBytes(out, k).Exists() {
+			out, err = sjson.DeleteBytes(out, k)
+		}
+	}
+	return out, err
+}
+
+// embeddingTokens is what one input's vector may take in an answer, counted
+// in the plain-answer tokens Config.ResponseLimit allows 64 bytes each:
+// 128 KiB, a 3,072-dimension vector printed as floats in full.
+const embeddingTokens = 2048
+
+// embeddingsBound sizes an embeddings answer by its inputs, not by max
+// tokens it has none of.
+func embeddingsBound(req *providers.Request) int {
+	return providers.EmbeddingInputs(req.Body) * embeddingTokens
+}
+
+// parseEmbeddings reads an embeddings answer; Text stays empty.
+func (p *Provider) parseEmbeddings(b []byte, out *providers.Response) error {
+	root := gjson.ParseBytes(b)
+	if root.Get("error").IsObject() && !root.Get("data").Exists() {
+		e := &providers.Error{Class: providers.ClassMidStream, Status: out.Status, RequestID: out.RequestID, Body: providers.Redact(b, p.cfg.APIKey)}
+		fillError(e, root)
+		return e
+	}
+	out.Body = b
+	out.Model = root.Get("model").String()
+	out.Usage = usage(root.Get("usage"))
+	return nil
+}
+
+// readEmbeddingsStream reads an embeddings answer that came with a content
+// type other than JSON (a local server's text/plain): it is one JSON body
+// all the same.
+func (p *Provider) readEmbeddingsStream(ctx context.Context, r io.Reader, out *providers.Response, _ time.Time) error {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return providers.StreamError(ctx, err, out.Status, out.RequestID)
+	}
+	if !gjson.ValidBytes(b) {
+		return &providers.Error{Class: providers.ClassMidStream, Status: out.Status, RequestID: out.RequestID,
+			Message: "response body is not valid JSON", Body: providers.Redact(b[:min(len(b), providers.MaxErrorBody)], p.cfg.APIKey)}
+	}
+	return p.parseEmbeddings(b, out)
+}
