@@ -31,8 +31,9 @@ their new answer replacing the old. Regenerate the input and run the same comman
 Input lines may be OpenAI batch lines {"custom_id","method","url","body"}, Anthropic batch lines
 {"custom_id","params"} or simple lines {"custom_id"?,"prompt","system"?,"model"?,"max_tokens"?}.
 
-Keys come from OPENAI_API_KEY / ANTHROPIC_API_KEY, endpoints from OPENAI_BASE_URL /
-ANTHROPIC_BASE_URL (or --base-url). --provider mock runs against a built-in mock server.
+Keys come from OPENAI_API_KEY / ANTHROPIC_API_KEY / AZURE_OPENAI_API_KEY, endpoints from
+OPENAI_BASE_URL / ANTHROPIC_BASE_URL / AZURE_OPENAI_ENDPOINT (or --base-url). --provider mock runs
+against a built-in mock server.
 
 ` + exitCodesHelp,
 		Args: cobra.ExactArgs(1),
@@ -50,13 +51,14 @@ ANTHROPIC_BASE_URL (or --base-url). --provider mock runs against a built-in mock
 	f.StringVar(&o.Errors, "errors", "", "errors file (default: beside the output, OUTPUT with .out.jsonl replaced by .errors.jsonl)")
 	f.StringVar(&o.Summary, "summary", "", "also write the run summary as JSON to this file")
 	f.StringVar(&o.Provider, "provider", "", strings.Join(registry.Names(), ", ")+" (default: from the input's shape, then from which API key is set)")
-	f.StringVar(&o.BaseURL, "base-url", "", "API base URL (default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the provider's)")
+	f.StringVar(&o.BaseURL, "base-url", "", "API base URL (default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL / AZURE_OPENAI_ENDPOINT, else the provider's)")
 	f.StringVar(&o.Model, "model", "", "model for lines that name none")
 	f.StringVar(&o.System, "system", "", "system prompt for simple lines that give none")
 	f.IntVar(&o.MaxTokens, "max-tokens", 0, "output token cap for lines that set none (Anthropic default 1024)")
 	f.BoolVar(&o.Stream, "stream", true, "stream responses (the output is the same either way)")
 	f.StringSliceVar(&o.Fallback, "fallback", nil, "fallback chain provider:model[,provider:model...] tried when the primary gives up")
 	f.StringArrayVarP(&o.Headers, "header", "H", nil, "extra request header 'Name: value' (repeatable), e.g. for a gateway's auth; never logged")
+	addProviderFlags(f, o)
 	addLimitFlags(f, o)
 	addRetryFlags(f, o)
 	f.StringVar(&o.Fsync, "fsync", "batch", "durability: batch (group commit), always, never")

@@ -14,10 +14,11 @@ func newMockCmd(io *IO) *cobra.Command {
 	var addr string
 	c := &cobra.Command{
 		Use:   "mock",
-		Short: "Serve the built-in mock provider (OpenAI and Anthropic wire formats) for tests and demos",
-		Long: `Serve a mock LLM provider speaking the OpenAI Chat Completions (/v1/chat/completions) and
-Anthropic Messages (/v1/messages) wire formats, plain and streamed, and both batch APIs
-(OpenAI /v1/files + /v1/batches, Anthropic /v1/messages/batches), with deterministic answers,
+		Short: "Serve the built-in mock provider (OpenAI, Anthropic and Azure wire formats) for tests and demos",
+		Long: `Serve a mock LLM provider speaking the OpenAI Chat Completions (/v1/chat/completions),
+Anthropic Messages (/v1/messages) and Azure OpenAI (/openai/deployments/DEP/chat/completions?api-version=V,
+/openai/v1/...) wire formats, plain and streamed, and the batch APIs (OpenAI /v1/files + /v1/batches
+and the same under /openai, Anthropic /v1/messages/batches), with deterministic answers,
 server-side limits (429 with retry-after and rate-limit headers) and injectable faults.
 GET /mock/stats returns its counters as JSON.`,
 		Args: cobra.NoArgs,

@@ -30,8 +30,11 @@ type BatchOptions struct {
 	Input, Output, Errors, Summary string
 
 	Provider, BaseURL, Model, System string
-	MaxTokens                        int
-	Stream                           bool
+	// APIVersion is --api-version (Azure OpenAI's api-version); "" reads
+	// the provider's environment variable.
+	APIVersion string
+	MaxTokens  int
+	Stream     bool
 	// Fallback is the chain of provider:model hops after the primary.
 	Fallback []string
 	// Headers are extra request headers ("Name: value", --header); their
@@ -149,6 +152,7 @@ func prepare(ctx context.Context, io *IO, o *BatchOptions) (_ *batch, err error)
 		return nil, err
 	}
 	b := &batch{io: io, o: o, set: registry.NewSet(io.Getenv, providers.Config{
+		APIVersion:       o.APIVersion,
 		Stream:           o.Stream,
 		HTTPClient:       providers.NewHTTPClient(o.Concurrency),
 		FirstByteTimeout: o.FirstByte,
@@ -217,6 +221,9 @@ func (b *batch) buildBudget(ctx context.Context) (err error) {
 func (b *batch) checkInput() error {
 	o := b.o
 	b.src.Parser = o.parser(b.routes[0].Provider.Format())
+	if b.src.Parser.Defaults.Model == "" {
+		b.src.Parser.Defaults.Model = b.routes[0].Model // the deployment a URL names
+	}
 	fits := runner.FitsLimits(b.limits, b.estimator, b.routes[0].Admission)
 	models := map[string]bool{} // the input's models, for --max-cost
 	b.src.Validate = func(req *providers.Request) error {

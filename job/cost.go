@@ -127,6 +127,9 @@ func Estimate(io *IO, o BatchOptions) error {
 		return usage(err)
 	}
 	src.Parser = o.parser(entry.Format)
+	if src.Parser.Defaults.Model == "" && entry.Model != nil {
+		src.Parser.Defaults.Model = entry.Model(entry.BaseURL(o.BaseURL, io.Getenv)) // an Azure deployment URL
+	}
 	check, err := src.Check()
 	if err != nil {
 		return err

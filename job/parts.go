@@ -37,7 +37,9 @@ func (b *batch) buildRoutes() error {
 		if err != nil {
 			return err
 		}
-		rt.Model = model
+		if rt.Model == "" { // a model the hop's URL names wins
+			rt.Model = model
+		}
 		b.routes = append(b.routes, rt)
 	}
 	return nil
@@ -52,12 +54,19 @@ func (b *batch) route(name string, shape providers.Format, baseURL string) (runn
 		return runner.Route{}, entry, usage(err)
 	}
 	p, err := b.set.Provider(entry, baseURL)
-	if mk := (*registry.MissingKeyError)(nil); errors.As(err, &mk) {
+	mk, ce := (*registry.MissingKeyError)(nil), (*registry.ConfigError)(nil)
+	if errors.As(err, &mk) || errors.As(err, &ce) {
 		return runner.Route{}, entry, usage(err)
 	} else if err != nil {
 		return runner.Route{}, entry, err
 	}
-	return runner.Route{Provider: p, Admission: entry.Admission}, entry, nil
+	rt := runner.Route{Provider: p, Admission: entry.Admission}
+	if entry.Model != nil {
+		// An Azure deployment URL: every request goes to its deployment,
+		// which is the budget's model key whatever the lines say.
+		rt.Model = entry.Model(p.BaseURL())
+	}
+	return rt, entry, nil
 }
 
 // inputShape reports the wire format of the input's first request line:

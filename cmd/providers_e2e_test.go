@@ -1,0 +1,110 @@
+package cmd
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/llmrun/llmrun/providers/mock"
+)
+
+// writeLines writes JSONL lines (each a value json.Marshal encodes) and
+// returns the file's path.
+func writeLines(t *testing.T, lines ...any) string {
+	t.Helper()
+	var b strings.Builder
+	for _, l := range lines {
+		raw, err := json.Marshal(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(raw)
+		b.WriteByte('\n')
+	}
+	path := filepath.Join(t.TempDir(), "in.jsonl")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+const azureKey = "az-test-key-0123456789abcdef"
+
+// TestE2EAzureClassic: an Azure deployment URL with its api-version in
+// the query (the URL of issue 14, which was sent mangled and with a Bearer
+// token) reaches the mock's classic route with the api-key header and
+// the api-version, for lines that name no model (the deployment is the
+// model); a prompt the content filter refuses fails at once, not retried,
+// with the reason; live and batch mode alike.
+func TestE2EAzureClassic(t *testing.T) {
+	prompts := map[string]string{}
+	var lines []any
+	for i := range 6 {
+		id := fmt.Sprintf("az-%d", i)
+		prompts[id] = fmt.Sprintf("Say something about deployment %d.", i)
+		lines = append(lines, map[string]any{"custom_id": id, "prompt": prompts[id], "max_tokens": 30})
+	}
+	lines = append(lines, map[string]any{"custom_id": "filtered", "prompt": "Tell me " + mock.ContentFilterTrigger})
+	in := writeLines(t, lines...)
+	for _, mode := range []string{"sync", "batch"} {
+		t.Run(mode, func(t *testing.T) {
+			m, url := mockServer(t, mock.Config{APIKey: azureKey})
+			c := &cli{env: map[string]string{"AZURE_OPENAI_API_KEY": azureKey, "OPENAI_API_KEY": "sk-not-for-azure-000000"}}
+			out := filepath.Join(t.TempDir(), "out.jsonl")
+			args := []string{"batch", in, "--provider", "azure", "--base-url", url + "/openai/deployments/dep1?api-version=2024-10-21",
+				"-o", out, "--quiet", "--mode", mode, "--poll-interval", "1ms", "--poll-max", "2ms"}
+			if code := c.run(t, args...); code != 1 {
+				t.Fatalf("exit %d, want 1 (one request filtered): %s", code, c.stderr.String())
+			}
+			got := readLines(t, out)
+			if len(got) != len(prompts) {
+				t.Fatalf("%d answers, want %d: %s", len(got), len(prompts), c.stderr.String())
+			}
+			for id, p := range prompts {
+				l := got[id]
+				if answerText(l) != mock.Answer(p, 30) || l.Get("llmrun.provider").Str != "azure" || l.Get("llmrun.model").Str != "dep1" ||
+					!l.Get("response.body.prompt_filter_results").Exists() {
+					t.Errorf("%s: %s", id, l.Raw)
+				}
+			}
+			failed := readLines(t, filepath.Join(filepath.Dir(out), "out.errors.jsonl"))["filtered"]
+			if failed.Get("error.code").Str != "content_filter" || (mode == "sync" && (failed.Get("llmrun.attempts").Int() != 1 ||
+				!strings.Contains(failed.Get("error.message").Str, "content filter refused the prompt"))) {
+				t.Errorf("filtered: %s", failed.Raw)
+			}
+			st := m.Stats()
+			if st.Unauthorized != 0 || st.NotFound != 0 || st.Completed != int64(len(prompts)) {
+				t.Errorf("stats %+v", st)
+			}
+			if strings.Contains(c.stderr.String(), azureKey) {
+				t.Error("the key reached stderr")
+			}
+		})
+	}
+}
+
+// TestE2EAzureEndpointAndVersion: the endpoint from AZURE_OPENAI_ENDPOINT
+// and the version from OPENAI_API_VERSION make the model the deployment;
+// a deployment URL without any version is refused before anything is
+// sent (exit 2, naming the fix).
+func TestE2EAzureEndpointAndVersion(t *testing.T) {
+	m, url := mockServer(t, mock.Config{APIKey: azureKey})
+	in := writeLines(t, map[string]any{"custom_id": "a", "prompt": "Hello there.", "model": "gpt-4o-dep"})
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	c := &cli{env: map[string]string{"AZURE_OPENAI_API_KEY": azureKey, "AZURE_OPENAI_ENDPOINT": url, "OPENAI_API_VERSION": "2024-10-21"}}
+	if code := c.run(t, "batch", in, "--provider", "azure", "-o", out, "--quiet"); code != 0 {
+		t.Fatalf("exit %d: %s", code, c.stderr.String())
+	}
+	if l := readLines(t, out)["a"]; answerText(l) != mock.Answer("Hello there.", 0) || l.Get("llmrun.model").Str != "gpt-4o-dep" {
+		t.Fatalf("%s", l.Raw)
+	}
+	delete(c.env, "OPENAI_API_VERSION")
+	before := m.Stats().Attempts
+	code := c.run(t, "batch", in, "--provider", "azure", "--base-url", url+"/openai/deployments/dep1", "-o", filepath.Join(t.TempDir(), "o.jsonl"), "--quiet")
+	if code != 2 || !strings.Contains(c.stderr.String(), "api-version") || m.Stats().Attempts != before {
+		t.Fatalf("exit %d: %s", code, c.stderr.String())
+	}
+}
