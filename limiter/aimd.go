@@ -1,0 +1,342 @@
+package limiter
+
+import (
+	"math"
+	"time"
+)
+
+// AIMDConfig tunes an AIMD. Zero fields take the defaults below.
+type AIMDConfig struct {
+	// StartRate is the request rate (per second) a ramp starts from; it
+	// doubles every Step in which the key used it (default 2).
+	StartRate float64
+	// Step is how often the rates may grow (default 250ms).
+	Step time.Duration
+	// Hold is how long after a cut the rates stay put (default 5s).
+	Hold time.Duration
+	// Margin is the fraction of a measured rate left unused after a cut
+	// (default 0.05).
+	Margin float64
+	// Decrease multiplies a rate cut without a measurement (default 0.5).
+	Decrease float64
+	// Probe is the additive increase per Step after Hold, as a fraction of
+	// the last measured rate (default 0.005: 2% a second with the default
+	// Step). Above the measured rate the increase doubles every Step, so a
+	// limit that was raised is found in seconds.
+	Probe float64
+	// ProbeKeep is the fraction of the rate that drew a 429 while probing
+	// that a cut keeps at least (default 0.8): the server sustained nearly
+	// that much, even if the key's own measurement (a lower bound) says
+	// less.
+	ProbeKeep float64
+	// MinSample is the shortest interval a measurement is taken over
+	// (default 250ms).
+	MinSample time.Duration
+	// BackoffBase is the key-wide pause after a refusal without a hint; it
+	// doubles with every further one before a success (default 250ms), up
+	// to BackoffMax (default DefaultMaxPause).
+	BackoffBase, BackoffMax time.Duration
+}
+
+// DefaultAIMD is the configuration the Limiter uses.
+var DefaultAIMD = AIMDConfig{
+	StartRate:   2,
+	Step:        250 * time.Millisecond,
+	Hold:        5 * time.Second,
+	Margin:      0.05,
+	Decrease:    0.5,
+	Probe:       0.005,
+	ProbeKeep:   0.8,
+	MinSample:   250 * time.Millisecond,
+	BackoffBase: 250 * time.Millisecond,
+	BackoffMax:  DefaultMaxPause,
+}
+
+func (c AIMDConfig) withDefaults() AIMDConfig {
+	d := DefaultAIMD
+	pos := func(v *float64, def float64) {
+		if *v <= 0 || math.IsNaN(*v) {
+			*v = def
+		}
+	}
+	posD := func(v *time.Duration, def time.Duration) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	pos(&c.StartRate, d.StartRate)
+	posD(&c.Step, d.Step)
+	posD(&c.Hold, d.Hold)
+	pos(&c.Margin, d.Margin)
+	pos(&c.Decrease, d.Decrease)
+	pos(&c.Probe, d.Probe)
+	pos(&c.ProbeKeep, d.ProbeKeep)
+	posD(&c.MinSample, d.MinSample)
+	posD(&c.BackoffBase, d.BackoffBase)
+	posD(&c.BackoffMax, d.BackoffMax)
+	c.Margin = min(c.Margin, 0.5)
+	c.Decrease = min(c.Decrease, 0.95)
+	c.ProbeKeep = min(c.ProbeKeep, 0.95)
+	return c
+}
+
+// The dimensions an AIMD learns: requests and combined (input+output)
+// tokens per second.
+const (
+	aimdRequests = iota
+	aimdTokens
+	aimdDims
+)
+
+// aimdAmount is what c counts in dimension d.
+func aimdAmount(c Cost, d int) float64 {
+	if d == aimdRequests {
+		return float64(c.Requests)
+	}
+	return float64(c.Input + c.Output)
+}
+
+// AIMD learns, from a server's 429s alone, the request and token rates it
+// sustains: for servers that send no rate-limit headers. It is a pure
+// decision: every method takes the instant, nothing reads a clock. It is
+// not safe for concurrent use (the Limiter calls it under the key's lock).
+//
+// The measurement: when a 429 comes back, the server's bucket is empty;
+// it was empty at the previous 429 too, so what the server accepted in
+// between, over the time in between, is the rate it sustains (from below:
+// refill wasted while its bucket was full is not seen). Each cut therefore
+// sets the rates just under that measurement (multiplicative decrease,
+// with a margin for the measurement's error), not to a blind half. After
+// Hold without a 429 the rates grow by Probe of the measurement per Step
+// (additive increase), faster and faster once above it, and only in Steps
+// where the key actually used its rate. A 429 of an attempt sent before
+// the last cut is an echo of the same congestion and changes nothing.
+//
+// Before the first 429 the rates are unknown (no limit), unless Ramp
+// started a slow start: the request rate begins at StartRate and doubles
+// every Step the key used it, so the first 429 finds the key sending at
+// most about twice what the server sustains, with few attempts in flight.
+type AIMD struct {
+	cfg AIMDConfig
+
+	ramping bool              // slow start: requests double per used Step
+	rate    [aimdDims]float64 // per second; 0 = no limit
+	peak    [aimdDims]float64 // the last measurement; 0 = none
+	inc     [aimdDims]float64 // additive increase per Step
+	acc     [aimdDims]float64 // accepted in this epoch (tokens reconciled)
+	epoch   uint64            // attempts sent since the last cut carry it
+	since   time.Time         // start of this epoch
+	hold    time.Time         // no growth before this instant
+	stepAt  time.Time         // start of the current Step
+	sent    [aimdDims]float64 // sent in the current Step
+	binding [aimdDims]bool    // the last Step used (most of) the rate
+	streak  int               // 429s without a hint since the last success
+	cuts    int64             // rate cuts so far
+	started bool              // since and stepAt are set
+}
+
+// NewAIMD returns an AIMD with no rates, configured by cfg (zero fields
+// take DefaultAIMD's values).
+func NewAIMD(cfg AIMDConfig) *AIMD { return &AIMD{cfg: cfg.withDefaults()} }
+
+// AIMDReaction is what the limiter does after a 429.
+type AIMDReaction struct {
+	// Echo: the attempt was sent before the last cut; nothing changed.
+	Echo bool
+	// Pause is the key-wide pause a 429 without a hint calls for (0 with
+	// a hint: the caller pauses as the server said).
+	Pause time.Duration
+	// Drain: the server's bucket is empty, so empty the key's learned
+	// buckets too; otherwise they would spend their burst at once and
+	// draw more 429s.
+	Drain bool
+}
+
+// start sets the clocks the first time the AIMD is used.
+func (a *AIMD) start(now time.Time) {
+	if !a.started {
+		a.started, a.since, a.stepAt = true, now, now
+	}
+}
+
+// Ramp starts the slow start of the request rate at StartRate, unless
+// rates are known already.
+func (a *AIMD) Ramp(now time.Time) {
+	a.start(now)
+	if a.rate[aimdRequests] > 0 || a.peak[aimdRequests] > 0 {
+		return
+	}
+	a.ramping = true
+	a.rate[aimdRequests] = a.cfg.StartRate
+	a.stepAt, a.sent = now, [aimdDims]float64{}
+}
+
+// Reset forgets the rates (rate-limit headers now describe the key); the
+// 429 count is kept.
+func (a *AIMD) Reset() {
+	*a = AIMD{cfg: a.cfg, cuts: a.cuts, epoch: a.epoch + 1}
+}
+
+// Rates returns the rates in force at now, per second: requests and
+// combined tokens; 0 means no limit.
+func (a *AIMD) Rates(now time.Time) (requests, tokens float64) {
+	a.advance(now)
+	return a.rate[aimdRequests], a.rate[aimdTokens]
+}
+
+// Peak returns the last measured sustained rates (0 when none).
+func (a *AIMD) Peak() (requests, tokens float64) {
+	return a.peak[aimdRequests], a.peak[aimdTokens]
+}
+
+// Cuts returns how many times a 429 cut the rates.
+func (a *AIMD) Cuts() int64 { return a.cuts }
+
+// Sent records an attempt admitted at now with the reserved cost c and
+// returns the epoch to pass back with its outcome.
+func (a *AIMD) Sent(now time.Time, c Cost) uint64 {
+	a.start(now)
+	a.advance(now)
+	for d := range aimdDims {
+		a.acc[d] += aimdAmount(c, d)
+		a.sent[d] += aimdAmount(c, d)
+	}
+	return a.epoch
+}
+
+// Unsent takes back an attempt that was admitted but never sent.
+func (a *AIMD) Unsent(epoch uint64, c Cost) {
+	if epoch != a.epoch {
+		return
+	}
+	for d := range aimdDims {
+		a.acc[d] -= aimdAmount(c, d)
+	}
+}
+
+// Answered records a success: the tokens counted are the actual ones, and
+// a success shortens the next hint-less pause.
+func (a *AIMD) Answered(epoch uint64, reserved, actual Cost) {
+	a.streak = max(a.streak-1, 0)
+	if epoch != a.epoch {
+		return
+	}
+	a.acc[aimdTokens] += aimdAmount(actual, aimdTokens) - aimdAmount(reserved, aimdTokens)
+}
+
+// Failed records an attempt that failed for another reason than load: the
+// server counted the request, presumably not its tokens.
+func (a *AIMD) Failed(epoch uint64, reserved Cost) {
+	if epoch != a.epoch {
+		return
+	}
+	a.acc[aimdTokens] -= aimdAmount(reserved, aimdTokens)
+}
+
+// RateLimited records a 429 at now of an attempt of the given epoch and
+// reserved cost; hinted says the server sent a retry-after. Unless it is
+// an echo of the last cut, it measures the rates the server sustained
+// since the last cut and cuts the rates just under them (by Decrease
+// without a usable measurement), starts a new epoch and Hold, and says
+// how long to pause the key when the server gave no hint: BackoffBase,
+// doubling per hint-less 429 without a success in between.
+func (a *AIMD) RateLimited(now time.Time, epoch uint64, reserved Cost, hinted bool) AIMDReaction {
+	a.start(now)
+	a.advance(now)
+	if epoch != a.epoch {
+		return AIMDReaction{Echo: true}
+	}
+	for d := range aimdDims {
+		a.acc[d] -= aimdAmount(reserved, d)
+	}
+	span := now.Sub(a.since)
+	n := a.acc[aimdRequests]
+	measured := span >= a.cfg.MinSample && n >= 2
+	margin := a.cfg.Margin
+	for d := range aimdDims {
+		r := a.rate[d]
+		switch {
+		case measured && a.acc[d] > 0:
+			// The server's bucket held less than one request at both
+			// ends of the span, so n accepted requests measure n±1
+			// requests' worth of refill: n+½ is the unbiased guess.
+			est := a.acc[d] * (n + 0.5) / n / span.Seconds()
+			// The measurement is a lower bound when the key sent less
+			// than the server would take (a Hold under a limit that
+			// has since risen); the rate that drew the 429 is an upper
+			// one. A probe overshoots by little, so most of it holds;
+			// a ramp overshoots by up to twice, so it says nothing.
+			if !a.ramping && a.binding[d] {
+				est = max(est, a.cfg.ProbeKeep*r)
+			}
+			a.peak[d] = est
+			r = (1 - margin) * est
+			if a.rate[d] > 0 {
+				r = min(r, (1-margin)*a.rate[d])
+			}
+		case r > 0:
+			r *= a.cfg.Decrease
+		}
+		a.rate[d] = r
+		base := a.peak[d]
+		if base == 0 {
+			base = r
+		}
+		a.inc[d] = a.cfg.Probe * base
+	}
+	a.ramping = false
+	a.cuts++
+	a.epoch++
+	a.acc = [aimdDims]float64{}
+	a.since, a.hold = now, now.Add(a.cfg.Hold)
+	a.stepAt, a.sent = now, [aimdDims]float64{}
+	var pause time.Duration
+	if !hinted {
+		a.streak++
+		pause = a.cfg.BackoffBase << min(a.streak-1, 30)
+		pause = min(pause, a.cfg.BackoffMax)
+	}
+	return AIMDReaction{Pause: pause, Drain: true}
+}
+
+// advance closes the Steps that ended by now: a Step in which the key
+// used at least three quarters of a rate lets the rates grow (doubling
+// while ramping; after Hold, by the additive increase, which doubles
+// above the measured rate). Steps with nothing sent grow nothing.
+func (a *AIMD) advance(now time.Time) {
+	if !a.started || a.cfg.Step <= 0 {
+		return
+	}
+	steps := now.Sub(a.stepAt) / a.cfg.Step
+	if steps <= 0 {
+		return
+	}
+	end := a.stepAt.Add(a.cfg.Step)
+	used := false
+	for d := range aimdDims {
+		r := a.rate[d]
+		a.binding[d] = r > 0 && a.sent[d] >= 0.75*r*a.cfg.Step.Seconds()
+		used = used || a.binding[d]
+	}
+	switch {
+	case !used:
+	case a.ramping:
+		a.rate[aimdRequests] *= 2
+	case !end.Before(a.hold):
+		for d := range aimdDims {
+			if a.rate[d] <= 0 {
+				continue
+			}
+			a.rate[d] += a.inc[d]
+			if a.peak[d] > 0 && a.rate[d] > a.peak[d]*(1+1e-9) {
+				// Above the measurement: double the increase every
+				// second, fast enough to find a raised limit in
+				// seconds, slow enough not to overshoot it by much
+				// while the server spends the slack it saved.
+				a.inc[d] = min(a.inc[d]*math.Exp2(a.cfg.Step.Seconds()), a.rate[d])
+			}
+		}
+	}
+	a.stepAt = a.stepAt.Add(steps * a.cfg.Step)
+	a.sent = [aimdDims]float64{}
+}
