@@ -10,17 +10,17 @@ type AIMDConfig struct {
 	// StartRate is the request rate (per second) a ramp starts from; it
 	// doubles every Step in which the key used it (default 2).
 	StartRate float64
-	// Step is how often the rates may grow (default 250ms).
+	// Step is how often the rates may grow (default 100ms).
 	Step time.Duration
 	// Hold is how long after a cut the rates stay put (default 5s).
 	Hold time.Duration
 	// Margin is the fraction of a measured rate left unused after a cut
 	// (default 0.05).
 	Margin float64
-	// Decrease multiplies a rate cut without a measurement (default 0.5).
+	// Decrease multiplies a rate cut without a measurement (default 0.7).
 	Decrease float64
 	// Probe is the additive increase per Step after Hold, as a fraction of
-	// the last measured rate (default 0.005: 2% a second with the default
+	// the last measured rate (default 0.002: 2% a second with the default
 	// Step). Above the measured rate the increase doubles every Step, so a
 	// limit that was raised is found in seconds.
 	Probe float64
@@ -41,11 +41,11 @@ type AIMDConfig struct {
 // DefaultAIMD is the configuration the Limiter uses.
 var DefaultAIMD = AIMDConfig{
 	StartRate:   2,
-	Step:        250 * time.Millisecond,
+	Step:        100 * time.Millisecond,
 	Hold:        5 * time.Second,
 	Margin:      0.05,
-	Decrease:    0.5,
-	Probe:       0.005,
+	Decrease:    0.7,
+	Probe:       0.002,
 	ProbeKeep:   0.8,
 	MinSample:   250 * time.Millisecond,
 	BackoffBase: 250 * time.Millisecond,
@@ -123,9 +123,10 @@ type AIMD struct {
 	rate    [aimdDims]float64 // per second; 0 = no limit
 	peak    [aimdDims]float64 // the last measurement; 0 = none
 	inc     [aimdDims]float64 // additive increase per Step
-	acc     [aimdDims]float64 // accepted in this epoch (tokens reconciled)
-	epoch   uint64            // attempts sent since the last cut carry it
-	since   time.Time         // start of this epoch
+	acc     [aimdDims]float64 // accepted in this measurement (tokens reconciled)
+	epoch   uint64            // cuts so far: attempts sent since carry it
+	meas    uint64            // measurements so far
+	since   time.Time         // start of this measurement (the last measured 429)
 	hold    time.Time         // no growth before this instant
 	stepAt  time.Time         // start of the current Step
 	sent    [aimdDims]float64 // sent in the current Step
@@ -174,7 +175,7 @@ func (a *AIMD) Ramp(now time.Time) {
 // Reset forgets the rates (rate-limit headers now describe the key); the
 // 429 count is kept.
 func (a *AIMD) Reset() {
-	*a = AIMD{cfg: a.cfg, cuts: a.cuts, epoch: a.epoch + 1}
+	*a = AIMD{cfg: a.cfg, cuts: a.cuts, epoch: a.epoch + 1, meas: a.meas + 1}
 }
 
 // Rates returns the rates in force at now, per second: requests and
@@ -192,21 +193,27 @@ func (a *AIMD) Peak() (requests, tokens float64) {
 // Cuts returns how many times a 429 cut the rates.
 func (a *AIMD) Cuts() int64 { return a.cuts }
 
-// Sent records an attempt admitted at now with the reserved cost c and
-// returns the epoch to pass back with its outcome.
-func (a *AIMD) Sent(now time.Time, c Cost) uint64 {
+// AIMDMark is what an AIMD remembers of one attempt: pass the mark Sent
+// returned back with the attempt's outcome.
+type AIMDMark struct {
+	epoch uint64 // cuts before it was sent: a 429 of an older epoch is an echo
+	meas  uint64 // the measurement it counts in
+}
+
+// Sent records an attempt admitted at now with the reserved cost c.
+func (a *AIMD) Sent(now time.Time, c Cost) AIMDMark {
 	a.start(now)
 	a.advance(now)
 	for d := range aimdDims {
 		a.acc[d] += aimdAmount(c, d)
 		a.sent[d] += aimdAmount(c, d)
 	}
-	return a.epoch
+	return AIMDMark{a.epoch, a.meas}
 }
 
 // Unsent takes back an attempt that was admitted but never sent.
-func (a *AIMD) Unsent(epoch uint64, c Cost) {
-	if epoch != a.epoch {
+func (a *AIMD) Unsent(m AIMDMark, c Cost) {
+	if m.meas != a.meas {
 		return
 	}
 	for d := range aimdDims {
@@ -216,9 +223,9 @@ func (a *AIMD) Unsent(epoch uint64, c Cost) {
 
 // Answered records a success: the tokens counted are the actual ones, and
 // a success shortens the next hint-less pause.
-func (a *AIMD) Answered(epoch uint64, reserved, actual Cost) {
+func (a *AIMD) Answered(m AIMDMark, reserved, actual Cost) {
 	a.streak = max(a.streak-1, 0)
-	if epoch != a.epoch {
+	if m.meas != a.meas {
 		return
 	}
 	a.acc[aimdTokens] += aimdAmount(actual, aimdTokens) - aimdAmount(reserved, aimdTokens)
@@ -226,33 +233,35 @@ func (a *AIMD) Answered(epoch uint64, reserved, actual Cost) {
 
 // Failed records an attempt that failed for another reason than load: the
 // server counted the request, presumably not its tokens.
-func (a *AIMD) Failed(epoch uint64, reserved Cost) {
-	if epoch != a.epoch {
+func (a *AIMD) Failed(m AIMDMark, reserved Cost) {
+	if m.meas != a.meas {
 		return
 	}
 	a.acc[aimdTokens] -= aimdAmount(reserved, aimdTokens)
 }
 
-// RateLimited records a 429 at now of an attempt of the given epoch and
-// reserved cost; hinted says the server sent a retry-after. Unless it is
-// an echo of the last cut, it measures the rates the server sustained
-// since the last cut and cuts the rates just under them (by Decrease
-// without a usable measurement), starts a new epoch and Hold, and says
-// how long to pause the key when the server gave no hint: BackoffBase,
-// doubling per hint-less 429 without a success in between.
-func (a *AIMD) RateLimited(now time.Time, epoch uint64, reserved Cost, hinted bool) AIMDReaction {
+// RateLimited records a 429 at now of an attempt with mark m and reserved
+// cost; hinted says the server sent a retry-after. Unless it is an echo of
+// the last cut, it cuts the rates and starts Hold. When the measurement
+// since the last measured 429 spans at least MinSample and two accepted
+// requests, the rates are set just under it; otherwise they are cut by
+// Decrease and the measurement goes on, to be taken at a later 429 over a
+// longer span. It says how long to pause the key when the server gave no
+// hint: BackoffBase, doubling per hint-less 429 without a success between.
+func (a *AIMD) RateLimited(now time.Time, m AIMDMark, reserved Cost, hinted bool) AIMDReaction {
 	a.start(now)
 	a.advance(now)
-	if epoch != a.epoch {
+	if m.epoch != a.epoch {
 		return AIMDReaction{Echo: true}
 	}
-	for d := range aimdDims {
-		a.acc[d] -= aimdAmount(reserved, d)
+	if m.meas == a.meas {
+		for d := range aimdDims {
+			a.acc[d] -= aimdAmount(reserved, d)
+		}
 	}
 	span := now.Sub(a.since)
 	n := a.acc[aimdRequests]
 	measured := span >= a.cfg.MinSample && n >= 2
-	margin := a.cfg.Margin
 	for d := range aimdDims {
 		r := a.rate[d]
 		switch {
@@ -270,9 +279,9 @@ func (a *AIMD) RateLimited(now time.Time, epoch uint64, reserved Cost, hinted bo
 				est = max(est, a.cfg.ProbeKeep*r)
 			}
 			a.peak[d] = est
-			r = (1 - margin) * est
+			r = (1 - a.cfg.Margin) * est
 			if a.rate[d] > 0 {
-				r = min(r, (1-margin)*a.rate[d])
+				r = min(r, (1-a.cfg.Margin)*a.rate[d])
 			}
 		case r > 0:
 			r *= a.cfg.Decrease
@@ -287,8 +296,12 @@ func (a *AIMD) RateLimited(now time.Time, epoch uint64, reserved Cost, hinted bo
 	a.ramping = false
 	a.cuts++
 	a.epoch++
-	a.acc = [aimdDims]float64{}
-	a.since, a.hold = now, now.Add(a.cfg.Hold)
+	if measured {
+		a.meas++
+		a.acc = [aimdDims]float64{}
+		a.since = now
+	}
+	a.hold = now.Add(a.cfg.Hold)
 	a.stepAt, a.sent = now, [aimdDims]float64{}
 	var pause time.Duration
 	if !hinted {

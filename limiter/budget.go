@@ -16,12 +16,14 @@ type Budget interface {
 	Stats() []KeyStats
 }
 
-// Ticket is one admitted attempt: end it with exactly one of Settle, Fail
-// or Cancel; Observe may come before or after. *Reservation implements it.
+// Ticket is one admitted attempt: end it with exactly one of Settle, Fail,
+// Refused or Cancel; Observe may come before or after. *Reservation
+// implements it.
 type Ticket interface {
 	Cost() Cost
 	Settle(actual Cost)
 	Fail()
+	Refused(r Refusal)
 	Cancel()
 	Observe(o Observation, headersAt time.Time)
 }

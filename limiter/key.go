@@ -49,18 +49,29 @@ type keyState struct {
 	cutSeq         uint64 // seq at the last multiplicative cut
 	cutArmed       bool   // a request admitted after the last cut has finished
 	caCount        int    // successes since the last additive increase
+	// Overload outcomes of attempts admitted since the last cut: the
+	// window is cut only when most of them were overloads.
+	ovlCount, okCount int
+
+	// rc learns request and token rates from 429s where no headers
+	// describe the key; rcRate is what applyLimits last took from it
+	// (per second, 0 = none), epoch the epoch of the last admission.
+	rc     *AIMD
+	rcRate [aimdDims]float64
+	mark   AIMDMark
 
 	// statistics
 	wait         time.Duration
 	waitBy       [NumDimensions]time.Duration
 	reservations int64
 	rateLimited  int64
+	overloaded   int64
 	pauseClamped int64
 	learnedAny   bool
 }
 
 func newKeyState(name string, lim Limits, now time.Time) *keyState {
-	k := &keyState{name: name, last: now, acctAt: now, cutArmed: true}
+	k := &keyState{name: name, last: now, acctAt: now, cutArmed: true, rc: NewAIMD(AIMDConfig{})}
 	k.setLimitsAt(now, lim)
 	return k
 }
@@ -103,13 +114,47 @@ func (k *keyState) setLimitsAt(now time.Time, lim Limits) {
 }
 
 // effective returns the per-minute limit in force for bucket i: the explicit
-// number, or in Auto mode the learned one, never above an explicit number.
+// number, or in Auto mode the one learned from headers, never above an
+// explicit number; and never above a rate learned from 429s.
 func (k *keyState) effective(i int) float64 {
+	v := k.described(i)
+	if r := k.refusalRate(i); r > 0 && (v == 0 || r < v) {
+		v = r
+	}
+	return v
+}
+
+// described is bucket i's per-minute limit from the configuration and the
+// headers: the limit a request can be too large for.
+func (k *keyState) described(i int) float64 {
 	v := k.conf.PerMinute(i)
 	if l := k.learned[i]; k.conf.Auto && l > 0 && (v == 0 || l < v) {
 		v = l
 	}
 	return v
+}
+
+// refusalRate is the per-minute rate of bucket i learned from 429s (0:
+// none): requests, and the combined tokens.
+func (k *keyState) refusalRate(i int) float64 {
+	switch i {
+	case 0:
+		return k.rcRate[aimdRequests] * 60
+	case 3:
+		return k.rcRate[aimdTokens] * 60
+	}
+	return 0
+}
+
+// refreshRates takes the AIMD's rates at now into the buckets when they
+// changed.
+func (k *keyState) refreshRates(now time.Time) {
+	r, t := k.rc.Rates(now)
+	if r == k.rcRate[aimdRequests] && t == k.rcRate[aimdTokens] {
+		return
+	}
+	k.rcRate = [aimdDims]float64{r, t}
+	k.applyLimits()
 }
 
 // applyLimits recomputes the buckets' rates and capacities. A bucket that
@@ -125,7 +170,10 @@ func (k *keyState) applyLimits() {
 		was := b.on()
 		b.rate = perMin * k.conf.Headroom / 60
 		burst := b.rate * k.conf.Burst.Seconds()
-		b.max = max(perMin, burst)
+		b.max = math.Inf(1) // a limit learned from 429s makes nothing too large
+		if d := k.described(i); d > 0 {
+			b.max = max(d, d*k.conf.Headroom/60*k.conf.Burst.Seconds())
+		}
 		b.cap = min(max(burst, k.biggest[i]), b.max)
 		if i == 0 {
 			b.cap = max(b.cap, 1) // one request always fits
@@ -198,6 +246,7 @@ func (k *keyState) syncAt(now time.Time) {
 		}
 		b.level = min(b.level+b.rate*dt, b.cap)
 	}
+	k.refreshRates(now)
 }
 
 // tooLarge reports a cost no bucket of this key could ever cover.
@@ -253,6 +302,7 @@ func (k *keyState) reserveAt(now time.Time, c Cost) (time.Duration, Dimension) {
 	k.inflight++
 	k.seq++
 	k.reservations++
+	k.mark = k.rc.Sent(now, c)
 	return 0, DimNone
 }
 
@@ -302,6 +352,9 @@ func (k *keyState) finishAt(now time.Time, mask uint8, seq uint64, reserved, act
 	if k.conf.Auto {
 		if seq > k.cutSeq {
 			k.cutArmed = true
+			if success {
+				k.okCount++
+			}
 		}
 		if success && k.inflight >= k.concLimit() {
 			// Grow only when the window was full: a paced key whose slots
@@ -317,6 +370,18 @@ func (k *keyState) finishAt(now time.Time, mask uint8, seq uint64, reserved, act
 	}
 	k.inflight--
 	k.wakeHead()
+}
+
+// answeredAt tells the AIMD of a success. In Auto mode, a key whose first
+// answers bring no rate-limit headers starts the AIMD's ramp: without it,
+// nothing would pace the key until the first 429, which would then find it
+// sending as fast as the concurrency window allows.
+func (k *keyState) answeredAt(now time.Time, mark AIMDMark, reserved, actual Cost) {
+	k.rc.Answered(mark, reserved, actual)
+	if k.conf.Auto && !k.learnedAny {
+		k.rc.Ramp(now)
+		k.refreshRates(now)
+	}
 }
 
 // cancelAt ends an admission whose request was never sent: everything is
@@ -335,14 +400,81 @@ func (k *keyState) cancelAt(now time.Time, mask uint8, seq uint64, reserved Cost
 func (k *keyState) rateLimitedAt(now time.Time) {
 	k.syncAt(now)
 	k.rateLimited++
+	k.cutWindow(0.5)
+}
+
+// cutWindow multiplies the Auto-mode concurrency window by f, at most once
+// per round.
+func (k *keyState) cutWindow(f float64) {
 	if !k.conf.Auto || !k.cutArmed {
 		return
 	}
-	k.ssthresh = max(1, math.Floor(k.cwnd/2))
+	k.ssthresh = max(1, math.Floor(k.cwnd*f))
 	k.cwnd = k.ssthresh
 	k.caCount = 0
 	k.cutSeq = k.seq
 	k.cutArmed = false
+	k.ovlCount, k.okCount = 0, 0
+}
+
+// Overloads cut the window only when at least overloadMin attempts admitted
+// since the last cut were overloads and they were at least overloadShare of
+// those that ended: a provider that fails a share of calls at random is
+// degraded, not congested, and slowing down would not help it.
+const (
+	overloadMin   = 4
+	overloadShare = 0.5
+	overloadCut   = 0.7
+)
+
+// refusedAt ends an attempt the server turned away: a 429 (rate limited)
+// or, with r.Overloaded, a 503/529. The attempt's slot and token charges
+// are returned as by a failure. A 429 feeds the AIMD unless headers
+// describe the key (the AIMD cuts the rates, and the buckets it governs are
+// emptied: the server's is), halves the Auto window (once per round) and
+// pauses the key: for the server's hint, or for the AIMD's backoff
+// without one. An overload pauses the key only for a hint, and cuts the
+// Auto window only when most attempts of the round were overloads. Pauses
+// are capped at maxPause; it reports whether the hint was cut and whether
+// the key was paused already.
+func (k *keyState) refusedAt(now time.Time, mask uint8, seq uint64, mark AIMDMark, reserved Cost, r Refusal, maxPause time.Duration) (clamped, wasPaused bool) {
+	k.finishAt(now, mask, seq, reserved, Cost{}, false)
+	until := now.Add(max(r.RetryAfter, 0))
+	if r.Overloaded {
+		k.overloaded++
+		if seq > k.cutSeq {
+			k.ovlCount++
+			if ended := k.ovlCount + k.okCount; k.ovlCount >= overloadMin && float64(k.ovlCount) >= overloadShare*float64(ended) {
+				k.cutWindow(overloadCut)
+			}
+		}
+	} else {
+		k.rateLimited++
+		if k.inflight+1 >= k.concLimit() {
+			// The window was full: concurrency may be what the server
+			// refused. Otherwise the rates answer for it.
+			k.cutWindow(0.5)
+		}
+		if !k.learnedAny {
+			re := k.rc.RateLimited(now, mark, reserved, r.HasRetryAfter)
+			if !re.Echo {
+				k.refreshRates(now)
+				for i := range k.b {
+					if k.refusalRate(i) > 0 {
+						k.b[i].level = min(k.b[i].level, 0)
+					}
+				}
+				if !r.HasRetryAfter {
+					until = now.Add(re.Pause)
+				}
+			}
+		}
+	}
+	if r.HasRetryAfter || until.After(now) {
+		clamped, wasPaused = k.pauseAt(now, until, maxPause)
+	}
+	k.wakeHead()
+	return clamped, wasPaused
 }
 
 // pauseAt stops admissions until until, but for at most maxPause from now
@@ -383,6 +515,8 @@ func (k *keyState) observeAt(now time.Time, o Observation, headersAt time.Time, 
 		}
 		if changed {
 			k.learnedAny = true
+			k.rc.Reset() // headers describe the key: no rates from 429s
+			k.rcRate = [aimdDims]float64{}
 			k.applyLimits()
 			k.syncAt(now)
 			k.wakeHead()
@@ -462,6 +596,9 @@ func (k *keyState) statsAt(now time.Time) KeyStats {
 		RateLimited:  k.rateLimited,
 		PausedUntil:  k.pause,
 		PauseClamped: k.pauseClamped,
+		Overloaded:   k.overloaded,
+		RefusalRPM:   k.refusalRate(0),
+		RefusalTPM:   k.refusalRate(3),
 	}
 	for _, w := range k.q {
 		s.Wait += max(now.Sub(w.arrived), 0)

@@ -197,6 +197,7 @@ type Reservation struct {
 	k    *keyState
 	cost Cost
 	seq  uint64
+	mark AIMDMark // what the key's AIMD remembers of it
 	mask uint8
 	done bool // guarded by k.mu
 	// after is the key's cumulative charges right after this admission:
@@ -231,20 +232,49 @@ func (r *Reservation) Cost() Cost { return r.cost }
 // success for the concurrency window. Token-estimate calibration is the
 // caller's job (package estimate), not Settle's.
 func (r *Reservation) Settle(actual Cost) {
-	r.end(func(k *keyState, now time.Time) { k.finishAt(now, r.mask, r.seq, r.cost, actual, true) })
+	r.end(func(k *keyState, now time.Time) {
+		k.finishAt(now, r.mask, r.seq, r.cost, actual, true)
+		k.answeredAt(now, r.mark, r.cost, actual)
+	})
 }
 
 // Fail ends an attempt that produced no usage (transport error, 429, 5xx):
 // it keeps the request charge, refunds the token charges and releases the
 // slot. Call it before RateLimited for the same attempt.
 func (r *Reservation) Fail() {
-	r.end(func(k *keyState, now time.Time) { k.finishAt(now, r.mask, r.seq, r.cost, Cost{}, false) })
+	r.end(func(k *keyState, now time.Time) {
+		k.finishAt(now, r.mask, r.seq, r.cost, Cost{}, false)
+		k.rc.Failed(r.mark, r.cost)
+	})
+}
+
+// Refused ends an attempt the server turned away for load: a 429, or with
+// f.Overloaded a 503/529. Like Fail it keeps the request charge and
+// returns the rest; then it tells the key (see Refusal): a 429 pauses the
+// key for the server's hint or, without one, for a backoff that grows with
+// consecutive 429s, and where no rate-limit headers describe the key it
+// cuts the rates learned from 429s (and empties their buckets); an
+// overload pauses the key only for a hint. Pauses are capped at MaxPause.
+// Call it instead of Fail (and of Limiter.RateLimited and Pause).
+func (r *Reservation) Refused(f Refusal) {
+	var clamped, wasPaused bool
+	var asked time.Duration
+	r.end(func(k *keyState, now time.Time) {
+		asked = f.RetryAfter
+		clamped, wasPaused = k.refusedAt(now, r.mask, r.seq, r.mark, r.cost, f, r.l.maxPause)
+	})
+	if clamped && !wasPaused && r.l.warn != nil {
+		r.l.warn(PauseClampedMessage(r.k.name, asked, r.l.maxPause))
+	}
 }
 
 // Cancel ends a reservation whose request was never sent: it returns
 // everything, the request charge included, and releases the slot.
 func (r *Reservation) Cancel() {
-	r.end(func(k *keyState, now time.Time) { k.cancelAt(now, r.mask, r.seq, r.cost) })
+	r.end(func(k *keyState, now time.Time) {
+		k.cancelAt(now, r.mask, r.seq, r.cost)
+		k.rc.Unsent(r.mark, r.cost)
+	})
 }
 
 // end runs the reservation's one ending under the key's lock; later calls
@@ -298,7 +328,7 @@ func (l *Limiter) Reserve(ctx context.Context, key string, c Cost) (*Reservation
 
 // newReservation wraps the admission reserveAt just made.
 func (k *keyState) newReservation(l *Limiter, c Cost) *Reservation {
-	return &Reservation{l: l, k: k, cost: c, seq: k.seq, mask: k.charged(), after: k.cum}
+	return &Reservation{l: l, k: k, cost: c, seq: k.seq, mark: k.mark, mask: k.charged(), after: k.cum}
 }
 
 // wait is Reserve's slow path: w is queued. It requires k.mu held and
@@ -424,6 +454,25 @@ type KeyStats struct {
 	// PauseClamped counts pause hints longer than the maximum pause, which
 	// were cut to it.
 	PauseClamped int64
+	// Overloaded counts attempts refused as overloaded (503/529).
+	Overloaded int64
+	// RefusalRPM and RefusalTPM are the request and combined-token rates
+	// per minute learned from 429s alone (no rate-limit headers), 0 when
+	// none; Effective includes them (as RPM and TPM).
+	RefusalRPM, RefusalTPM float64
+}
+
+// Refusal is how a server turned an attempt away for load rather than for
+// anything in the request.
+type Refusal struct {
+	// Overloaded marks a 503/529 (the provider is busy) as opposed to a
+	// 429 (this key is over its limits). An overload says little about
+	// the key's limits, and providers shed a share of calls at random
+	// when degraded: it cuts nothing unless most attempts are refused.
+	Overloaded bool
+	// RetryAfter is the server's hint, if HasRetryAfter.
+	RetryAfter    time.Duration
+	HasRetryAfter bool
 }
 
 // Stats returns a snapshot of every key, sorted by key.

@@ -536,3 +536,42 @@ func TestSkewKeepsAMargin(t *testing.T) {
 		t.Errorf("the 9th took %v, want about 100ms (the skew margin)", d)
 	}
 }
+
+// TestRefusedPausesEveryProcess: a 429 without retry-after pauses the key
+// in every process for the backoff (an echo adds nothing; a second 429 in
+// a row doubles it); one with a hint pauses for the hint; overloads are
+// counted and pause only for a hint.
+func TestRefusedPausesEveryProcess(t *testing.T) {
+	lim := limiter.Limits{RPM: 60000}
+	a, b := newBudget(t, lim), newBudget(t, lim)
+	key := testKey(t)
+	ctx := context.Background()
+	reserve := func(bg *Budget) limiter.Ticket {
+		t.Helper()
+		tk, err := bg.Reserve(ctx, key, limiter.Cost{Requests: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tk
+	}
+	t1, t2 := reserve(a), reserve(a)
+	t1.Refused(limiter.Refusal{})
+	t2.Refused(limiter.Refusal{}) // admitted before the first refusal: an echo
+	start := time.Now()
+	reserve(b).Refused(limiter.Refusal{Overloaded: true}) // waits out a's pause
+	if d := time.Since(start); d < 150*time.Millisecond || d > time.Second {
+		t.Errorf("another process waited %v, want about %v", d, limiter.DefaultAIMD.BackoffBase)
+	}
+	start = time.Now()
+	reserve(a).Refused(limiter.Refusal{}) // no success since: doubled
+	reserve(b).Cancel()
+	if d := time.Since(start); d < 400*time.Millisecond || d > 1500*time.Millisecond {
+		t.Errorf("after a second 429 in a row, waited %v, want about %v", d, 2*limiter.DefaultAIMD.BackoffBase)
+	}
+	if s := a.Stats()[0]; s.RateLimited != 3 {
+		t.Errorf("429s = %d, want 3", s.RateLimited)
+	}
+	if s := b.Stats()[0]; s.Overloaded != 1 || s.RateLimited != 0 {
+		t.Errorf("b: overloads %d, 429s %d; want 1, 0", s.Overloaded, s.RateLimited)
+	}
+}

@@ -99,6 +99,12 @@ type keyState struct {
 	paused      time.Time
 	// pauseClamped counts pause hints cut to MaxPause.
 	pauseClamped int64
+	overloaded   int64
+	// streak counts hint-less 429s since the last success (the backoff's
+	// exponent); refusedAt is reserved at the last one that was not an
+	// echo.
+	streak    int
+	refusedAt int64
 }
 
 // newKeyState names the key's Redis keys prefix:{name}:…; the hash tag
@@ -157,6 +163,7 @@ func (k *keyState) block(now time.Time, dim limiter.Dimension, wait time.Duratio
 
 func (k *keyState) admit(t *ticket) {
 	k.inflight[t.id] = t
+	t.n = k.reserved + 1
 	for i := range numBuckets {
 		if t.mask&(1<<i) != 0 {
 			k.out[i] += t.cost.Amount(i)
@@ -199,6 +206,7 @@ func (k *keyState) stats(now time.Time) limiter.KeyStats {
 		RateLimited:  k.rateLimited,
 		PausedUntil:  k.paused,
 		PauseClamped: k.pauseClamped,
+		Overloaded:   k.overloaded,
 	}
 	var most time.Duration
 	for d := limiter.DimRequests; d < limiter.NumDimensions; d++ {

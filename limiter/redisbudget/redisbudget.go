@@ -27,6 +27,11 @@
 //     lockstep.
 //   - No Auto mode: limits must be explicit numbers. New and SetLimits
 //     refuse Limits.Auto with no numbers; with numbers, Auto is ignored.
+//     Nor are rates learned from 429s (limiter.AIMD): a refused ticket
+//     pauses the key for the server's hint or a backoff, in every
+//     process, and that is all. Sharing learned rates needs the AIMD's
+//     measurement taken from the key's cumulative charges (every
+//     process's admissions) and its rates stored on the key.
 //   - Concurrency is a per-key set of in-flight tickets with leases: a live
 //     process renews its tickets' leases every Lease/3, so the slots of a
 //     process that crashed (or called Close) free themselves after Lease,

@@ -20,6 +20,9 @@ type ticket struct {
 	// (all processes): what was charged since is what a header computed
 	// when this request reached the provider cannot know about.
 	after [numBuckets]float64
+	// n is the key's local admission count at this ticket: a refusal of a
+	// ticket admitted before the last one is its echo.
+	n int64
 
 	mu   sync.Mutex
 	done bool
@@ -37,11 +40,51 @@ func (t *ticket) Cost() limiter.Cost { return t.cost }
 func (t *ticket) Settle(actual limiter.Cost) {
 	actual.Requests = t.cost.Requests
 	t.finish(actual)
+	t.k.mu.Lock()
+	t.k.streak = max(t.k.streak-1, 0)
+	t.k.mu.Unlock()
 }
 
 // Fail ends an attempt that produced no usage: it keeps the request charge,
 // refunds the token charges and frees the slot.
 func (t *ticket) Fail() { t.finish(limiter.Cost{Requests: t.cost.Requests}) }
+
+// Refused ends an attempt the server turned away for load, as Fail does,
+// and pauses the key in every process: for the server's hint, or after a
+// 429 without one for a backoff (limiter.DefaultAIMD.BackoffBase, doubling
+// per further hint-less 429 until a success; 429s of tickets admitted
+// before the last one are echoes and pause nothing more). Rates are not
+// learned from 429s here (see the package comment).
+func (t *ticket) Refused(r limiter.Refusal) {
+	t.mu.Lock()
+	done := t.done
+	t.mu.Unlock()
+	if done {
+		return
+	}
+	t.finish(limiter.Cost{Requests: t.cost.Requests})
+	b, k := t.b, t.k
+	var d time.Duration
+	k.mu.Lock()
+	switch {
+	case r.Overloaded:
+		k.overloaded++
+	default:
+		k.rateLimited++
+	}
+	switch {
+	case r.HasRetryAfter:
+		d = r.RetryAfter
+	case !r.Overloaded && t.n > k.refusedAt:
+		k.refusedAt = k.reserved
+		k.streak++
+		d = min(limiter.DefaultAIMD.BackoffBase<<min(k.streak-1, 30), b.o.MaxPause)
+	}
+	k.mu.Unlock()
+	if d > 0 {
+		b.Pause(k.name, b.now().Add(d))
+	}
+}
 
 // Cancel ends a ticket whose request was never sent: everything is
 // returned, the request charge included, and the slot is freed.
