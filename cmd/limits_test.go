@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -154,5 +155,114 @@ func TestRedisOutageIsOneLine(t *testing.T) {
 	t.Logf("stderr:\n%s", out)
 	if strings.Contains(out, "s3cret-pw") {
 		t.Errorf("the Redis password is on stderr:\n%s", out)
+	}
+}
+
+// headerless wraps a server in one that sends no rate-limit headers and,
+// unless keepRetryAfter, no retry-after: a proxy or gateway in front of a
+// provider, or a self-hosted server behind a rate-limiting ingress.
+func headerless(h http.Handler, keepRetryAfter bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(&stripWriter{ResponseWriter: w, keepRetryAfter: keepRetryAfter}, r)
+	})
+}
+
+type stripWriter struct {
+	http.ResponseWriter
+	keepRetryAfter bool
+}
+
+func (s *stripWriter) WriteHeader(code int) {
+	h := s.Header()
+	for k := range h {
+		lk := strings.ToLower(k)
+		if strings.Contains(lk, "ratelimit") || (!s.keepRetryAfter && strings.HasPrefix(lk, "retry-after")) {
+			h.Del(k)
+		}
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *stripWriter) Write(b []byte) (int, error) { return s.ResponseWriter.Write(b) }
+
+func (s *stripWriter) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// runHeaderless drives llmrun (no limits given) against the strict
+// scenario's server behind headerless and returns the wall time and the
+// run's summary.
+func runHeaderless(t testing.TB, s strictScenario, keepRetryAfter bool) (time.Duration, runner.Summary, mock.Stats) {
+	t.Helper()
+	m := mock.New(mock.Config{Seed: 9, Concurrency: s.serverConcurrency, RPM: s.rpm, ITPM: s.itpm, Burst: time.Second})
+	srv := httptest.NewServer(headerless(m, keepRetryAfter))
+	defer srv.Close()
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	var b strings.Builder
+	for i := range s.requests {
+		p := fmt.Sprintf("%06d ", i) + strings.Repeat("w", s.promptBytes-7)
+		line, _ := json.Marshal(map[string]any{"custom_id": fmt.Sprint(i), "prompt": p, "max_tokens": 16})
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	os.WriteFile(in, []byte(b.String()), 0o644)
+	sumPath := filepath.Join(dir, "sum.json")
+	c := &cli{env: mockEnv(srv.URL)}
+	start := time.Now()
+	code := c.run(t, "batch", in, "--provider", "anthropic", "--model", "m", "--quiet", "--concurrency", fmt.Sprint(s.clientConcurrency), "--summary", sumPath)
+	wall := time.Since(start)
+	var sum runner.Summary
+	if raw, err := os.ReadFile(sumPath); err == nil {
+		json.Unmarshal(raw, &sum)
+	}
+	if code != 0 && code != ExitFailed {
+		t.Fatalf("exit %d: %s", code, c.stderr.String())
+	}
+	return wall, sum, m.Stats()
+}
+
+// TestHeaderlessServerLearnsFrom429s (issue 16, scaled down): against a
+// strict server that sends no rate-limit headers, with and without
+// retry-after, and no limits given, nothing fails and few attempts draw a
+// 429: the key learns the rate the server sustains.
+func TestHeaderlessServerLearnsFrom429s(t *testing.T) {
+	s := strictScenario{requests: 60, rpm: 1200, itpm: 120000, promptBytes: 520, serverConcurrency: 8, clientConcurrency: 64}
+	for _, keep := range []bool{false, true} {
+		t.Run(fmt.Sprintf("retry-after=%v", keep), func(t *testing.T) {
+			wall, sum, st := runHeaderless(t, s, keep)
+			t.Logf("%v (bound %v), %d 429s, summary limits %+v", wall.Round(time.Millisecond), s.lowerBound().Round(time.Millisecond), st.RateLimited, sum.Limits)
+			if sum.Failed != 0 || sum.Succeeded != int64(s.requests) {
+				t.Fatalf("%d succeeded, %d failed; want all %d", sum.Succeeded, sum.Failed, s.requests)
+			}
+			if st.RateLimited > int64(s.requests)/10 {
+				t.Errorf("%d 429s for %d requests, want at most 10%%", st.RateLimited, s.requests)
+			}
+			if len(sum.Limits) != 1 || sum.Limits[0].RPMFrom429s <= 0 {
+				t.Errorf("summary limits %+v: want the rate learned from 429s", sum.Limits)
+			}
+		})
+	}
+}
+
+// BenchmarkHeaderlessScenario is issue 16's scenario: the strict provider
+// of BenchmarkBudgetScenario (8 concurrent, 600 RPM, 60,000 ITPM, one-second
+// windows), 200 requests of ~135 input tokens, --concurrency 64, no limits
+// given, the server sending no rate-limit headers, with and without
+// retry-after. go test -run x -bench HeaderlessScenario -benchtime 1x ./cmd
+func BenchmarkHeaderlessScenario(b *testing.B) {
+	for _, keep := range []bool{false, true} {
+		b.Run(fmt.Sprintf("retry-after=%v", keep), func(b *testing.B) {
+			s := strictScenario{requests: 200, rpm: 600, itpm: 60000, promptBytes: 520, serverConcurrency: 8, clientConcurrency: 64}
+			for range b.N {
+				wall, sum, st := runHeaderless(b, s, keep)
+				b.ReportMetric(wall.Seconds()/s.lowerBound().Seconds(), "wall/bound")
+				b.ReportMetric(float64(st.RateLimited)/float64(s.requests), "429s/req")
+				b.ReportMetric(float64(sum.Failed), "failed")
+				b.ReportMetric(s.lowerBound().Seconds(), "bound-s")
+			}
+		})
 	}
 }

@@ -7,8 +7,8 @@ import (
 
 // AIMDConfig tunes an AIMD. Zero fields take the defaults below.
 type AIMDConfig struct {
-	// StartRate is the request rate (per second) a ramp starts from; it
-	// doubles every Step in which the key used it (default 2).
+	// StartRate is the least request rate (per second) a ramp starts
+	// from; it doubles every Step in which the key used it (default 2).
 	StartRate float64
 	// Step is how often the rates may grow (default 100ms).
 	Step time.Duration
@@ -32,6 +32,10 @@ type AIMDConfig struct {
 	// MinSample is the shortest interval a measurement is taken over
 	// (default 250ms).
 	MinSample time.Duration
+	// Burst is how much refill a server's bucket is taken to hold when
+	// the key starts (default 1s, like Limits.Burst): the first
+	// measurement discounts it.
+	Burst time.Duration
 	// BackoffBase is the key-wide pause after a refusal without a hint; it
 	// doubles with every further one before a success (default 250ms), up
 	// to BackoffMax (default DefaultMaxPause).
@@ -48,6 +52,7 @@ var DefaultAIMD = AIMDConfig{
 	Probe:       0.002,
 	ProbeKeep:   0.8,
 	MinSample:   250 * time.Millisecond,
+	Burst:       time.Second,
 	BackoffBase: 250 * time.Millisecond,
 	BackoffMax:  DefaultMaxPause,
 }
@@ -72,6 +77,7 @@ func (c AIMDConfig) withDefaults() AIMDConfig {
 	pos(&c.Probe, d.Probe)
 	pos(&c.ProbeKeep, d.ProbeKeep)
 	posD(&c.MinSample, d.MinSample)
+	posD(&c.Burst, d.Burst)
 	posD(&c.BackoffBase, d.BackoffBase)
 	posD(&c.BackoffMax, d.BackoffMax)
 	c.Margin = min(c.Margin, 0.5)
@@ -134,6 +140,7 @@ type AIMD struct {
 	streak  int               // 429s without a hint since the last success
 	cuts    int64             // rate cuts so far
 	started bool              // since and stepAt are set
+	fresh   bool              // the measurement began with the server's bucket full
 }
 
 // NewAIMD returns an AIMD with no rates, configured by cfg (zero fields
@@ -156,19 +163,25 @@ type AIMDReaction struct {
 // start sets the clocks the first time the AIMD is used.
 func (a *AIMD) start(now time.Time) {
 	if !a.started {
-		a.started, a.since, a.stepAt = true, now, now
+		a.started, a.since, a.stepAt, a.fresh = true, now, now, true
 	}
 }
 
-// Ramp starts the slow start of the request rate at StartRate, unless
-// rates are known already.
-func (a *AIMD) Ramp(now time.Time) {
+// Ramp starts the slow start of the request rate, unless rates are known
+// already: at StartRate, or at one request per latency (what the key's
+// first answer took) if that is more, since a server that answers in
+// latency takes one request at a time at that rate at least, and a 429
+// comes back about as fast, so few attempts are in flight when it does.
+func (a *AIMD) Ramp(now time.Time, latency time.Duration) {
 	a.start(now)
 	if a.rate[aimdRequests] > 0 || a.peak[aimdRequests] > 0 {
 		return
 	}
 	a.ramping = true
 	a.rate[aimdRequests] = a.cfg.StartRate
+	if latency > 0 {
+		a.rate[aimdRequests] = max(a.cfg.StartRate, 1/latency.Seconds())
+	}
 	a.stepAt, a.sent = now, [aimdDims]float64{}
 }
 
@@ -183,6 +196,14 @@ func (a *AIMD) Reset() {
 func (a *AIMD) Rates(now time.Time) (requests, tokens float64) {
 	a.advance(now)
 	return a.rate[aimdRequests], a.rate[aimdTokens]
+}
+
+// Unmeasured reports whether the request rate in force is a guess (a
+// ramp, or a cut before any measurement): the key should then pace one
+// request at a time rather than allow a burst, so that few attempts are in
+// flight when the next 429 comes.
+func (a *AIMD) Unmeasured() bool {
+	return a.rate[aimdRequests] > 0 && (a.ramping || a.peak[aimdRequests] == 0)
 }
 
 // Peak returns the last measured sustained rates (0 when none).
@@ -261,7 +282,9 @@ func (a *AIMD) RateLimited(now time.Time, m AIMDMark, reserved Cost, hinted bool
 	}
 	span := now.Sub(a.since)
 	n := a.acc[aimdRequests]
-	measured := span >= a.cfg.MinSample && n >= 2
+	// A fresh measurement is divided by span+Burst, so a short span
+	// does not make it wild.
+	measured := n >= 2 && (a.fresh || span >= a.cfg.MinSample)
 	for d := range aimdDims {
 		r := a.rate[d]
 		switch {
@@ -270,6 +293,12 @@ func (a *AIMD) RateLimited(now time.Time, m AIMDMark, reserved Cost, hinted bool
 			// ends of the span, so n accepted requests measure n±1
 			// requests' worth of refill: n+½ is the unbiased guess.
 			est := a.acc[d] * (n + 0.5) / n / span.Seconds()
+			if a.fresh {
+				// The first measurement began with the server's bucket
+				// full, not empty: it holds a burst more than the span
+				// refilled, taken to be Burst's worth.
+				est = a.acc[d] * (n + 0.5) / n / (span + a.cfg.Burst).Seconds()
+			}
 			// The measurement is a lower bound when the key sent less
 			// than the server would take (a Hold under a limit that
 			// has since risen); the rate that drew the 429 is an upper
@@ -297,6 +326,7 @@ func (a *AIMD) RateLimited(now time.Time, m AIMDMark, reserved Cost, hinted bool
 	a.cuts++
 	a.epoch++
 	if measured {
+		a.fresh = false
 		a.meas++
 		a.acc = [aimdDims]float64{}
 		a.since = now

@@ -175,6 +175,12 @@ func (k *keyState) applyLimits() {
 			b.max = max(d, d*k.conf.Headroom/60*k.conf.Burst.Seconds())
 		}
 		b.cap = min(max(burst, k.biggest[i]), b.max)
+		if d := k.described(0); i == 0 && k.rc.Unmeasured() && (d == 0 || perMin < d) {
+			// A guessed rate paces one request at a time: a burst would
+			// let the concurrency window, not the rate, decide how many
+			// attempts are in flight when the next 429 comes.
+			b.cap = 0
+		}
 		if i == 0 {
 			b.cap = max(b.cap, 1) // one request always fits
 		}
@@ -376,10 +382,10 @@ func (k *keyState) finishAt(now time.Time, mask uint8, seq uint64, reserved, act
 // answers bring no rate-limit headers starts the AIMD's ramp: without it,
 // nothing would pace the key until the first 429, which would then find it
 // sending as fast as the concurrency window allows.
-func (k *keyState) answeredAt(now time.Time, mark AIMDMark, reserved, actual Cost) {
+func (k *keyState) answeredAt(now, admitted time.Time, mark AIMDMark, reserved, actual Cost) {
 	k.rc.Answered(mark, reserved, actual)
 	if k.conf.Auto && !k.learnedAny {
-		k.rc.Ramp(now)
+		k.rc.Ramp(now, now.Sub(admitted))
 		k.refreshRates(now)
 	}
 }

@@ -197,7 +197,8 @@ type Reservation struct {
 	k    *keyState
 	cost Cost
 	seq  uint64
-	mark AIMDMark // what the key's AIMD remembers of it
+	mark AIMDMark  // what the key's AIMD remembers of it
+	at   time.Time // when it was admitted
 	mask uint8
 	done bool // guarded by k.mu
 	// after is the key's cumulative charges right after this admission:
@@ -234,7 +235,7 @@ func (r *Reservation) Cost() Cost { return r.cost }
 func (r *Reservation) Settle(actual Cost) {
 	r.end(func(k *keyState, now time.Time) {
 		k.finishAt(now, r.mask, r.seq, r.cost, actual, true)
-		k.answeredAt(now, r.mark, r.cost, actual)
+		k.answeredAt(now, r.at, r.mark, r.cost, actual)
 	})
 }
 
@@ -328,7 +329,7 @@ func (l *Limiter) Reserve(ctx context.Context, key string, c Cost) (*Reservation
 
 // newReservation wraps the admission reserveAt just made.
 func (k *keyState) newReservation(l *Limiter, c Cost) *Reservation {
-	return &Reservation{l: l, k: k, cost: c, seq: k.seq, mark: k.mark, mask: k.charged(), after: k.cum}
+	return &Reservation{l: l, k: k, cost: c, seq: k.seq, mark: k.mark, at: k.last, mask: k.charged(), after: k.cum}
 }
 
 // wait is Reserve's slow path: w is queued. It requires k.mu held and

@@ -174,11 +174,10 @@ func (p *permit) end(o attemptOutcome) {
 			p.resv.Cancel()
 		case o.resp != nil:
 			p.settle(o)
-		default:
+		case o.cut:
 			p.resv.Fail()
-			if !o.cut {
-				p.observeFailure(o)
-			}
+		default:
+			p.observeFailure(o)
 		}
 	}
 	if p.gate != nil {
@@ -208,22 +207,26 @@ func (p *permit) settle(o attemptOutcome) {
 	r.cfg.Estimator.ObserveOutput(h.key, u.OutputTokens)
 }
 
-// observeFailure feeds a failed attempt to the budget: its rate-limit
-// headers, and on a 429 the key-wide pause. Fail comes first (see
-// limiter.Reservation.Fail).
+// observeFailure ends the reservation of a sent attempt that failed and
+// feeds it to the budget: its rate-limit headers, and a refusal for load
+// (429, 503/529) with the server's hint, which pauses or slows the whole
+// key (see limiter.Ticket.Refused).
 func (p *permit) observeFailure(o attemptOutcome) {
 	var pe *providers.Error
 	if !errors.As(o.err, &pe) {
+		p.resv.Fail()
 		return
 	}
-	r, now := p.r, time.Now()
-	p.resv.Observe(observation(pe.Limits), now)
-	if pe.Class == providers.ClassRateLimited {
-		r.c.RateLimited.Add(1)
-		r.cfg.Limiter.RateLimited(p.h.key)
-		if d, ok := o.retryAfter(); ok {
-			r.cfg.Limiter.Pause(p.h.key, now.Add(d))
+	p.resv.Observe(observation(pe.Limits), time.Now())
+	switch pe.Class {
+	case providers.ClassRateLimited, providers.ClassOverloaded:
+		if pe.Class == providers.ClassRateLimited {
+			p.r.c.RateLimited.Add(1)
 		}
+		d, ok := o.retryAfter()
+		p.resv.Refused(limiter.Refusal{Overloaded: pe.Class == providers.ClassOverloaded, RetryAfter: d, HasRetryAfter: ok})
+	default:
+		p.resv.Fail()
 	}
 }
 

@@ -43,7 +43,7 @@ func (b *countingBudget) Reserve(ctx context.Context, key string, c limiter.Cost
 	if err != nil {
 		return nil, err
 	}
-	ct := &countingTicket{Ticket: t}
+	ct := &countingTicket{Ticket: t, b: b}
 	b.mu.Lock()
 	b.tickets = append(b.tickets, ct)
 	b.mu.Unlock()
@@ -65,7 +65,8 @@ func (b *countingBudget) RateLimited(key string) {
 }
 
 // ends lists each ticket's endings, in reservation order ("settle",
-// "fail", "cancel"; several joined by "+" if a ticket was ended twice).
+// "fail", "refused", "cancel"; several joined by "+" if a ticket was ended
+// twice).
 func (b *countingBudget) ends() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -87,6 +88,7 @@ func (b *countingBudget) ends() []string {
 
 type countingTicket struct {
 	limiter.Ticket
+	b    *countingBudget
 	mu   sync.Mutex
 	ends []string
 }
@@ -99,6 +101,17 @@ func (t *countingTicket) end(kind string) {
 func (t *countingTicket) Settle(c limiter.Cost) { t.end("settle"); t.Ticket.Settle(c) }
 func (t *countingTicket) Fail()                 { t.end("fail"); t.Ticket.Fail() }
 func (t *countingTicket) Cancel()               { t.end("cancel"); t.Ticket.Cancel() }
+
+// Refused counts a refusal with a retry-after as a pause of the key.
+func (t *countingTicket) Refused(r limiter.Refusal) {
+	t.end("refused")
+	if r.HasRetryAfter {
+		t.b.mu.Lock()
+		t.b.paused++
+		t.b.mu.Unlock()
+	}
+	t.Ticket.Refused(r)
+}
 
 // countingBreaker wraps a retry.Breaker and counts the tickets it granted
 // and those ended (Observe or Release); invalid makes that many Valid
@@ -193,7 +206,7 @@ func TestPermitReleasesEverythingOnce(t *testing.T) {
 			wantSummary: func(s *Summary) bool { return s.Succeeded == 1 && s.Retries == 2 },
 		},
 		"rate limited with retry-after": {
-			fail: failAt(limited), wantEnds: []string{"fail", "settle"}, wantPaused: 1,
+			fail: failAt(limited), wantEnds: []string{"refused", "settle"}, wantPaused: 1,
 			wantSummary: func(s *Summary) bool { return s.Succeeded == 1 && s.RateLimited == 1 },
 		},
 		"guard rejection": {

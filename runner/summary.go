@@ -115,6 +115,12 @@ type KeyLimits struct {
 	RateLimited   int64              `json:"rate_limited"`
 	// PauseClamped counts retry-after hints longer than --max-pause, cut to it.
 	PauseClamped int64 `json:"pause_hints_clamped,omitempty"`
+	// RPMFrom429s and TPMFrom429s are the request and combined-token rates
+	// per minute learned from 429s alone, where no rate-limit headers
+	// describe the key (0: none); RPM and TPM include them.
+	RPMFrom429s float64 `json:"rpm_from_429s,omitempty"`
+	TPMFrom429s float64 `json:"tpm_from_429s,omitempty"`
+	Overloaded  int64   `json:"overloaded,omitempty"`
 }
 
 func keyLimits(stats []limiter.KeyStats) []KeyLimits {
@@ -126,6 +132,7 @@ func keyLimits(stats []limiter.KeyStats) []KeyLimits {
 			Concurrency: st.Effective.Concurrency,
 			WaitSeconds: st.Wait.Seconds(), WaitBySeconds: map[string]float64{},
 			RateLimited: st.RateLimited, PauseClamped: st.PauseClamped,
+			RPMFrom429s: st.RefusalRPM, TPMFrom429s: st.RefusalTPM, Overloaded: st.Overloaded,
 		}
 		for d, w := range st.WaitBy {
 			if w > 0 && limiter.Dimension(d) != limiter.DimNone {
@@ -154,6 +161,9 @@ func (s *Summary) OneLine() string {
 		}
 		if k.Learned {
 			line += fmt.Sprintf("; learned limits: %s", learnedString(k))
+		}
+		if k.RPMFrom429s > 0 || k.TPMFrom429s > 0 {
+			line += fmt.Sprintf("; learned from 429s: rpm %.0f, tpm %.0f", k.RPMFrom429s, k.TPMFrom429s)
 		}
 		if k.PauseClamped > 0 {
 			line += fmt.Sprintf("; %d retry-after hints cut to --max-pause", k.PauseClamped)
