@@ -92,6 +92,10 @@ type Error struct {
 	Limits RateLimits
 	// Err is the underlying transport error, if any.
 	Err error
+	// Hint suggests the fix for a failure that betrays a setup mistake
+	// (a base URL without /v1, an unknown model, a server that rejects the
+	// stream flags); "" when none is known.
+	Hint string
 }
 
 func (e *Error) Error() string {
@@ -116,6 +120,10 @@ func (e *Error) Error() string {
 	}
 	if e.RequestID != "" {
 		fmt.Fprintf(&b, " (request %s)", e.RequestID)
+	}
+	if e.Hint != "" {
+		b.WriteString("; ")
+		b.WriteString(e.Hint)
 	}
 	return b.String()
 }

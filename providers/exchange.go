@@ -54,7 +54,11 @@ func (c *Config) Send(ctx context.Context, w *Wire, req *Request) (*Response, er
 	if w.BoundTokens != nil {
 		n = w.BoundTokens(req)
 	}
-	return c.Exchange(ctx, w, body, n)
+	resp, err := c.Exchange(ctx, w, body, n)
+	if pe := (*Error)(nil); errors.As(err, &pe) {
+		c.hint(pe, w.URL, req)
+	}
+	return resp, err
 }
 
 // Exchange makes one attempt: it posts body (already shaped, stream flags
