@@ -11,6 +11,7 @@ import (
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/providers"
 	"github.com/llmrun/llmrun/providers/registry"
+	"github.com/llmrun/llmrun/runner"
 	"github.com/llmrun/llmrun/runner/retry"
 )
 
@@ -106,6 +107,9 @@ func addRetryFlags(f *pflag.FlagSet, o *BatchOptions) {
 	f.Float64Var(&o.RetryBudget, "retry-budget", retry.DefaultBudgetRatio, "retries allowed as a fraction of first attempts (sliding window)")
 	addBreakerFlags(f, &o.Breaker)
 	f.DurationVar(&o.MaxOutage, "max-outage", retry.DefaultMaxOutage, "stop (exit 3, resumable) when the provider stays down this long")
+	f.DurationVar(&o.ConnectDeadline, "connect-deadline", runner.DefaultConnectDeadline, "stop (exit 3) when the server was never reached (refused, no such host, TLS) for this long since the first attempt; 0: hold for --max-outage")
+	f.IntVar(&o.FailFast, "fail-fast", runner.DefaultFailFast, "stop (exit 3) when the run's first N attempts all fail the same way, non-retryably (a wrong base URL or model); 0: off")
+	f.StringVar(&o.MaxFailures, "max-failures", "", "stop (exit 3) once more than N requests failed, or more than P% of the answered ones (judged from 20 on): N or P%")
 	f.BoolVar(&o.RequireJSON, "require-json", false, "accept only answers whose content parses as JSON")
 	f.StringVar(&o.JSONSchema, "json-schema", "", "accept only answers valid against this JSON Schema file")
 	f.IntVar(&o.MinChars, "min-chars", 0, "accept only answers at least this long")

@@ -52,11 +52,18 @@ type BatchOptions struct {
 	RetryBudget                     float64
 	Breaker                         BreakerOptions
 	MaxOutage                       time.Duration
-	RequireJSON                     bool
-	JSONSchema                      string
-	MinChars                        int
-	Fsync                           string
-	NoRetryFailed, Quiet            bool
+	// ConnectDeadline stops a run whose server was never reached for this
+	// long (0: never); FailFast one whose first FailFast attempts all
+	// failed alike (0: never); MaxFailures one whose failures pass a
+	// count or a ratio ("N" or "P%", "" for none).
+	ConnectDeadline      time.Duration
+	FailFast             int
+	MaxFailures          string
+	RequireJSON          bool
+	JSONSchema           string
+	MinChars             int
+	Fsync                string
+	NoRetryFailed, Quiet bool
 	// Force is accepted for old scripts and does nothing: a changed input
 	// needs no forcing, its changed requests are sent again.
 	Force bool
@@ -98,6 +105,8 @@ type batch struct {
 	// output before this run (read only with --max-cost).
 	prices *pricing.Table
 	spent  pricing.Cost
+	// maxFailures is --max-failures, parsed.
+	maxFailures runner.MaxFailures
 }
 
 // Batch runs every pending request of o.Input: checked in one pass, then
@@ -191,6 +200,9 @@ func (b *batch) checkOptions() (err error) {
 		return err
 	}
 	if b.prices, err = loadPrices(&o.Cost); err != nil {
+		return err
+	}
+	if b.maxFailures, err = ParseMaxFailures(o.MaxFailures); err != nil {
 		return err
 	}
 	return nil
@@ -362,6 +374,10 @@ func (b *batch) runConfig() runner.Config {
 		Prices:      b.prices,
 		MaxCost:     pricing.FromUSD(o.Cost.MaxCost),
 		Spent:       b.spent,
+
+		ConnectDeadline: o.ConnectDeadline,
+		FailFast:        o.FailFast,
+		MaxFailures:     b.maxFailures,
 	}
 }
 

@@ -6,7 +6,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+
+	"github.com/llmrun/llmrun/runner"
 )
 
 // validate range-checks the numeric options before anything is opened or
@@ -49,6 +52,8 @@ func (o *BatchOptions) validate() error {
 		{o.Offline.MaxItems >= 0, "--batch-max-items", nonNegative, o.Offline.MaxItems},
 		{o.Offline.MaxBytes >= 0, "--batch-max-bytes", nonNegative, o.Offline.MaxBytes},
 		{o.Cost.MaxCost >= 0, "--max-cost", nonNegative, o.Cost.MaxCost},
+		{o.ConnectDeadline >= 0, "--connect-deadline", nonNegative + " (0: hold for --max-outage)", o.ConnectDeadline},
+		{o.FailFast >= 0, "--fail-fast", nonNegative + " (0: off)", o.FailFast},
 	}
 	for _, c := range checks {
 		if !c.ok {
@@ -60,7 +65,34 @@ func (o *BatchOptions) validate() error {
 			return err
 		}
 	}
+	if _, err := ParseMaxFailures(o.MaxFailures); err != nil {
+		return err
+	}
 	return o.Breaker.validate()
+}
+
+// ParseMaxFailures parses --max-failures: a count ("100") or a
+// percentage of the answered requests ("5%"); "" is none.
+func ParseMaxFailures(s string) (runner.MaxFailures, error) {
+	m := runner.MaxFailures{Flag: s}
+	if s == "" {
+		return m, nil
+	}
+	bad := usagef("--max-failures %q: want a count of failed requests (100) or a share of the answered ones (5%%)", s)
+	if p, ok := strings.CutSuffix(s, "%"); ok {
+		v, err := strconv.ParseFloat(p, 64)
+		if err != nil || !(v > 0 && v < 100) {
+			return m, bad
+		}
+		m.On, m.Ratio = true, v/100
+		return m, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return m, bad
+	}
+	m.On, m.Count = true, n
+	return m, nil
 }
 
 // checkHop checks the form of one --fallback hop before the registry is

@@ -160,7 +160,7 @@ func (c *Config) hint(e *Error, url string, req *Request) {
 	}
 	text := e.Type + " " + e.Code + " " + e.Message
 	switch {
-	case e.Status == 404 && req != nil && req.Model != "" && (strings.Contains(text, "model_not_found") || strings.Contains(e.Message, req.Model)):
+	case e.Status == 404 && req != nil && req.Model != "" && (strings.Contains(text, "model_not_found") || namesWord(e.Message, req.Model)):
 		e.Hint = fmt.Sprintf("is the model name %q right? (--model, or the input's model)", req.Model)
 	case e.Status == 404 || e.Status == 405:
 		e.Hint = pathHint(url)
@@ -183,4 +183,25 @@ func pathHint(endpoint string) string {
 		return fmt.Sprintf("does the base URL need /v1? (%s was not found)", where)
 	}
 	return fmt.Sprintf("check the base URL (%s was not found)", where)
+}
+
+// namesWord reports whether s holds word on its own, not inside another
+// word ("m" is not named by "completions").
+func namesWord(s, word string) bool {
+	for i := 0; ; {
+		j := strings.Index(s[i:], word)
+		if j < 0 {
+			return false
+		}
+		j += i
+		end := j + len(word)
+		if (j == 0 || !wordByte(s[j-1])) && (end == len(s) || !wordByte(s[end])) {
+			return true
+		}
+		i = j + 1
+	}
+}
+
+func wordByte(b byte) bool {
+	return b == '_' || b == '-' || b == '.' || b == '/' || b == ':' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
 }

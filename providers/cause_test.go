@@ -130,4 +130,18 @@ func TestHint(t *testing.T) {
 			}
 		})
 	}
+	// A one-letter model is not named by the path in the message.
+	e := Error{Status: 404, Message: "Invalid URL (POST /chat/completions)"}
+	(&Config{}).hint(&e, "http://h/chat/completions", &Request{Model: "m"})
+	if !strings.Contains(e.Hint, "/v1?") {
+		t.Errorf("model m: hint %q, want the /v1 one", e.Hint)
+	}
+	for _, tc := range []struct {
+		s, word string
+		want    bool
+	}{{"The model `m` does not exist", "m", true}, {"/chat/completions", "m", false}, {"model: claude-x", "claude-x", true}, {"claude-x-2", "claude-x", false}} {
+		if got := namesWord(tc.s, tc.word); got != tc.want {
+			t.Errorf("namesWord(%q, %q) = %v", tc.s, tc.word, got)
+		}
+	}
 }

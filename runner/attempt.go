@@ -306,6 +306,7 @@ func (r *run) emitFailure(t *task, last hopResult) {
 	}
 	if last.err != nil {
 		l.Error.Message = last.err.Error()
+		l.Error.cause = providers.Cause(last.err)
 		var pe *providers.Error
 		if errors.As(last.err, &pe) {
 			l.Error.Code = pe.Class.String()
@@ -325,6 +326,10 @@ func (r *run) emitFailure(t *task, last hopResult) {
 }
 
 func (r *run) send(t *task, l *Line, ok bool) {
+	cause := ""
+	if !ok && l.Error != nil {
+		cause = l.Error.cause
+	}
 	b, err := l.Marshal()
 	if err != nil {
 		// Marshal of our own struct fails only on a broken body; keep the
@@ -332,14 +337,18 @@ func (r *run) send(t *task, l *Line, ok bool) {
 		r.stopAdmitting(fmt.Errorf("encoding result for %s: %w", t.req.ID, err))
 		return
 	}
-	r.results <- result{id: t.req.ID, fp: t.fp, line: b, ok: ok}
+	r.results <- result{id: t.req.ID, fp: t.fp, line: b, ok: ok, cause: cause}
 }
 
 // statusWord summarises the run's state for progress.
 func (r *run) statusWord() string {
 	var parts []string
 	if r.holding() {
-		parts = append(parts, "provider down, holding")
+		if cause := r.latestCause(); cause != "" {
+			parts = append(parts, "provider down ("+cause+"), holding")
+		} else {
+			parts = append(parts, "provider down, holding")
+		}
 	}
 	if r.admitCtx.Err() != nil {
 		parts = append(parts, "draining")

@@ -29,6 +29,9 @@ type LineResp struct {
 type LineError struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// cause is Message in a few plain words (providers.Cause), for the
+	// summary's failures by cause; not written.
+	cause string
 }
 
 // LineDetails is llmrun's own record of a request. It must stay the line's

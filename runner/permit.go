@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -54,7 +53,9 @@ type permit struct {
 	spend     pricing.Cost
 	spendHeld bool
 	slot      bool // holds a run slot
-	ended     bool
+	// ff reports that the attempt holds a place of the fail-fast window.
+	ff    bool
+	ended bool
 }
 
 // attemptOutcome is what happened to one attempt, as the permit's end and
@@ -96,12 +97,19 @@ func (o attemptOutcome) retryAfter() (time.Duration, bool) {
 // budget), outPending (the run is stopping), with the error if any.
 func (r *run) admit(h *hop) (*permit, outcome, error) {
 	for {
-		ticket, held, out, ok := r.waitBreaker(h.br, h.canFallBack)
+		ff, ok := r.ff.acquire(r.admitCtx)
 		if !ok {
+			return nil, outPending, nil
+		}
+		ticket, held, out, ok := r.waitBreaker(h)
+		if !ok {
+			if ff {
+				r.ff.release()
+			}
 			return nil, out, nil
 		}
 		h.start = h.start.Add(held) // time held is not the request's fault
-		p := &permit{r: r, h: h, ticket: ticket}
+		p := &permit{r: r, h: h, ticket: ticket, ff: ff}
 		gate, err := r.firstOnKey(h.key)
 		if err != nil {
 			p.end(notSent)
@@ -162,6 +170,7 @@ func (p *permit) end(o attemptOutcome) {
 	}
 	p.ended = true
 	r, h := p.r, p.h
+	r.observeAttempt(p, o) // may stop the run: before the gate opens
 	if p.slot {
 		<-r.slots
 	}
@@ -243,7 +252,8 @@ func observation(l providers.RateLimits) limiter.Observation {
 // ticket for the next attempt and how long it held. When it cannot, it
 // says why: outFailed to move the request to the next hop, outPending when
 // the run is stopping (outage longer than --max-outage, interrupt).
-func (r *run) waitBreaker(br Breaker, canFallBack bool) (t retry.Ticket, held time.Duration, out outcome, ok bool) {
+func (r *run) waitBreaker(h *hop) (t retry.Ticket, held time.Duration, out outcome, ok bool) {
+	br, canFallBack, watch := h.br, h.canFallBack, r.connectWatch(h)
 	start := time.Now()
 	holding := false
 	defer func() {
@@ -261,14 +271,25 @@ func (r *run) waitBreaker(br Breaker, canFallBack bool) (t retry.Ticket, held ti
 			return retry.Ticket{}, 0, outFailed, false
 		}
 		if br.OutageExceeded(now) {
-			r.abortRun(fmt.Errorf("provider down for longer than --max-outage (%v)", cmp.Or(r.cfg.Breaker.MaxOutage, retry.DefaultMaxOutage)))
+			r.abortRun(r.outageError())
 			return retry.Ticket{}, 0, outPending, false
+		}
+		wait := br.WaitTime(now)
+		if watch != nil {
+			err, left := watch.exceeded(now, r.cfg.ConnectDeadline)
+			if err != nil {
+				r.abortRun(r.unreachable(h, err))
+				return retry.Ticket{}, 0, outPending, false
+			}
+			if left > 0 {
+				wait = min(wait, left)
+			}
 		}
 		if !holding {
 			holding = true
 			r.c.Holding.Add(1)
 		}
-		timer := time.NewTimer(max(br.WaitTime(now), time.Millisecond))
+		timer := time.NewTimer(max(wait, time.Millisecond))
 		select {
 		case <-timer.C:
 		case <-changed:

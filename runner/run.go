@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -72,6 +73,17 @@ type Config struct {
 	// must have a price (cmd checks).
 	MaxCost, Spent pricing.Cost
 
+	// ConnectDeadline stops the run (an *UnreachableError) when the
+	// server of the chain's last hop was never reached for this long
+	// since its first attempt; 0 never does.
+	ConnectDeadline time.Duration
+	// FailFast stops the run (a *FailFastError) when its first FailFast
+	// attempts all fail the same way, non-retryably; 0 never does.
+	FailFast int
+	// MaxFailures stops the run once its failed requests pass a count or
+	// a ratio (--max-failures); the zero value never does.
+	MaxFailures MaxFailures
+
 	Progress *Progress
 	// Rand seeds the retry jitter; nil seeds one from the clock.
 	Rand *rand.Rand
@@ -131,7 +143,15 @@ type run struct {
 	signal   os.Signal
 	breakers map[string]Breaker
 	gates    map[string]*keyGate
+	conns    map[string]*connectWatch
 	rngMu    sync.Mutex
+
+	// ff holds back attempts beyond the first FailFast until one says the
+	// setup works (see failFast).
+	ff *failFast
+	// lastCause is providers.Cause of the latest failed attempt, for the
+	// hold and outage messages.
+	lastCause atomic.Pointer[string]
 
 	// spend is the --max-cost budget; nil without a cap.
 	spend *spendCap
@@ -152,6 +172,8 @@ type result struct {
 	fp   checkpoint.Fingerprint
 	line []byte
 	ok   bool
+	// cause is why a failed request failed (providers.Cause).
+	cause string
 }
 
 // Run runs the batch. It returns the summary and an error that says how the
@@ -174,7 +196,8 @@ func newRun(ctx context.Context, cfg Config) *run {
 	if cfg.RetryBudget == nil {
 		cfg.RetryBudget = retry.NewBudget(retry.DefaultBudgetRatio, retry.DefaultBudgetWindow, retry.DefaultBudgetAllowance)
 	}
-	r := &run{cfg: cfg, c: new(Counters), breakers: make(map[string]Breaker), gates: make(map[string]*keyGate), produced: make(chan struct{}), slots: make(chan struct{}, cfg.Concurrency), results: make(chan result)}
+	r := &run{cfg: cfg, c: new(Counters), breakers: make(map[string]Breaker), gates: make(map[string]*keyGate), conns: make(map[string]*connectWatch),
+		ff: newFailFast(cfg.FailFast), produced: make(chan struct{}), slots: make(chan struct{}, cfg.Concurrency), results: make(chan result)}
 	if cfg.MaxCost > 0 {
 		r.spend = &spendCap{cap: cfg.MaxCost, spent: cfg.Spent}
 	}
@@ -350,8 +373,12 @@ func (r *run) sink() error {
 		}
 		if res.ok {
 			r.c.Succeeded.Add(1)
-		} else {
-			r.c.Failed.Add(1)
+			continue
+		}
+		failed := r.c.Failed.Add(1)
+		r.c.failedBecause(res.cause)
+		if answered := failed + r.c.Succeeded.Load(); r.cfg.MaxFailures.exceeded(failed, answered) {
+			r.abortRun(&MaxFailuresError{Failed: failed, Answered: answered, Limit: r.cfg.MaxFailures, Last: res.cause})
 		}
 	}
 	return werr

@@ -26,6 +26,9 @@ type Counters struct {
 
 	mu      sync.Mutex
 	byCause map[string]int64
+	// failCauses counts failed requests by providers.Cause, at most
+	// maxFailCauses distinct ones (the rest under otherCauses).
+	failCauses map[string]int64
 
 	// costs is the spend by model, from reported usage.
 	costs costBook
@@ -59,4 +62,38 @@ func (c *Counters) RetriesByCause() map[string]int64 {
 // Done is the number of requests finished one way or another.
 func (c *Counters) Done() int64 {
 	return c.Skipped.Load() + c.Succeeded.Load() + c.Failed.Load()
+}
+
+// maxFailCauses bounds the distinct failure causes kept: messages that
+// quote the request (a context length, a token count) differ per request.
+const (
+	maxFailCauses = 20
+	otherCauses   = "other"
+)
+
+// failedBecause records the cause of one failed request.
+func (c *Counters) failedBecause(cause string) {
+	if cause == "" {
+		cause = "unknown"
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.failCauses == nil {
+		c.failCauses = make(map[string]int64)
+	}
+	if _, ok := c.failCauses[cause]; !ok && len(c.failCauses) >= maxFailCauses {
+		cause = otherCauses
+	}
+	c.failCauses[cause]++
+}
+
+// FailuresByCause returns a copy of the failed requests by cause.
+func (c *Counters) FailuresByCause() map[string]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int64, len(c.failCauses))
+	for k, v := range c.failCauses {
+		out[k] = v
+	}
+	return out
 }

@@ -1,9 +1,11 @@
 package runner
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,12 +31,15 @@ type Summary struct {
 
 	AttemptsPerRequest float64          `json:"attempts_per_request"`
 	RetriesByCause     map[string]int64 `json:"retries_by_cause"`
-	FellBack           int64            `json:"fell_back"`
-	FallbackRate       float64          `json:"fallback_rate"`
-	BreakerOpenings    int64            `json:"breaker_openings"`
-	HeldSeconds        float64          `json:"held_seconds"`
-	Limits             []KeyLimits      `json:"limits,omitempty"`
-	Aborted            string           `json:"aborted,omitempty"`
+	// FailuresByCause counts the failed requests by what failed them
+	// (providers.Cause: the HTTP status and message, connection refused…).
+	FailuresByCause map[string]int64 `json:"failures_by_cause,omitempty"`
+	FellBack        int64            `json:"fell_back"`
+	FallbackRate    float64          `json:"fallback_rate"`
+	BreakerOpenings int64            `json:"breaker_openings"`
+	HeldSeconds     float64          `json:"held_seconds"`
+	Limits          []KeyLimits      `json:"limits,omitempty"`
+	Aborted         string           `json:"aborted,omitempty"`
 
 	// CostUSD is what this run's answers cost, from the usage the
 	// providers reported, at batch prices for batch results; answers of
@@ -55,18 +60,19 @@ type Summary struct {
 // summary is what the counters alone say about a run.
 func (c *Counters) summary(wall time.Duration) *Summary {
 	s := &Summary{
-		Requests:       c.Total.Load(),
-		Skipped:        c.Skipped.Load(),
-		Succeeded:      c.Succeeded.Load(),
-		Failed:         c.Failed.Load(),
-		Attempts:       c.Attempts.Load(),
-		Retries:        c.Retries.Load(),
-		RateLimited:    c.RateLimited.Load(),
-		InputTokens:    c.InputTokens.Load(),
-		OutputTokens:   c.OutputTokens.Load(),
-		WallSeconds:    wall.Seconds(),
-		RetriesByCause: c.RetriesByCause(),
-		FellBack:       c.FellBack.Load(),
+		Requests:        c.Total.Load(),
+		Skipped:         c.Skipped.Load(),
+		Succeeded:       c.Succeeded.Load(),
+		Failed:          c.Failed.Load(),
+		Attempts:        c.Attempts.Load(),
+		Retries:         c.Retries.Load(),
+		RateLimited:     c.RateLimited.Load(),
+		InputTokens:     c.InputTokens.Load(),
+		OutputTokens:    c.OutputTokens.Load(),
+		WallSeconds:     wall.Seconds(),
+		RetriesByCause:  c.RetriesByCause(),
+		FailuresByCause: c.FailuresByCause(),
+		FellBack:        c.FellBack.Load(),
 	}
 	s.Pending = max(s.Requests-s.Skipped-s.Succeeded-s.Failed, 0)
 	var total pricing.Cost
@@ -154,6 +160,7 @@ func (s *Summary) OneLine() string {
 	if s.FellBack > 0 {
 		line += fmt.Sprintf("; %d fell back", s.FellBack)
 	}
+	line += s.causesString()
 	line += s.costString()
 	for _, k := range s.Limits {
 		if k.BoundBy != "" {
@@ -220,4 +227,28 @@ func learnedString(k KeyLimits) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// causesString names the commonest causes of the failed requests.
+func (s *Summary) causesString() string {
+	type kv struct {
+		cause string
+		n     int64
+	}
+	var all []kv
+	for c, n := range s.FailuresByCause {
+		all = append(all, kv{c, n})
+	}
+	if len(all) == 0 {
+		return ""
+	}
+	slices.SortFunc(all, func(a, b kv) int { return cmp.Or(cmp.Compare(b.n, a.n), strings.Compare(a.cause, b.cause)) })
+	var parts []string
+	for _, e := range all[:min(len(all), 2)] {
+		parts = append(parts, fmt.Sprintf("%s (%d)", e.cause, e.n))
+	}
+	if len(all) > 2 {
+		parts = append(parts, fmt.Sprintf("%d other causes", len(all)-2))
+	}
+	return "; failed: " + strings.Join(parts, ", ")
 }
