@@ -158,46 +158,16 @@ func TestRedisOutageIsOneLine(t *testing.T) {
 	}
 }
 
-// headerless wraps a server in one that sends no rate-limit headers and,
-// unless keepRetryAfter, no retry-after: a proxy or gateway in front of a
-// provider, or a self-hosted server behind a rate-limiting ingress.
-func headerless(h http.Handler, keepRetryAfter bool) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(&stripWriter{ResponseWriter: w, keepRetryAfter: keepRetryAfter}, r)
-	})
-}
-
-type stripWriter struct {
-	http.ResponseWriter
-	keepRetryAfter bool
-}
-
-func (s *stripWriter) WriteHeader(code int) {
-	h := s.Header()
-	for k := range h {
-		lk := strings.ToLower(k)
-		if strings.Contains(lk, "ratelimit") || (!s.keepRetryAfter && strings.HasPrefix(lk, "retry-after")) {
-			h.Del(k)
-		}
-	}
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *stripWriter) Write(b []byte) (int, error) { return s.ResponseWriter.Write(b) }
-
-func (s *stripWriter) Flush() {
-	if f, ok := s.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
 // runHeaderless drives llmrun (no limits given) against the strict
-// scenario's server behind headerless and returns the wall time and the
-// run's summary.
+// scenario's server sending no rate-limit headers (and, unless
+// keepRetryAfter, no retry-after): a proxy or gateway in front of a
+// provider, or a self-hosted server behind a rate-limiting ingress. It
+// returns the wall time, the run's summary and the server's stats.
 func runHeaderless(t testing.TB, s strictScenario, keepRetryAfter bool) (time.Duration, runner.Summary, mock.Stats) {
 	t.Helper()
-	m := mock.New(mock.Config{Seed: 9, Concurrency: s.serverConcurrency, RPM: s.rpm, ITPM: s.itpm, Burst: time.Second})
-	srv := httptest.NewServer(headerless(m, keepRetryAfter))
+	m := mock.New(mock.Config{Seed: 9, Concurrency: s.serverConcurrency, RPM: s.rpm, ITPM: s.itpm, Burst: time.Second,
+		NoLimitHeaders: true, NoRetryAfter: !keepRetryAfter})
+	srv := httptest.NewServer(m)
 	defer srv.Close()
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.jsonl")
