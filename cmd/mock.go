@@ -42,6 +42,7 @@ GET /mock/stats returns its counters as JSON.`,
 	f.BoolVar(&cfg.Outage, "outage", false, "answer 500 to everything")
 	f.BoolVar(&cfg.SpendCap, "spend-cap", false, "answer the spend-cap / insufficient_quota error to everything")
 	f.StringVar(&cfg.APIKey, "api-key", "", "require this API key (401 otherwise)")
+	f.BoolVar(&cfg.NoUsage, "no-usage", false, "answer Chat Completions without usage, as some local servers do")
 	f.DurationVar(&cfg.TokenDelay, "token-delay", 0, "delay per generated token (slow streams)")
 	f.Int64Var(&cfg.Seed, "seed", 1, "seed for fault selection and answers")
 	f.DurationVar(&cfg.BatchDelay, "batch-delay", 0, "how long a provider batch takes to process")

@@ -6,4 +6,5 @@ import "github.com/spf13/pflag"
 // beyond its name and base URL.
 func addProviderFlags(f *pflag.FlagSet, o *BatchOptions) {
 	f.StringVar(&o.APIVersion, "api-version", "", "Azure OpenAI api-version for deployment URLs, such as 2024-10-21 (default: OPENAI_API_VERSION; none: the v1 API)")
+	f.BoolVar(&o.NoAuth, "no-auth", false, "send no API key, even when one is set (a server without auth, or one --header authenticates to); loopback and private base URLs need none anyway")
 }

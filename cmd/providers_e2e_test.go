@@ -3,9 +3,12 @@ package cmd
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/llmrun/llmrun/providers/mock"
@@ -66,7 +69,7 @@ func TestE2EAzureClassic(t *testing.T) {
 			for id, p := range prompts {
 				l := got[id]
 				if answerText(l) != mock.Answer(p, 30) || l.Get("llmrun.provider").Str != "azure" || l.Get("llmrun.model").Str != "dep1" ||
-					!l.Get("response.body.prompt_filter_results").Exists() {
+					!l.Get("response.body.prompt_filter_results").Exists() || l.Get("llmrun.usage_estimated").Exists() {
 					t.Errorf("%s: %s", id, l.Raw)
 				}
 			}
@@ -106,5 +109,58 @@ func TestE2EAzureEndpointAndVersion(t *testing.T) {
 	code := c.run(t, "batch", in, "--provider", "azure", "--base-url", url+"/openai/deployments/dep1", "-o", filepath.Join(t.TempDir(), "o.jsonl"), "--quiet")
 	if code != 2 || !strings.Contains(c.stderr.String(), "api-version") || m.Stats().Attempts != before {
 		t.Fatalf("exit %d: %s", code, c.stderr.String())
+	}
+}
+
+// TestE2ELocalServerNoKeyNoUsage: a local server (loopback) needs no key
+// and gets no credential header; its answers carry no usage, so the
+// tokens are estimated, non-zero, and marked usage_estimated. --no-auth
+// keeps a key that is set from being sent.
+func TestE2ELocalServerNoKeyNoUsage(t *testing.T) {
+	m := mock.New(mock.Config{NoUsage: true})
+	var mu sync.Mutex
+	var auth []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auth = append(auth, r.Header.Get("Authorization"))
+		mu.Unlock()
+		m.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	in, prompts := promptFile(t, 8)
+	for name, env := range map[string]map[string]string{
+		"no key set":          {},
+		"a key and --no-auth": {"OPENAI_API_KEY": "sk-real-key-not-for-local"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			for _, stream := range []string{"--stream=true", "--stream=false"} {
+				auth = nil
+				c := &cli{env: env}
+				out := filepath.Join(t.TempDir(), "out.jsonl")
+				args := []string{"batch", in, "--base-url", srv.URL + "/v1", "--model", "llama-3-8b", "-o", out, "--quiet", stream}
+				if env["OPENAI_API_KEY"] != "" {
+					args = append(args, "--no-auth")
+				}
+				if code := c.run(t, args...); code != 0 {
+					t.Fatalf("exit %d: %s", code, c.stderr.String())
+				}
+				got := readLines(t, out)
+				for id, p := range prompts {
+					l := got[id]
+					if answerText(l) != mock.Answer(p, 40) || l.Get("response.body.usage").Exists() || !l.Get("llmrun.usage_estimated").Bool() ||
+						l.Get("llmrun.input_tokens").Int() < 5 || l.Get("llmrun.output_tokens").Int() < 5 {
+						t.Errorf("%s: %s", id, l.Raw)
+					}
+				}
+				for _, a := range auth {
+					if a != "" {
+						t.Fatalf("a credential was sent: %q", a)
+					}
+				}
+				if len(auth) != len(prompts) {
+					t.Fatalf("%d requests", len(auth))
+				}
+			}
+		})
 	}
 }

@@ -33,8 +33,10 @@ type BatchOptions struct {
 	// APIVersion is --api-version (Azure OpenAI's api-version); "" reads
 	// the provider's environment variable.
 	APIVersion string
-	MaxTokens  int
-	Stream     bool
+	// NoAuth sends no API key (--no-auth).
+	NoAuth    bool
+	MaxTokens int
+	Stream    bool
 	// Fallback is the chain of provider:model hops after the primary.
 	Fallback []string
 	// Headers are extra request headers ("Name: value", --header); their
@@ -170,6 +172,9 @@ func prepare(ctx context.Context, io *IO, o *BatchOptions) (_ *batch, err error)
 		UserAgent:        UserAgent(),
 		Header:           header,
 	})}
+	if o.NoAuth {
+		b.set.SendNoKey()
+	}
 	defer func() {
 		if err != nil {
 			b.close()

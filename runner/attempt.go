@@ -137,6 +137,7 @@ func (r *run) tryRoute(t *task, i int, req *providers.Request) hopResult {
 		}
 		o := r.attempt(h)
 		if o.resp != nil {
+			r.estimateUsage(h, o.resp)
 			o.cost = r.price(h.route, h.req, o.resp)
 			t.spent.add(o.cost)
 			gerr := r.cfg.Guard.Check(o.resp.Text)
@@ -283,6 +284,7 @@ func (r *run) emit(h *hop, resp *providers.Response) {
 			OutputTokens: resp.Usage.OutputTokens,
 			CacheRead:    resp.Usage.CacheReadTokens,
 			CacheWrite:   resp.Usage.CacheWriteTokens,
+			Estimated:    resp.Usage.Estimated,
 			CostUSD:      h.t.spent.json(),
 		},
 	}

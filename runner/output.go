@@ -50,6 +50,9 @@ type LineDetails struct {
 	// written to the provider's prompt cache.
 	CacheRead  int64 `json:"cache_read_tokens,omitempty"`
 	CacheWrite int64 `json:"cache_write_tokens,omitempty"`
+	// Estimated reports that the provider sent no usage (a local server)
+	// and the token counts are llmrun's estimate.
+	Estimated bool `json:"usage_estimated,omitempty"`
 	// CostUSD is what the request's answers cost by the usage the
 	// provider reported (at batch prices for batch results; answers a
 	// guard rejected included): a number, null when a model has no price,

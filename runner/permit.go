@@ -212,7 +212,9 @@ func (p *permit) settle(o attemptOutcome) {
 	p.resv.Observe(observation(o.resp.Limits), o.sent.Add(o.resp.TTFT))
 	r.c.InputTokens.Add(u.InputTokens)
 	r.c.OutputTokens.Add(u.OutputTokens)
-	r.cfg.Estimator.ObserveInput(h.key, h.raw, u.InputTokens)
+	if !u.Estimated { // our own estimate calibrates nothing
+		r.cfg.Estimator.ObserveInput(h.key, h.raw, u.InputTokens)
+	}
 	r.cfg.Estimator.ObserveOutput(h.key, u.OutputTokens)
 }
 

@@ -46,12 +46,8 @@ func New(cfg providers.Config) *Provider {
 	}
 	p := &Provider{cfg: cfg}
 	p.wire = providers.Wire{
-		URL: strings.TrimRight(cfg.BaseURL, "/") + "/v1/messages",
-		Header: http.Header{
-			"X-Api-Key":         {cfg.APIKey},
-			"Anthropic-Version": {apiVersion},
-			"Content-Type":      {"application/json"},
-		},
+		URL:             strings.TrimRight(cfg.BaseURL, "/") + "/v1/messages",
+		Header:          header(cfg.APIKey),
 		RequestIDHeader: "request-id",
 		StatusError:     p.statusError,
 		Prepare:         p.prepare,
@@ -59,6 +55,16 @@ func New(cfg providers.Config) *Provider {
 		ParsePlain:      p.parsePlain,
 	}
 	return p
+}
+
+// header is the headers of every call: x-api-key when there is a key (a
+// local server may take none), and the API version.
+func header(key string) http.Header {
+	h := http.Header{"Anthropic-Version": {apiVersion}, "Content-Type": {"application/json"}}
+	if key != "" {
+		h.Set("X-Api-Key", key)
+	}
+	return h
 }
 
 // Name returns "anthropic".

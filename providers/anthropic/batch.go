@@ -86,7 +86,9 @@ func batchAppendItem(dst []byte, it providers.BatchItem) []byte {
 
 func (b *Batch) header() http.Header {
 	h := make(http.Header, 3)
-	h.Set("x-api-key", b.cfg.APIKey)
+	if b.cfg.APIKey != "" {
+		h.Set("x-api-key", b.cfg.APIKey)
+	}
 	h.Set("anthropic-version", batchAPIVersion)
 	return h
 }

@@ -194,7 +194,13 @@ func Deployment(baseURL string) string {
 
 // header is Azure's key header. openai-go's azure.WithAPIKey sends it
 // alone, without Authorization.
-func header(key string) http.Header { return http.Header{"Api-Key": {key}} }
+// Without a key (--no-auth behind a gateway) it sends none.
+func header(key string) http.Header {
+	if key == "" {
+		return http.Header{}
+	}
+	return http.Header{"Api-Key": {key}}
+}
 
 // setModel returns a function that names the deployment in a body's model.
 func setModel(dep string) func([]byte) ([]byte, error) {

@@ -126,6 +126,9 @@ type Config struct {
 	// NoRetryAfter sends rate-limit 429s without retry-after and
 	// retry-after-ms, as many proxies do.
 	NoRetryAfter bool
+	// NoUsage answers OpenAI Chat Completions without usage, plain and
+	// streamed (whatever stream_options asks), as some local servers do.
+	NoUsage bool
 
 	// RememberBodies bounds how many distinct request bodies the server
 	// remembers (for request ids, fault selection and Stats.Duplicates),
@@ -231,8 +234,8 @@ func New(cfg Config) *Server {
 		s.now = time.Now
 	}
 	s.mux = http.NewServeMux()
-	s.mux.HandleFunc("POST /v1/chat/completions", s.handleAPI(openAI{}))
-	s.mux.HandleFunc("POST /chat/completions", s.handleAPI(openAI{}))
+	s.mux.HandleFunc("POST /v1/chat/completions", s.handleAPI(s.local(openAI{})))
+	s.mux.HandleFunc("POST /chat/completions", s.handleAPI(s.local(openAI{})))
 	s.mux.HandleFunc("POST /v1/messages", s.handleAPI(anthropic{}))
 	s.mux.HandleFunc("GET /mock/stats", s.handleStats)
 	s.registerBatchRoutes()

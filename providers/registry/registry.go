@@ -45,7 +45,8 @@ type Entry struct {
 	// budget's model key and the default model. Nil or "" for none.
 	Model func(baseURL string) string
 	// KeyOptional reports whether requests to baseURL may go without a key
-	// (a local server); nil means a key is always needed.
+	// (a local server: providers.LocalURL); nil means a key is always
+	// needed, unless the Set sends none (--no-auth).
 	KeyOptional func(baseURL string) bool
 	// New builds the live (synchronous) client.
 	New func(cfg providers.Config) providers.Provider
@@ -114,12 +115,12 @@ var table = []Entry{
 	{
 		Name: "openai", Format: providers.FormatOpenAI,
 		KeyEnv: []string{"OPENAI_API_KEY"}, BaseURLEnv: "OPENAI_BASE_URL", DefaultBaseURL: "https://api.openai.com/v1",
-		New: newOpenAI, NewBatch: newOpenAIBatch,
+		KeyOptional: providers.LocalURL, New: newOpenAI, NewBatch: newOpenAIBatch,
 	},
 	{
 		Name: "anthropic", Format: providers.FormatAnthropic,
 		KeyEnv: []string{"ANTHROPIC_API_KEY"}, BaseURLEnv: "ANTHROPIC_BASE_URL", DefaultBaseURL: "https://api.anthropic.com",
-		New: newAnthropic, NewBatch: newAnthropicBatch, Admission: anthropicAdmission, Claims: anthropicLine,
+		KeyOptional: providers.LocalURL, New: newAnthropic, NewBatch: newAnthropicBatch, Admission: anthropicAdmission, Claims: anthropicLine,
 	},
 	{
 		Name: azure.Name, Format: providers.FormatOpenAI,

@@ -2,6 +2,9 @@ package registry
 
 import (
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -190,5 +193,51 @@ func TestAzureConfig(t *testing.T) {
 	var mk *MissingKeyError
 	if _, err := NewSet(env(), providers.Config{}).Provider(az, "https://x.openai.azure.com"); !errors.As(err, &mk) || !strings.Contains(err.Error(), "AZURE_OPENAI_API_KEY") {
 		t.Errorf("no key: %v", err)
+	}
+}
+
+// TestLocalServersAndNoAuth: a loopback or private base URL needs no key;
+// a public one does; --no-auth sends none even when one is set.
+func TestLocalServersAndNoAuth(t *testing.T) {
+	oa, _ := Lookup("openai")
+	an, _ := Lookup("anthropic")
+	s := NewSet(env(), providers.Config{})
+	for _, base := range []string{"http://127.0.0.1:8000/v1", "http://localhost:11434/v1", "http://192.168.1.9:8080/v1"} {
+		if _, err := s.Provider(oa, base); err != nil {
+			t.Errorf("%s: %v", base, err)
+		}
+		if _, err := s.Provider(an, base); err != nil {
+			t.Errorf("anthropic %s: %v", base, err)
+		}
+	}
+	var mk *MissingKeyError
+	if _, err := s.Provider(oa, "https://gateway.example.com/v1"); !errors.As(err, &mk) || !strings.Contains(err.Error(), "--no-auth") {
+		t.Errorf("a public URL without a key: %v", err)
+	}
+
+	var gotAuth []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotAuth = append(gotAuth, r.Header.Get("Authorization"))
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
+	}))
+	defer srv.Close()
+	keyed := NewSet(env("OPENAI_API_KEY", "sk-real"), providers.Config{})
+	noAuth := NewSet(env("OPENAI_API_KEY", "sk-real"), providers.Config{})
+	noAuth.SendNoKey()
+	for _, set := range []*Set{keyed, noAuth} {
+		p, err := set.Provider(oa, srv.URL+"/v1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Send(t.Context(), &providers.Request{Body: []byte(`{"model":"m","messages":[{"role":"user","content":"x"}]}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(gotAuth, []string{"Bearer sk-real", ""}) {
+		t.Errorf("Authorization sent: %q, want the key, then none", gotAuth)
+	}
+	if _, err := noAuth.Provider(oa, "https://gateway.example.com/v1"); err != nil {
+		t.Errorf("--no-auth needs no key anywhere: %v", err)
 	}
 }

@@ -22,6 +22,7 @@ const mockKey = "mock-key"
 type Set struct {
 	getenv func(string) string
 	cfg    providers.Config
+	noAuth bool
 
 	mu      sync.Mutex
 	mock    *http.Server
@@ -34,6 +35,11 @@ type Set struct {
 func NewSet(getenv func(string) string, cfg providers.Config) *Set {
 	return &Set{getenv: getenv, cfg: cfg}
 }
+
+// SendNoKey makes every client of the Set send no API key, whatever the
+// environment holds (--no-auth: a server with no auth, or one a --header
+// authenticates to). Call it before building clients.
+func (s *Set) SendNoKey() { s.noAuth = true }
 
 // Provider builds e's live client at baseURL ("" for the environment's or
 // the default).
@@ -77,7 +83,7 @@ type MissingKeyError struct {
 }
 
 func (e *MissingKeyError) Error() string {
-	return fmt.Sprintf("%s is not set (try --provider mock for a dry run against the built-in mock)", strings.Join(e.Vars, " or "))
+	return fmt.Sprintf("%s is not set (try --provider mock for a dry run against the built-in mock, or --no-auth for a server that takes no key)", strings.Join(e.Vars, " or "))
 }
 
 // config fills the shared configuration with e's endpoint, API version
@@ -105,6 +111,9 @@ func (s *Set) config(e Entry, baseURL string) (cfg providers.Config, err error) 
 	}
 	if cfg.APIVersion == "" && e.APIVersionEnv != "" {
 		cfg.APIVersion = strings.TrimSpace(s.getenv(e.APIVersionEnv))
+	}
+	if s.noAuth {
+		return cfg, nil
 	}
 	cfg.APIKey = e.Key(s.getenv)
 	if cfg.APIKey == "" && (e.KeyOptional == nil || !e.KeyOptional(cfg.BaseURL)) {
