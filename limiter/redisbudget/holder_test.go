@@ -101,7 +101,7 @@ func TestRestartReclaimsItsOwnDeadLeases(t *testing.T) {
 				}
 				tks = append(tks, tk)
 			}
-			if d := time.Since(start); d > 250*time.Millisecond {
+			if d := time.Since(start); d > 5*time.Second { // the dead leases had 30s left
 				t.Errorf("restart took %v to get both slots", d)
 			}
 			// Its own live tickets are never reclaimed: the key is full.
