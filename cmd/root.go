@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"log/slog"
 	"net/url"
 	"os"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/llmrun/llmrun/checkpoint"
 	"github.com/llmrun/llmrun/job"
+	"github.com/llmrun/llmrun/logging"
 	"github.com/llmrun/llmrun/providers"
 	"github.com/llmrun/llmrun/runner"
 )
@@ -63,7 +65,7 @@ every result as it lands, and resumes where it stopped when rerun.
 ` + exitCodesHelp,
 		SilenceUsage:               true,
 		SilenceErrors:              true,
-		PersistentPreRun:           stage.hook,
+		PersistentPreRunE:          stage.hook,
 		SuggestionsMinimumDistance: 2,
 		Version:                    job.Build().String(),
 	}
@@ -72,6 +74,10 @@ every result as it lands, and resumes where it stopped when rerun.
 	root.SetOut(io.Out)
 	root.SetErr(io.Err)
 	root.SetFlagErrorFunc(flagError)
+	pf := root.PersistentFlags()
+	pf.StringVar(&stage.logFormat, "log-format", logging.FormatText, "text (lines for people; timestamped when stderr is not a terminal) or json (for log shippers)")
+	pf.BoolVarP(&stage.verbose, "verbose", "v", false, "log one line per attempt (never keys, headers or bodies)")
+	stage.io = io
 	root.AddCommand(newBatchCmd(io, nil), newEstimateCmd(io), newMockCmd(io), newStatusCmd(io), newCancelCmd(io), newRepairCmd(io), newVersionCmd(io))
 	return root, stage
 }
@@ -79,19 +85,22 @@ every result as it lands, and resumes where it stopped when rerun.
 // Main runs llmrun with the process's arguments and returns its exit code.
 func Main() int {
 	log.SetOutput(providers.QuietHTTPLog(os.Stderr)) // net/http quotes a misbehaving server's bytes there
-	io := &IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, ErrIsTerminal: isTerminal(os.Stderr), Getenv: os.Getenv}
+	io := &IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, ErrIsTerminal: isTerminal(os.Stderr), Width: func() int { return termWidth(os.Stderr) }, Getenv: os.Getenv}
 	return Execute(context.Background(), io, os.Args[1:])
 }
 
 // Execute runs the command line args and maps the outcome to an exit code.
 func Execute(ctx context.Context, io *IO, args []string) int {
+	if io.Log == nil {
+		io.Log = logging.New(io.Err, logging.Options{Timestamps: !io.ErrIsTerminal})
+	}
 	root, stage := newRoot(io)
 	root.SetArgs(args)
 	c, err := root.ExecuteContextC(ctx)
 	err = stage.wrap(c, err)
 	code := ExitCode(err)
 	if err != nil && !errors.Is(err, runner.ErrFailures) {
-		fmt.Fprintf(io.Err, "llmrun: %s\n", plainMessage(err))
+		io.Log.Error(plainMessage(err))
 	}
 	return code
 }
@@ -131,9 +140,9 @@ func finish(io *IO, summaryFile string, sum *runner.Summary, runErr error) error
 		return runErr
 	}
 	sum.ExitCode = ExitCode(runErr)
-	fmt.Fprintln(io.Err, sum.OneLine())
+	io.Log.Info(sum.Text(), slog.Any("summary", sum.LogValue()))
 	if runErr != nil && sum.ExitCode != ExitFailed && sum.ExitCode != ExitOK {
-		fmt.Fprintf(io.Err, "llmrun: resume with: %s\n", resumeCommand())
+		io.Log.Info("resume with: " + resumeCommand())
 	}
 	if summaryFile != "" {
 		if err := sum.WriteFile(summaryFile); err != nil && runErr == nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/llmrun/llmrun/job"
+	"github.com/llmrun/llmrun/logging"
 )
 
 // flagError is the FlagErrorFunc of every command: a bad flag is a usage
@@ -68,12 +69,27 @@ func editDistance(a, b string) int {
 
 // usageStage tells the errors cobra returns before a command runs
 // (unknown command, wrong number of arguments, a missing required flag)
-// from the command's own: those are usage errors, exit 2.
-type usageStage struct{ running bool }
+// from the command's own: those are usage errors, exit 2. It also holds
+// the root's logging flags, applied once they are parsed.
+type usageStage struct {
+	running   bool
+	io        *IO
+	logFormat string
+	verbose   bool
+}
 
-// hook is the root's PersistentPreRun: cobra calls it after the flags
-// and arguments were accepted.
-func (u *usageStage) hook(*cobra.Command, []string) { u.running = true }
+// hook is the root's PersistentPreRunE: cobra calls it after the flags
+// and arguments were accepted. It builds the command's logger.
+func (u *usageStage) hook(*cobra.Command, []string) error {
+	u.running = true
+	format, err := logging.ParseFormat(u.logFormat)
+	if err != nil {
+		return &job.UsageError{Err: fmt.Errorf("--log-format: %w", err)}
+	}
+	u.io.JSONLogs = format == logging.FormatJSON
+	u.io.Log = logging.New(u.io.Err, logging.Options{Format: format, Verbose: u.verbose, Timestamps: !u.io.ErrIsTerminal})
+	return nil
+}
 
 // wrap marks err, returned by c, as a usage error if c never started,
 // with c's usage line when its arguments were wrong.

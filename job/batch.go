@@ -133,6 +133,9 @@ func Batch(ctx context.Context, io *IO, o BatchOptions) (*runner.Summary, error)
 	if cerr := b.store.Close(); cerr != nil && err == nil {
 		err = cerr
 	}
+	if sum != nil {
+		sum.ErrorsFile = o.Errors
+	}
 	return sum, pendingIsAnError(sum, err)
 }
 
@@ -374,7 +377,8 @@ func (b *batch) runConfig() runner.Config {
 		Concurrency: o.Concurrency,
 		Grace:       o.Grace,
 		Interrupts:  b.interrupts,
-		Progress:    &runner.Progress{Mode: progressMode(b.io, o), Out: b.io.Err, Interval: o.ProgressInterval},
+		Progress:    &runner.Progress{Mode: progressMode(b.io, o), Out: b.io.Err, Log: b.io.logger(), Width: b.io.Width, Interval: o.ProgressInterval},
+		Log:         b.io.logger(),
 		Rand:        rand.New(rand.NewPCG(b.seed, b.seed^0x9e3779b97f4a7c15)),
 		Prices:      b.prices,
 		MaxCost:     pricing.FromUSD(o.Cost.MaxCost),
@@ -408,7 +412,7 @@ func progressMode(io *IO, o *BatchOptions) runner.ProgressMode {
 	switch {
 	case o.Quiet:
 		return runner.ProgressOff
-	case io.ErrIsTerminal:
+	case io.ErrIsTerminal && !io.JSONLogs:
 		return runner.ProgressBar
 	}
 	return runner.ProgressLog

@@ -47,7 +47,7 @@ func Cancel(ctx context.Context, io *IO, o CancelOptions) error {
 		return err
 	}
 	if len(recs) == 0 {
-		fmt.Fprintf(io.Err, "llmrun: %s has no open batches\n", out)
+		io.infof("%s has no open batches", out)
 		return nil
 	}
 	client, err := cancelAll(ctx, io, recs, o.BaseURL)
@@ -56,10 +56,10 @@ func Cancel(ctx context.Context, io *IO, o CancelOptions) error {
 	}
 	switch {
 	case o.NoWait:
-		fmt.Fprintf(io.Err, "llmrun: the next run on %s collects the results\n", out)
+		io.infof("the next run on %s collects the results", out)
 		return nil
 	case st.Running:
-		fmt.Fprintf(io.Err, "llmrun: the run holding %s (pid %d) collects the results\n", out, st.PID)
+		io.infof("the run holding %s (pid %d) collects the results", out, st.PID)
 		return nil
 	}
 	errs := st.Errors
@@ -83,20 +83,20 @@ func cancelAll(ctx context.Context, io *IO, recs []runner.BatchRecord, baseURL s
 		client = cl
 		switch {
 		case rec.ID == "":
-			fmt.Fprintf(io.Err, "llmrun: a batch of %d requests was being created when a run stopped; a batch run finds out whether it exists (cancel it then)\n", len(rec.IDs))
+			io.infof("a batch of %d requests was being created when a run stopped; a batch run finds out whether it exists (cancel it then)", len(rec.IDs))
 			continue
 		case rec.Unverified:
-			fmt.Fprintf(io.Err, "llmrun: batch %s (%d requests) is not yet proven this output's (it was adopted by its size and creation time): not cancelling what may be another job's batch\n", rec.ID, len(rec.IDs))
+			io.infof("batch %s (%d requests) is not yet proven this output's (it was adopted by its size and creation time): not cancelling what may be another job's batch", rec.ID, len(rec.IDs))
 			continue
 		}
 		job, err := cl.Cancel(ctx, rec.ID)
 		var pe *providers.Error
 		switch {
 		case err == nil:
-			fmt.Fprintf(io.Err, "llmrun: batch %s (%s, %d requests): %s\n", rec.ID, rec.Provider, len(rec.IDs), job.Status)
+			io.infof("batch %s (%s, %d requests): %s", rec.ID, rec.Provider, len(rec.IDs), job.Status)
 		case errors.As(err, &pe) && pe.Status == 400:
 			// Ended already (or ending): nothing left to stop.
-			fmt.Fprintf(io.Err, "llmrun: batch %s: not cancelled: %s\n", rec.ID, pe.Message)
+			io.infof("batch %s: not cancelled: %s", rec.ID, pe.Message)
 		default:
 			failed = append(failed, fmt.Errorf("batch %s: %w", rec.ID, err))
 		}
@@ -117,7 +117,7 @@ func collectCancelled(ctx context.Context, io *IO, client providers.BatchClient,
 	signal.Notify(interrupts, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(interrupts)
 	sum, err := runner.RunOffline(ctx, runner.OfflineConfig{Client: client, Store: store, PollInterval: poll,
-		PollMax: max(poll, time.Minute), Log: io.Err, Interrupts: interrupts})
+		PollMax: max(poll, time.Minute), Log: io.logLines(), Interrupts: interrupts})
 	if cerr := store.Close(); err == nil || errors.Is(err, runner.ErrFailures) {
 		if cerr != nil {
 			return cerr
@@ -127,7 +127,7 @@ func collectCancelled(ctx context.Context, io *IO, client providers.BatchClient,
 		err = nil // the cancelled requests: expected, and in the errors file
 	}
 	if sum != nil && err == nil {
-		fmt.Fprintf(io.Err, "llmrun: collected %d answers into %s and %d unfinished requests into %s; rerun with --mode sync to finish them live\n",
+		io.infof("collected %d answers into %s and %d unfinished requests into %s; rerun with --mode sync to finish them live",
 			sum.Succeeded, out, sum.Failed, errs)
 	}
 	return err

@@ -9,7 +9,10 @@ package job
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
+
+	"github.com/llmrun/llmrun/logging"
 )
 
 // IO is where a command reads and writes, and its environment; tests
@@ -19,14 +22,38 @@ type IO struct {
 	Out, Err io.Writer
 	// ErrIsTerminal selects the progress bar over plain log lines.
 	ErrIsTerminal bool
+	// Width reads the terminal's width for the progress bar; nil means 80.
+	Width func() int
 	// Getenv reads the environment (API keys, base URLs).
 	Getenv func(string) string
+	// Log is the command's logger (--log-format, -v); nil means lines on
+	// Err. JSONLogs reports --log-format json: progress is then logged,
+	// never drawn.
+	Log      *slog.Logger
+	JSONLogs bool
 }
 
-// warnf prints one warning line on stderr.
-func (io *IO) warnf(format string, args ...any) {
-	fmt.Fprintf(io.Err, "llmrun: warning: "+format+"\n", args...)
+// logger is io.Log, or a logger of plain lines on io.Err.
+func (io *IO) logger() *slog.Logger {
+	if io.Log != nil {
+		return io.Log
+	}
+	return logging.New(io.Err, logging.Options{Timestamps: !io.ErrIsTerminal})
 }
+
+// warnf logs one warning.
+func (io *IO) warnf(format string, args ...any) {
+	io.logger().Warn(fmt.Sprintf(format, args...))
+}
+
+// infof logs one note.
+func (io *IO) infof(format string, args ...any) {
+	io.logger().Info(fmt.Sprintf(format, args...))
+}
+
+// logLines is an io.Writer whose every line is one note, for the parts
+// that write lines (the offline route).
+func (io *IO) logLines() io.Writer { return logging.Writer(io.logger(), slog.LevelInfo) }
 
 // UsageError marks a bad invocation: a flag or option that cannot work
 // (exit 2, nothing sent).

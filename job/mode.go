@@ -121,7 +121,7 @@ func (b *batch) runOffline(ctx context.Context) (sum *runner.Summary, handled bo
 		mode = ModeSync
 	}
 	if why != "" {
-		fmt.Fprintf(b.io.Err, "llmrun: --mode auto: %s%s\n", why, b.batchSaving())
+		b.io.infof("--mode auto: %s%s", why, b.batchSaving())
 	}
 	if mode == ModeSync && len(open) == 0 {
 		return nil, false, nil
@@ -138,17 +138,17 @@ func (b *batch) runOffline(ctx context.Context) (sum *runner.Summary, handled bo
 		Prices: b.prices,
 	}
 	if !o.Quiet {
-		cfg.Log = b.io.Err
+		cfg.Log = b.io.logLines()
 	}
 	if mode == ModeBatch {
 		if len(o.Fallback) > 0 {
-			fmt.Fprintln(b.io.Err, "llmrun: note: --fallback applies to live runs only; failed batch requests go to the errors file")
+			b.io.infof("note: --fallback applies to live runs only; failed batch requests go to the errors file")
 		}
 		sum, err := runner.RunOffline(ctx, cfg)
 		return sum, true, err
 	}
 	// Live run, but batches are open: collect what has ended, once.
-	cfg.CollectOnly, cfg.NoWait, cfg.Log = true, true, b.io.Err
+	cfg.CollectOnly, cfg.NoWait, cfg.Log = true, true, b.io.logLines()
 	sum, err = runner.RunOffline(ctx, cfg)
 	if err != nil && !errors.Is(err, runner.ErrFailures) {
 		return sum, true, err

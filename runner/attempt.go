@@ -328,6 +328,7 @@ func (r *run) emitFailure(t *task, last hopResult) {
 }
 
 func (r *run) send(t *task, l *Line, ok bool) {
+	r.c.RequestNanos.Add(int64(time.Since(t.start)))
 	cause := ""
 	if !ok && l.Error != nil {
 		cause = l.Error.cause
@@ -355,16 +356,14 @@ func (r *run) statusWord() string {
 	if r.admitCtx.Err() != nil {
 		parts = append(parts, "draining")
 	}
-	var wait time.Duration
 	bound := limiter.DimNone
 	for _, st := range r.cfg.Limiter.Stats() {
-		wait += st.Wait
 		if st.Binding != limiter.DimNone {
 			bound = st.Binding
 		}
 	}
 	if bound != limiter.DimNone {
-		parts = append(parts, fmt.Sprintf("budget wait %s, bound by %s", wait.Round(time.Second), bound))
+		parts = append(parts, "waiting for "+words(bound.String()))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -171,6 +171,7 @@ func (p *permit) end(o attemptOutcome) {
 	p.ended = true
 	r, h := p.r, p.h
 	r.observeAttempt(p, o) // may stop the run: before the gate opens
+	r.logAttempt(h, o)
 	if p.slot {
 		<-r.slots
 	}

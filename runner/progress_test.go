@@ -1,21 +1,190 @@
 package runner
 
 import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/llmrun/llmrun/pricing"
 )
 
-func TestRateETA(t *testing.T) {
-	c := new(Counters)
-	c.Total.Store(100)
-	if got := rateETA(c, 10*time.Second); got != "elapsed=10s" {
-		t.Errorf("nothing answered: %q", got)
+// typical is a run under way, with every part of the line present.
+var typical = snapshot{
+	total: 1_000_000, done: 451_234, succeeded: 450_000, failed: 1_234, pending: 548_766,
+	rateLimited: 321, tokensIn: 61_234_567, tokensOut: 17_654_321, spent: pricing.FromUSD(123.4567),
+	elapsed: 90 * time.Minute, rate: 83.6, eta: 109*time.Minute + 20*time.Second,
+	status: "provider down (connection refused by 10.0.0.1:8000), holding",
+}
+
+func TestProgressBarFitsWidth(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	snaps := []snapshot{typical, {total: 3}, {total: 0}}
+	for range 150 {
+		s := snapshot{
+			total: rng.Int64N(1 << 40), rateLimited: rng.Int64N(1 << 20),
+			tokensIn: rng.Int64N(1 << 45), tokensOut: rng.Int64N(1 << 40), spent: pricing.FromUSD(rng.Float64() * 1e5),
+			rate: rng.Float64() * 1e4, eta: time.Duration(rng.Int64N(int64(1000 * time.Hour))),
+		}
+		s.done = rng.Int64N(s.total + 1)
+		s.failed = rng.Int64N(s.done + 1)
+		s.pending = s.total - s.done
+		if rng.IntN(2) == 0 {
+			s.status = strings.Repeat("provider down (no such host api.example.invalid), holding, draining ", 1+rng.IntN(3))
+		}
+		snaps = append(snaps, s)
 	}
-	c.Skipped.Store(20)
-	c.Succeeded.Store(15)
-	c.Failed.Store(5)
-	// 20 answered in 10s = 2/s; 60 left → 30s.
-	if got := rateETA(c, 10*time.Second); got != "elapsed=10s rate=2.0/s eta=30s" {
-		t.Errorf("got %q", got)
+	for _, s := range snaps {
+		for width := 1; width <= 200; width++ {
+			if got := s.bar(width); runes(got) > width {
+				t.Fatalf("width %d: %d columns: %q", width, runes(got), got)
+			}
+		}
 	}
+	// At 80 columns the essentials are all there, with a bar; a status
+	// (holding) takes the room of the rate and spend.
+	running := typical
+	running.status = ""
+	for _, tc := range []struct {
+		s    snapshot
+		want []string
+	}{
+		{running, []string{" 45% [", "451234/1000000", "1234 fail", "548766 ", "eta 1h49m", "$123.46"}},
+		{typical, []string{" 45% [", "451234/1000000", "1234 fail", "548766 ", "provider down (conn"}},
+	} {
+		got := tc.s.bar(80)
+		for _, want := range tc.want {
+			if !strings.Contains(got, want) {
+				t.Errorf("at 80 columns %q lacks %q", got, want)
+			}
+		}
+		if runes(got) < 70 {
+			t.Errorf("at 80 columns the line is %d wide, want it to use them: %q", runes(got), got)
+		}
+	}
+	// Wide, everything at full length; narrow, the counts still.
+	if got := typical.bar(200); !strings.Contains(got, "61.2M in / 17.7M out tokens") || !strings.Contains(got, "321 429s") || !strings.Contains(got, "83.6/s, eta 1h49m") {
+		t.Errorf("at 200 columns: %q", got)
+	}
+	if got := typical.bar(30); !strings.Contains(got, "451234/1000000") {
+		t.Errorf("at 30 columns: %q", got)
+	}
+}
+
+func TestProgressLogLine(t *testing.T) {
+	got := typical.line()
+	for _, want := range []string{"451234/1000000 done (450000 succeeded, 0 skipped)", "1234 failed", "548766 pending",
+		"83.6/s, eta 1h49m", "61.2M in / 17.7M out tokens", "321 429s", "$123.46 spent", "provider down"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q lacks %q", got, want)
+		}
+	}
+}
+
+// TestProgressDrawsWithinWidth runs the reporter on a fake clock: every
+// line it draws on the terminal fits 80 columns, and Stop clears it.
+func TestProgressDrawsWithinWidth(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var out bytes.Buffer
+		w := writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return out.Write(p) })
+		c := new(Counters)
+		c.Total.Store(1_000_000)
+		p := &Progress{Mode: ProgressBar, Out: w, Width: func() int { return 80 },
+			Status: func() string { return "provider down (connection refused by 127.0.0.1:9), holding" }}
+		p.Start(c)
+		for i := range 20 {
+			c.Succeeded.Add(int64(1000 * i))
+			c.Failed.Add(int64(i))
+			c.InputTokens.Add(1_234_567)
+			c.RateLimited.Add(3)
+			time.Sleep(300 * time.Millisecond)
+		}
+		p.Stop()
+		mu.Lock()
+		defer mu.Unlock()
+		draws := strings.Split(out.String(), "\r")
+		if len(draws) < 10 {
+			t.Fatalf("%d draws in 6s", len(draws))
+		}
+		for _, d := range draws[1 : len(draws)-1] {
+			d = strings.TrimSuffix(d, "\x1b[K")
+			if runes(d) > 80 {
+				t.Errorf("a draw of %d columns: %q", runes(d), d)
+			}
+		}
+		if last := draws[len(draws)-1]; last != "\x1b[K" {
+			t.Errorf("Stop left %q, want the line cleared", last)
+		}
+	})
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestProgressLogs: without a terminal, progress is a log record with the
+// figures as a group (for JSON logs).
+func TestProgressLogs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out bytes.Buffer
+		c := new(Counters)
+		c.Total.Store(10)
+		c.Succeeded.Store(4)
+		p := &Progress{Mode: ProgressLog, Log: slog.New(slog.NewJSONHandler(&out, nil)), Interval: time.Second}
+		p.Start(c)
+		time.Sleep(1500 * time.Millisecond)
+		p.Stop()
+		if got := out.String(); !strings.Contains(got, `"msg":"progress 4/10 done`) || !strings.Contains(got, `"progress":{"total":10,"done":4,"succeeded":4`) {
+			t.Errorf("log: %s", got)
+		}
+	})
+}
+
+func TestFormatting(t *testing.T) {
+	for _, tc := range []struct{ got, want string }{
+		{durString(45 * time.Second), "45s"}, {durString(200 * time.Second), "3m20s"}, {durString(2*time.Hour + 5*time.Minute), "2h05m"},
+		{count(950), "950"}, {count(1234), "1.2k"}, {count(3_400_000), "3.4M"}, {count(1_100_000_000), "1.1G"},
+		{plural(1, "request", "requests"), "1 request"}, {plural(0, "request", "requests"), "0 requests"},
+		{times(1), "once"}, {times(2), "twice"}, {times(5), "5 times"},
+		{cut("abcdef", 4), "abc…"}, {cut("abc", 4), "abc"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+}
+
+func TestSummaryText(t *testing.T) {
+	s := &Summary{Requests: 1, Succeeded: 0, Failed: 1, Attempts: 1, Retries: 1, WallSeconds: 72,
+		RequestSeconds: 100, ErrorsFile: "in.errors.jsonl", FailuresByCause: map[string]int64{"HTTP 400: bad": 1},
+		BreakerOpenings: 1, Limits: []KeyLimits{
+			{Learned: true, RPM: 1e9, ITPM: 30000, WaitBySeconds: map[string]float64{"input": 40, "requests": 2}},
+			{WaitBySeconds: map[string]float64{"input": 2}},
+		}}
+	got := s.Text()
+	for _, want := range []string{"1 request: 0 succeeded, 1 failed", "1 attempt (1 retry,", "failed: HTTP 400: bad (1)",
+		"failures in in.errors.jsonl", "42% of request time waiting for input TPM", "rpm 1000000000, itpm 30000", "breaker opened once"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q lacks %q", got, want)
+		}
+	}
+	for _, bad := range []string{"1 requests", "1 attempts", "e+09", "1 retries"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("%q says %q", got, bad)
+		}
+	}
+	s.Failed, s.FailuresByCause = 0, nil
+	if got := s.Text(); strings.Contains(got, "in.errors.jsonl") {
+		t.Errorf("nothing failed, yet the errors file is named: %q", got)
+	}
+	if got := (&Summary{Requests: 2}).OneLine(); !strings.HasPrefix(got, "llmrun: 2 requests:") {
+		t.Errorf("OneLine %q", got)
+	}
+	_ = fmt.Sprint
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"sync"
@@ -85,6 +86,9 @@ type Config struct {
 	MaxFailures MaxFailures
 
 	Progress *Progress
+	// Log receives a Debug record per attempt (-v; never keys or bodies)
+	// and the run's notes; nil discards them.
+	Log *slog.Logger
 	// Rand seeds the retry jitter; nil seeds one from the clock.
 	Rand *rand.Rand
 }
@@ -192,6 +196,9 @@ func newRun(ctx context.Context, cfg Config) *run {
 	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 8
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.RetryBudget == nil {
 		cfg.RetryBudget = retry.NewBudget(retry.DefaultBudgetRatio, retry.DefaultBudgetWindow, retry.DefaultBudgetAllowance)

@@ -22,6 +22,9 @@ type Counters struct {
 	InputTokens  atomic.Int64
 	OutputTokens atomic.Int64
 	FellBack     atomic.Int64 // requests answered by a fallback hop
+	// RequestNanos sums the time from a request's first admission to its
+	// line, over the requests finished in this run.
+	RequestNanos atomic.Int64
 	Holding      atomic.Int64 // workers held by an open breaker
 
 	mu      sync.Mutex

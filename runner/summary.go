@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +29,12 @@ type Summary struct {
 	OutputTokens int64   `json:"output_tokens"`
 	WallSeconds  float64 `json:"wall_seconds"`
 	ExitCode     int     `json:"exit_code"`
+	// RequestSeconds is the time requests took, summed over the requests
+	// finished in this run (each from its first admission to its line):
+	// the whole that budget waits are a share of.
+	RequestSeconds float64 `json:"request_seconds"`
+	// ErrorsFile is where the failed requests are (set by the caller).
+	ErrorsFile string `json:"errors_file,omitempty"`
 
 	AttemptsPerRequest float64          `json:"attempts_per_request"`
 	RetriesByCause     map[string]int64 `json:"retries_by_cause"`
@@ -70,6 +77,7 @@ func (c *Counters) summary(wall time.Duration) *Summary {
 		InputTokens:     c.InputTokens.Load(),
 		OutputTokens:    c.OutputTokens.Load(),
 		WallSeconds:     wall.Seconds(),
+		RequestSeconds:  time.Duration(c.RequestNanos.Load()).Seconds(),
 		RetriesByCause:  c.RetriesByCause(),
 		FailuresByCause: c.FailuresByCause(),
 		FellBack:        c.FellBack.Load(),
@@ -154,18 +162,23 @@ func keyLimits(stats []limiter.KeyStats) []KeyLimits {
 }
 
 // OneLine is the summary as the single line printed at the end of every run.
-func (s *Summary) OneLine() string {
-	line := fmt.Sprintf("llmrun: %d requests: %d succeeded, %d failed, %d skipped, %d pending; %d attempts (%d retries, %d rate-limited); %d in / %d out tokens; %.1fs",
-		s.Requests, s.Succeeded, s.Failed, s.Skipped, s.Pending, s.Attempts, s.Retries, s.RateLimited, s.InputTokens, s.OutputTokens, s.WallSeconds)
+func (s *Summary) OneLine() string { return "llmrun: " + s.Text() }
+
+// Text is the one-line summary without the "llmrun: " a log line adds.
+func (s *Summary) Text() string {
+	line := fmt.Sprintf("%s: %d succeeded, %d failed, %d skipped, %d pending; %s (%s, %d rate-limited); %d in / %d out tokens; %.1fs",
+		plural(s.Requests, "request", "requests"), s.Succeeded, s.Failed, s.Skipped, s.Pending,
+		plural(s.Attempts, "attempt", "attempts"), plural(s.Retries, "retry", "retries"), s.RateLimited, s.InputTokens, s.OutputTokens, s.WallSeconds)
 	if s.FellBack > 0 {
 		line += fmt.Sprintf("; %d fell back", s.FellBack)
 	}
 	line += s.causesString()
+	if s.Failed > 0 && s.ErrorsFile != "" {
+		line += "; failures in " + s.ErrorsFile
+	}
 	line += s.costString()
+	line += s.waitString()
 	for _, k := range s.Limits {
-		if k.BoundBy != "" {
-			line += fmt.Sprintf("; requests waited %.1fs in all for the budget, most for %s", k.WaitSeconds, k.BoundBy)
-		}
 		if k.Learned {
 			line += fmt.Sprintf("; learned limits: %s", learnedString(k))
 		}
@@ -173,11 +186,11 @@ func (s *Summary) OneLine() string {
 			line += fmt.Sprintf("; learned from 429s: rpm %.0f, tpm %.0f", k.RPMFrom429s, k.TPMFrom429s)
 		}
 		if k.PauseClamped > 0 {
-			line += fmt.Sprintf("; %d retry-after hints cut to --max-pause", k.PauseClamped)
+			line += fmt.Sprintf("; %s cut to --max-pause", plural(k.PauseClamped, "retry-after hint", "retry-after hints"))
 		}
 	}
 	if s.BreakerOpenings > 0 {
-		line += fmt.Sprintf("; breaker opened %d times, held %.1fs", s.BreakerOpenings, s.HeldSeconds)
+		line += fmt.Sprintf("; breaker opened %s, held %.1fs", times(s.BreakerOpenings), s.HeldSeconds)
 	}
 	return line
 }
@@ -223,7 +236,7 @@ func learnedString(k KeyLimits) string {
 		v    float64
 	}{{"rpm", k.RPM}, {"itpm", k.ITPM}, {"otpm", k.OTPM}, {"tpm", k.TPM}} {
 		if p.v > 0 {
-			parts = append(parts, fmt.Sprintf("%s %g", p.name, p.v))
+			parts = append(parts, p.name+" "+strconv.FormatFloat(p.v, 'f', 0, 64))
 		}
 	}
 	return strings.Join(parts, ", ")

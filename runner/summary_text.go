@@ -1,0 +1,84 @@
+package runner
+
+import (
+	"cmp"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	"github.com/llmrun/llmrun/limiter"
+)
+
+// dimensionWords names what requests waited for, as the summary says it.
+var dimensionWords = map[string]string{
+	limiter.DimRequests.String():    "RPM",
+	limiter.DimInput.String():       "input TPM",
+	limiter.DimOutput.String():      "output TPM",
+	limiter.DimTokens.String():      "TPM",
+	limiter.DimConcurrency.String(): "a concurrency slot",
+	limiter.DimPause.String():       "a 429 pause",
+}
+
+// waitString says what share of the requests' time went to waiting for
+// the budget, and for what: "42% of request time waiting for input TPM".
+// The waits are summed over every request, as RequestSeconds is, so the
+// share is a share, whatever the concurrency (a sum of waits set against
+// the wall time would read 2h in a 72s run).
+func (s *Summary) waitString() string {
+	by := map[string]float64{}
+	var total float64
+	for _, k := range s.Limits {
+		for d, w := range k.WaitBySeconds {
+			by[d] += w
+			total += w
+		}
+	}
+	if s.RequestSeconds <= 0 || total <= 0 {
+		return ""
+	}
+	dims := make([]string, 0, len(by))
+	for d := range by {
+		dims = append(dims, d)
+	}
+	slices.SortFunc(dims, func(a, b string) int { return cmp.Or(cmp.Compare(by[b], by[a]), cmp.Compare(a, b)) })
+	share := min(by[dims[0]]/s.RequestSeconds, 1)
+	if share < 0.01 {
+		return ""
+	}
+	line := fmt.Sprintf("; %.0f%% of request time waiting for %s", 100*share, words(dims[0]))
+	if len(dims) > 1 && by[dims[1]] >= 0.1*total {
+		line += fmt.Sprintf(" (and %.0f%% for %s)", 100*min(by[dims[1]]/s.RequestSeconds, 1), words(dims[1]))
+	}
+	return line
+}
+
+func words(dim string) string {
+	if w, ok := dimensionWords[dim]; ok {
+		return w
+	}
+	return dim
+}
+
+// times is "once", "twice" or "N times".
+func times(n int64) string {
+	switch n {
+	case 1:
+		return "once"
+	case 2:
+		return "twice"
+	}
+	return fmt.Sprintf("%d times", n)
+}
+
+// LogValue is the summary's main figures, for structured logs (the JSON
+// log's last record); the --summary file has all of it.
+func (s *Summary) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.Int64("requests", s.Requests), slog.Int64("succeeded", s.Succeeded), slog.Int64("failed", s.Failed),
+		slog.Int64("skipped", s.Skipped), slog.Int64("pending", s.Pending),
+		slog.Int64("attempts", s.Attempts), slog.Int64("retries", s.Retries), slog.Int64("rate_limited", s.RateLimited),
+		slog.Int64("input_tokens", s.InputTokens), slog.Int64("output_tokens", s.OutputTokens),
+		slog.Float64("cost_usd", s.CostUSD), slog.Float64("wall_seconds", s.WallSeconds),
+		slog.Int("exit_code", s.ExitCode), slog.String("errors_file", s.ErrorsFile), slog.String("aborted", s.Aborted),
+	)
+}
