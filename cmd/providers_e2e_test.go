@@ -164,3 +164,71 @@ func TestE2ELocalServerNoKeyNoUsage(t *testing.T) {
 		})
 	}
 }
+
+// responsesFile writes n Responses API batch lines and returns the path
+// and the prompts by id.
+func responsesFile(t *testing.T, n int) (string, map[string]string) {
+	t.Helper()
+	prompts := map[string]string{}
+	var lines []any
+	for i := range n {
+		id := fmt.Sprintf("resp-%03d", i)
+		prompts[id] = fmt.Sprintf("Describe tide pool number %d in a few words, please.", i)
+		lines = append(lines, map[string]any{"custom_id": id, "method": "POST", "url": "/v1/responses",
+			"body": map[string]any{"model": "gpt-4.1-mini", "instructions": "Be brief.", "input": prompts[id], "max_output_tokens": 64, "store": false}})
+	}
+	return writeLines(t, lines...), prompts
+}
+
+// TestE2EResponses: Responses API lines, plain and streamed, against a mock
+// that breaks a third of the attempts mid-stream (all three failure shapes)
+// or with a 500: every answer is the mock's whole response, as the plain
+// call returns it, never a partial text spliced to a retry; the same in
+// batch mode.
+func TestE2EResponses(t *testing.T) {
+	in, prompts := responsesFile(t, 24)
+	var plainBodies map[string]string
+	for _, mode := range []string{"--stream=false", "--stream=true", "--mode=batch"} {
+		t.Run(mode, func(t *testing.T) {
+			m, url := mockServer(t, mock.Config{MidStreamRate: 0.35, Seed: 3})
+			c := &cli{env: mockEnv(url)}
+			out := filepath.Join(t.TempDir(), "out.jsonl")
+			if code := c.run(t, "batch", in, "-o", out, "--quiet", mode, "--backoff-base", "1ms", "--backoff-max", "2ms",
+				"--max-attempts", "20", "--poll-interval", "1ms", "--poll-max", "2ms"); code != 0 {
+				t.Fatalf("exit %d: %s", code, c.stderr.String())
+			}
+			got := readLines(t, out)
+			retried := 0
+			bodies := map[string]string{}
+			for id, p := range prompts {
+				l := got[id]
+				body := l.Get("response.body")
+				if body.Get("object").Str != "response" || body.Get("status").Str != "completed" || body.Get("output.#").Int() != 1 ||
+					body.Get("output.0.content.0.text").Str != mock.Answer(p, 64) || l.Get("llmrun.input_tokens").Int() == 0 ||
+					l.Get("llmrun.output_tokens").Int() != body.Get("usage.output_tokens").Int() {
+					t.Errorf("%s: %s", id, l.Raw)
+				}
+				if l.Get("llmrun.attempts").Int() > 1 {
+					retried++
+				}
+				bodies[id] = body.Raw
+			}
+			st := m.Stats()
+			if mode != "--mode=batch" && (st.MidStream == 0 || retried == 0 || st.Duplicates != 0) {
+				t.Errorf("no fault was retried (%d retried): %+v", retried, st)
+			}
+			if mode == "--mode=batch" && st.BatchesCreated != 1 {
+				t.Errorf("stats %+v", st)
+			}
+			if plainBodies == nil {
+				plainBodies = bodies
+				return
+			}
+			for id, b := range bodies {
+				if !jsonEqual(t, b, plainBodies[id]) {
+					t.Errorf("%s: %s differs from the plain answer\n%s\n%s", id, mode, b, plainBodies[id])
+				}
+			}
+		})
+	}
+}

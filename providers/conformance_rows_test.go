@@ -21,9 +21,12 @@ import (
 // vocabulary. A new provider gets every test of the suite, against
 // scripted servers and against providers/mock, by adding a row here.
 type row struct {
-	// name is also what the provider's Name returns.
-	name   string
-	format providers.Format
+	// name is also what the provider's Name returns; label, when set,
+	// names the row's subtests instead (one provider, another endpoint).
+	name, label string
+	format      providers.Format
+	// endpoint is the endpoint the row's requests are for.
+	endpoint providers.Endpoint
 	// new builds the provider under test.
 	new func(providers.Config) providers.Provider
 	// basePath turns a server root into the provider's BaseURL (the
@@ -100,7 +103,7 @@ type errCase struct {
 	retry time.Duration
 }
 
-var rows = []row{openAIRow, anthropicRow, azureRow}
+var rows = []row{openAIRow, anthropicRow, azureRow, responsesRow}
 
 // events splits an SSE text into its complete events.
 func events(s string) []string {
@@ -387,5 +390,119 @@ func azureBench(n int) []byte {
 	}
 	b.WriteString(`data: {"choices":[{"content_filter_results":{},"delta":{},"finish_reason":"stop","index":0,"logprobs":null}],` + tail)
 	fmt.Fprintf(&b, `data: {"choices":[],"created":1735689600,"id":"chatcmpl-BENCH0001","model":"gpt-4o-mini-2024-07-18","object":"chat.completion.chunk","usage":{"prompt_tokens":21,"completion_tokens":%d,"total_tokens":%d}}`+"\n\ndata: [DONE]\n\n", n, n+21)
+	return []byte(b.String())
+}
+
+// respObj is a Responses API response object (wire-formats §7.2) with
+// status, output items and usage as raw JSON.
+func respObj(status, output, usage string) string {
+	return `{"id":"resp_MOCK0002","object":"response","created_at":1735689600,"status":"` + status + `","error":null,"incomplete_details":null,"model":"gpt-4.1-mini-2025-04-14","output":` + output + `,"usage":` + usage + `}`
+}
+
+const (
+	respMsg   = `{"type":"message","id":"msg_MOCK0002","status":"completed","role":"assistant","content":[{"type":"output_text","text":"Seven.","annotations":[]}]}`
+	respUsage = `{"input_tokens":2006,"input_tokens_details":{"cached_tokens":1920,"cache_write_tokens":0},"output_tokens":2,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":2008}`
+	respIdx   = `"item_id":"msg_MOCK0002","output_index":0,"content_index":0`
+)
+
+// responsesRow is the OpenAI Responses API (wire-formats §7): typed events
+// with event: lines and sequence numbers, no [DONE], the whole response in
+// the terminal event; mid-stream failures as error events (nested, as
+// captured) or response.failed.
+var responsesRow = func() row {
+	r := openAIRow
+	r.label, r.endpoint, r.path = "openai-responses", providers.EndpointResponses, "/v1/responses"
+	r.body = func(prompt string, maxTokens int) string {
+		return fmt.Sprintf(`{"model":"gpt-4.1-mini","instructions":"You are terse.","input":%q,"max_output_tokens":%d,"store":false}`, prompt, max(maxTokens, 16))
+	}
+	r.flags = func(b []byte, stream bool) error {
+		s := gjson.GetBytes(b, "stream")
+		switch {
+		case stream && (!s.Bool() || gjson.GetBytes(b, "stream_options.include_usage").Exists()):
+			return errors.New("stream without stream:true, or with Chat's include_usage (the Responses API rejects it)")
+		case !stream && (s.Exists() || gjson.GetBytes(b, "stream_options").Exists()):
+			return errors.New("plain request carries stream flags")
+		}
+		return nil
+	}
+	r.cached = func(shared, q string) string {
+		return fmt.Sprintf(`{"model":"gpt-4.1-mini","instructions":%q,"input":%q,"max_output_tokens":16}`, shared, q)
+	}
+	r.plain = respObj("completed", "["+respMsg+"]", respUsage)
+	r.events = events(sseEvents(
+		"response.created", `{"type":"response.created","sequence_number":0,"response":`+respObj("in_progress", "[]", "null")+`}`,
+		"response.in_progress", `{"type":"response.in_progress","sequence_number":1,"response":`+respObj("in_progress", "[]", "null")+`}`,
+		"response.output_item.added", `{"type":"response.output_item.added","sequence_number":2,"output_index":0,"item":{"type":"message","id":"msg_MOCK0002","status":"in_progress","role":"assistant","content":[]}}`,
+		"response.content_part.added", `{"type":"response.content_part.added","sequence_number":3,`+respIdx+`,"part":{"type":"output_text","text":"","annotations":[]}}`,
+		"response.output_text.delta", `{"type":"response.output_text.delta","sequence_number":4,`+respIdx+`,"delta":"Sev","logprobs":[],"obfuscation":"ab"}`,
+		"response.output_text.delta", `{"type":"response.output_text.delta","sequence_number":5,`+respIdx+`,"delta":"en.","logprobs":[]}`,
+		"response.output_text.done", `{"type":"response.output_text.done","sequence_number":6,`+respIdx+`,"text":"Seven.","logprobs":[]}`,
+		"response.content_part.done", `{"type":"response.content_part.done","sequence_number":7,`+respIdx+`,"part":{"type":"output_text","text":"Seven.","annotations":[]}}`,
+		"response.output_item.done", `{"type":"response.output_item.done","sequence_number":8,"output_index":0,"item":`+respMsg+`}`,
+		"response.completed", `{"type":"response.completed","sequence_number":9,"response":`+r.plain+`}`,
+	))
+	r.content = 4
+	r.want = providers.Response{Text: "Seven.", Model: "gpt-4.1-mini-2025-04-14", Usage: providers.Usage{InputTokens: 2006, OutputTokens: 2, CacheReadTokens: 1920}}
+	r.errEvent = "event: error\ndata: " + `{"type":"error","sequence_number":6,"error":{"type":"server_error","code":"server_error","message":"The server had an error while processing your request.","param":null}}` + "\n\n"
+	r.terminator = "response.completed"
+	r.streams = responsesStreams
+	r.mockIgnore = []string{"id", "created_at"}
+	r.bench = responsesBench
+	return r
+}()
+
+// responsesStreams: the other endings of a Responses stream.
+var responsesStreams = map[string]streamCase{
+	"incomplete at max_output_tokens: a result": okUsage(sseEvents(
+		"response.created", `{"type":"response.created","sequence_number":0,"response":`+respObj("in_progress", "[]", "null")+`}`,
+		"response.output_text.delta", `{"type":"response.output_text.delta","sequence_number":1,`+respIdx+`,"delta":"Sev"}`,
+		"response.incomplete", `{"type":"response.incomplete","sequence_number":2,"response":`+respObj("incomplete", `[{"type":"message","id":"m","status":"incomplete","role":"assistant","content":[{"type":"output_text","text":"Sev","annotations":[]}]}]`, `{"input_tokens":5,"output_tokens":16,"total_tokens":21}`)+`}`),
+		respObj("incomplete", `[{"type":"message","id":"m","status":"incomplete","role":"assistant","content":[{"type":"output_text","text":"Sev","annotations":[]}]}]`, `{"input_tokens":5,"output_tokens":16,"total_tokens":21}`),
+		"Sev", providers.Usage{InputTokens: 5, OutputTokens: 16}),
+	"reasoning first, two messages, unknown events and no event lines": ok(sseEvents(
+		"", `{"type":"response.created","sequence_number":0,"response":`+respObj("in_progress", "[]", "null")+`}`,
+		"", `{"type":"response.reasoning_summary_text.delta","sequence_number":1,"delta":"thinking"}`,
+		"", `{"type":"response.some_future_event","sequence_number":2}`,
+		"", `{"type":"response.completed","sequence_number":3,"response":`+respObj("completed", `[{"type":"reasoning","id":"rs","summary":[]},{"type":"message","id":"a","role":"assistant","content":[{"type":"output_text","text":"one "},{"type":"refusal","refusal":"no"}]},{"type":"message","id":"b","role":"assistant","content":[{"type":"output_text","text":"two"}]}]`, `{"input_tokens":1,"output_tokens":2,"total_tokens":3}`)+`}`),
+		respObj("completed", `[{"type":"reasoning","id":"rs","summary":[]},{"type":"message","id":"a","role":"assistant","content":[{"type":"output_text","text":"one "},{"type":"refusal","refusal":"no"}]},{"type":"message","id":"b","role":"assistant","content":[{"type":"output_text","text":"two"}]}]`, `{"input_tokens":1,"output_tokens":2,"total_tokens":3}`),
+		"one two"),
+	"flat error event (the spec's shape)": {stream: sseEvents(
+		"response.created", `{"type":"response.created","sequence_number":0,"response":`+respObj("in_progress", "[]", "null")+`}`,
+		"response.output_text.delta", `{"type":"response.output_text.delta","sequence_number":1,`+respIdx+`,"delta":"Sev"}`,
+		"error", `{"type":"error","sequence_number":2,"code":"rate_limit_exceeded","message":"Too many tokens","param":null}`),
+		msg: "Too many tokens", reqID: "req_hdr"},
+	"response.failed": {stream: sseEvents(
+		"response.created", `{"type":"response.created","sequence_number":0,"response":`+respObj("in_progress", "[]", "null")+`}`,
+		"response.failed", `{"type":"response.failed","sequence_number":1,"response":{"id":"resp_1","status":"failed","error":{"code":"server_error","message":"The model crashed"},"output":[],"usage":null}}`),
+		msg: "The model crashed", reqID: "req_hdr"},
+	"a chat completions stream is not this API's": {stream: sseOf(`{"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"hi"}}]}`, `[DONE]`),
+		msg: "not valid JSON", reqID: "req_hdr"},
+}
+
+// responsesBench is a Responses stream of n text deltas in the exact event
+// shape api.openai.com sends (obfuscation padding on every delta), with
+// the done events and the terminal response repeating the whole text.
+func responsesBench(n int) []byte {
+	var b, text strings.Builder
+	ev := func(typ, data string) { b.WriteString("event: " + typ + "\ndata: " + data + "\n\n") }
+	obj := func(status, output, usage string) string {
+		return `{"id":"resp_BENCH0001","object":"response","created_at":1735689600,"status":"` + status + `","background":false,"error":null,"incomplete_details":null,"instructions":null,"max_output_tokens":null,"model":"gpt-4.1-mini-2025-04-14","output":` + output + `,"parallel_tool_calls":true,"store":false,"temperature":1.0,"text":{"format":{"type":"text"},"verbosity":"medium"},"tool_choice":"auto","tools":[],"top_p":1.0,"truncation":"disabled","usage":` + usage + `}`
+	}
+	ev("response.created", `{"type":"response.created","sequence_number":0,"response":`+obj("in_progress", "[]", "null")+`}`)
+	ev("response.in_progress", `{"type":"response.in_progress","sequence_number":1,"response":`+obj("in_progress", "[]", "null")+`}`)
+	ev("response.output_item.added", `{"type":"response.output_item.added","sequence_number":2,"output_index":0,"item":{"id":"msg_BENCH0001","type":"message","status":"in_progress","content":[],"role":"assistant"}}`)
+	ev("response.content_part.added", `{"type":"response.content_part.added","sequence_number":3,"item_id":"msg_BENCH0001","output_index":0,"content_index":0,"part":{"type":"output_text","annotations":[],"logprobs":[],"text":""}}`)
+	for i := range n {
+		w := benchWords[i%len(benchWords)]
+		text.WriteString(w)
+		ev("response.output_text.delta", fmt.Sprintf(`{"type":"response.output_text.delta","sequence_number":%d,"item_id":"msg_BENCH0001","output_index":0,"content_index":0,"delta":"%s","logprobs":[],"obfuscation":"abcde"}`, 4+i, w))
+	}
+	t := text.String()
+	msg := `{"id":"msg_BENCH0001","type":"message","status":"completed","content":[{"type":"output_text","annotations":[],"logprobs":[],"text":"` + t + `"}],"role":"assistant"}`
+	ev("response.output_text.done", fmt.Sprintf(`{"type":"response.output_text.done","sequence_number":%d,"item_id":"msg_BENCH0001","output_index":0,"content_index":0,"text":"%s","logprobs":[]}`, n+4, t))
+	ev("response.content_part.done", fmt.Sprintf(`{"type":"response.content_part.done","sequence_number":%d,"item_id":"msg_BENCH0001","output_index":0,"content_index":0,"part":{"type":"output_text","annotations":[],"logprobs":[],"text":"%s"}}`, n+5, t))
+	ev("response.output_item.done", fmt.Sprintf(`{"type":"response.output_item.done","sequence_number":%d,"output_index":0,"item":%s}`, n+6, msg))
+	ev("response.completed", fmt.Sprintf(`{"type":"response.completed","sequence_number":%d,"response":%s}`, n+7,
+		obj("completed", "["+msg+"]", fmt.Sprintf(`{"input_tokens":21,"input_tokens_details":{"cached_tokens":0},"output_tokens":%d,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":%d}`, n, n+21))))
 	return []byte(b.String())
 }

@@ -58,13 +58,21 @@ func atSuiteClock(c *providers.Config) {
 
 // request is a request of r's shape, as the runner builds it.
 func (r row) request(prompt string, maxTokens int) *providers.Request {
-	return &providers.Request{ID: "r1", Body: []byte(r.body(prompt, maxTokens)), MaxTokens: maxTokens}
+	return &providers.Request{ID: "r1", Body: []byte(r.body(prompt, maxTokens)), MaxTokens: maxTokens, Endpoint: r.endpoint}
+}
+
+// title names the row's subtests.
+func (r row) title() string {
+	if r.label != "" {
+		return r.label
+	}
+	return r.name
 }
 
 // each runs fn for every row, as a subtest named after it.
 func each(t *testing.T, fn func(t *testing.T, r row)) {
 	for _, r := range rows {
-		t.Run(r.name, func(t *testing.T) { fn(t, r) })
+		t.Run(r.title(), func(t *testing.T) { fn(t, r) })
 	}
 }
 
@@ -323,7 +331,7 @@ func TestConformancePlainAndStream(t *testing.T) {
 		modes(t, func(t *testing.T, stream bool) {
 			plainIn := r.body("Name a prime number.", 64)
 			for _, in := range []string{plainIn, `{"stream":true,"stream_options":{"include_usage":false},` + plainIn[1:]} {
-				req := &providers.Request{ID: "r1", Body: []byte(in), MaxTokens: 64}
+				req := &providers.Request{ID: "r1", Body: []byte(in), MaxTokens: 64, Endpoint: r.endpoint}
 				resp, err := r.provider(srv.URL, stream, atSuiteClock).Send(t.Context(), req)
 				if err != nil {
 					t.Fatal(err)
@@ -831,7 +839,7 @@ func TestConformanceMockCache(t *testing.T) {
 			var u [2]providers.Usage
 			for i := range u {
 				body := r.cached(shared, fmt.Sprint("question ", i))
-				resp, err := p.Send(t.Context(), &providers.Request{ID: "c", Body: []byte(body), MaxTokens: 16})
+				resp, err := p.Send(t.Context(), &providers.Request{ID: "c", Body: []byte(body), MaxTokens: 16, Endpoint: r.endpoint})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -918,7 +926,7 @@ func TestConformanceBenchStreams(t *testing.T) {
 func BenchmarkStreamDecode(b *testing.B) {
 	const tokens = 10000
 	for _, r := range rows {
-		b.Run(r.name, func(b *testing.B) {
+		b.Run(r.title(), func(b *testing.B) {
 			stream := r.bench(tokens)
 			p := r.replaying(string(stream))
 			req := r.request("x", 1<<20)

@@ -102,10 +102,10 @@ func (r *run) shape(req *providers.Request, route Route) (*providers.Request, er
 	if from == to && (route.Model == "" || route.Model == req.Model) {
 		return req, nil
 	}
-	body := req.Body
+	body, ep := req.Body, req.Endpoint
 	var err error
 	if from != to {
-		if body, err = providers.Translate(body, from, to); err != nil {
+		if body, ep, err = providers.TranslateEndpoint(body, from, ep, to); err != nil {
 			return nil, err
 		}
 	}
@@ -115,7 +115,7 @@ func (r *run) shape(req *providers.Request, route Route) (*providers.Request, er
 		}
 	}
 	out := *req
-	out.Body = body
+	out.Body, out.Endpoint = body, ep
 	out.Model = gjson.GetBytes(body, "model").String()
 	return &out, nil
 }

@@ -17,6 +17,7 @@ import (
 // translated to the route's wire format and filled with the run's model,
 // system prompt and max tokens), the route's provider, base URL (without
 // credentials: rotating a password changes no answer) and model override.
+// The endpoint too, for requests not to chat.
 // Not the stream flag, which changes no answer, and not the fallback hops: an
 // answer a fallback gave still answers the request. The body is hashed as
 // it is sent; re-encoding an input line differently (other spacing, other
@@ -38,6 +39,12 @@ func newFingerprinter(route Route) *fingerprinter {
 // of returns req's fingerprint, never 0 (which means unknown).
 func (f *fingerprinter) of(req *providers.Request) checkpoint.Fingerprint {
 	d := f.route
+	if req.Endpoint != providers.EndpointChat {
+		// The same body means something else at another endpoint; chat
+		// adds nothing, so the fingerprints of earlier runs still hold.
+		d.WriteString(req.Endpoint.Path())
+		d.WriteString("\x00")
+	}
 	d.Write(req.Body)
 	if fp := checkpoint.Fingerprint(d.Sum64()); fp != 0 {
 		return fp

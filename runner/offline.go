@@ -363,14 +363,21 @@ func (o *offline) submitPending(ctx context.Context) error {
 	first := !o.readSource
 	o.readSource, o.released = true, false
 	st := o.cfg.Store
-	var items []*providers.Request
-	var size int64
-	flush := func() error {
-		if len(items) == 0 {
+	// One batch holds one endpoint (OpenAI's is per batch): requests fill
+	// a batch per endpoint, each up to the limits in units (an embeddings
+	// request counts its inputs) and bytes.
+	type group struct {
+		items []*providers.Request
+		size  int64
+		units int
+	}
+	var groups [3]group
+	flush := func(g *group) error {
+		if len(g.items) == 0 {
 			return nil
 		}
-		err := o.submit(ctx, items)
-		items, size = items[:0], 0
+		err := o.submit(ctx, g.items)
+		g.items, g.size, g.units = g.items[:0], 0, 0
 		return err
 	}
 	err := o.cfg.Source.Each(func(req *providers.Request) error {
@@ -399,23 +406,36 @@ func (o *offline) submitPending(ctx context.Context) error {
 		if !o.cfg.Client.ValidID(sent) {
 			sent = mappedIDFor(req) + "-00"
 		}
-		n := o.cfg.Client.ItemSize(providers.BatchItem{CustomID: sent, Body: req.Body})
-		if n > o.maxBytes {
+		item := providers.BatchItem{CustomID: sent, Body: req.Body, Endpoint: req.Endpoint}
+		n, u := o.cfg.Client.ItemSize(item), providers.BatchUnits(item)
+		switch {
+		case int(req.Endpoint) >= len(groups):
+			return o.failOne(req, "unsupported_endpoint", "the "+req.Endpoint.String()+" endpoint has no batch API")
+		case n > o.maxBytes:
 			return o.failOne(req, "too_large_for_batch", fmt.Sprintf("the request takes %d bytes in a batch, more than the batch limit of %d; run it with --mode sync", n, o.maxBytes))
+		case u > o.maxItems:
+			return o.failOne(req, "too_large_for_batch", fmt.Sprintf("the request holds %d inputs, more than a batch takes (%d); run it with --mode sync", u, o.maxItems))
 		}
-		if len(items) >= o.maxItems || size+n > o.maxBytes {
-			if err := flush(); err != nil {
+		g := &groups[req.Endpoint]
+		if g.units+u > o.maxItems || g.size+n > o.maxBytes {
+			if err := flush(g); err != nil {
 				return err
 			}
 		}
-		items = append(items, req)
-		size += n
+		g.items = append(g.items, req)
+		g.size += n
+		g.units += u
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	return flush()
+	for i := range groups {
+		if err := flush(&groups[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // mappedIDFor is the id a request is sent under when its own is rejected:

@@ -201,7 +201,7 @@ func (o *offline) intent(reqs []*providers.Request) (*BatchRecord, []providers.B
 			mapTo(sent, r.ID)
 		}
 		rec.IDs[i] = r.ID
-		items[i] = providers.BatchItem{CustomID: sent, Body: r.Body}
+		items[i] = providers.BatchItem{CustomID: sent, Body: r.Body, Endpoint: r.Endpoint}
 	}
 	return rec, items
 }

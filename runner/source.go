@@ -127,8 +127,12 @@ func (p *Parser) parseValid(line []byte, lineNo int) (*providers.Request, error)
 		if m := root.Get("method"); m.Exists() && m.Str != "POST" {
 			return nil, fmt.Errorf("method %q is not supported (only POST)", m.Str)
 		}
-		if u := root.Get("url"); u.Exists() && u.Str != "/v1/chat/completions" && u.Str != "/chat/completions" {
-			return nil, fmt.Errorf("url %q is not supported (only /v1/chat/completions)", u.Str)
+		if u := root.Get("url"); u.Exists() {
+			ep, ok := providers.EndpointOf(u.Str)
+			if !ok {
+				return nil, fmt.Errorf("url %q is not supported (want /v1/chat/completions, /v1/responses or /v1/embeddings)", u.Str)
+			}
+			req.Endpoint = ep
 		}
 		body, from = []byte(b.Raw), providers.FormatOpenAI
 	case root.Get("params").Exists():
@@ -177,12 +181,12 @@ func (p *Parser) parseValid(line []byte, lineNo int) (*providers.Request, error)
 
 	// Checked in the line's own shape: translating an Anthropic request
 	// that has only a system prompt would make a messages array of it.
-	if err := checkMessages(body); err != nil {
+	if err := checkBody(body, req.Endpoint); err != nil {
 		return nil, err
 	}
 	if from != p.Format {
 		var err error
-		if body, err = providers.Translate(body, from, p.Format); err != nil {
+		if body, req.Endpoint, err = providers.TranslateEndpoint(body, from, req.Endpoint, p.Format); err != nil {
 			return nil, fmt.Errorf("translating %s request to %s: %w", from, p.Format, err)
 		}
 	}
@@ -192,14 +196,43 @@ func (p *Parser) parseValid(line []byte, lineNo int) (*providers.Request, error)
 	}
 	req.Body = body
 	req.Model = gjson.GetBytes(body, "model").String()
-	req.MaxTokens = int(gjson.GetBytes(body, "max_tokens").Int())
-	if req.MaxTokens == 0 {
-		req.MaxTokens = int(gjson.GetBytes(body, "max_completion_tokens").Int())
+	for _, k := range [...]string{"max_tokens", "max_completion_tokens", "max_output_tokens"} {
+		if req.MaxTokens == 0 {
+			req.MaxTokens = int(gjson.GetBytes(body, k).Int())
+		}
 	}
-	if err := checkMessages(body); err != nil {
+	if err := checkBody(body, req.Endpoint); err != nil {
 		return nil, err
 	}
 	return req, nil
+}
+
+// checkBody rejects a body its endpoint would answer with a 400 for want
+// of what it is about: messages, an input, inputs to embed.
+func checkBody(body []byte, ep providers.Endpoint) error {
+	switch ep {
+	case providers.EndpointResponses:
+		in := gjson.GetBytes(body, "input")
+		if (in.Type != gjson.String || in.Str == "") && !(in.IsArray() && len(in.Array()) > 0) {
+			return errors.New("a /v1/responses request needs an input: a non-empty string or array")
+		}
+		return nil
+	case providers.EndpointEmbeddings:
+		in := gjson.GetBytes(body, "input")
+		switch {
+		case in.Type == gjson.String && in.Str != "":
+			return nil
+		case !in.IsArray() || len(in.Array()) == 0:
+			return errors.New("a /v1/embeddings request needs an input: a non-empty string or array")
+		}
+		for i, x := range in.Array() {
+			if x.Type == gjson.String && x.Str == "" || x.IsArray() && len(x.Array()) == 0 {
+				return fmt.Errorf("input[%d] of an embeddings request is empty", i)
+			}
+		}
+		return nil
+	}
+	return checkMessages(body)
 }
 
 // checkMessages rejects a body the provider would answer with a 400: no
@@ -231,7 +264,7 @@ func (p *Parser) fillDefaults(body []byte) ([]byte, error) {
 			return nil, err
 		}
 	}
-	if p.Format == providers.FormatAnthropic && !gjson.GetBytes(body, "max_tokens").Exists() {
+	if p.Format == providers.FormatAnthropic && !gjson.GetBytes(body, "max_tokens").Exists() { // Messages requires it
 		mt := p.Defaults.MaxTokens
 		if mt == 0 {
 			mt = defaultAnthropicMaxTokens

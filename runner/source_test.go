@@ -96,7 +96,7 @@ func TestParseRejects(t *testing.T) {
 		"numeric id":      {`{"custom_id":5,"prompt":"p"}`, "custom_id"},
 		"empty prompt":    {`{"prompt":""}`, "prompt must be"},
 		"bad method":      {`{"method":"GET","url":"/v1/chat/completions","body":{"messages":[]}}`, "method"},
-		"embeddings url":  {`{"method":"POST","url":"/v1/embeddings","body":{"input":"x"}}`, "url"},
+		"legacy url":      {`{"method":"POST","url":"/v1/completions","body":{"prompt":"x"}}`, "url"},
 		"body not object": {`{"body":"x"}`, "body must be"},
 		"no messages":     {`{"body":{"model":"m"}}`, "messages"},
 		"bad max_tokens":  {`{"prompt":"p","max_tokens":-1}`, "max_tokens"},

@@ -12,6 +12,7 @@ import (
 //
 //	POST /openai/deployments/{dep}/chat/completions?api-version=V   classic: the deployment in the path
 //	POST /openai/v1/chat/completions                                v1: the deployment in the body's model
+//	POST /openai/responses?api-version=V, /openai/v1/responses      the Responses API, deployment in model
 //
 // and the batch API under /openai/ and /openai/v1/ (OpenAI's routes). Classic
 // routes require an api-version query parameter and the api-key header
@@ -145,6 +146,14 @@ func (s *Server) registerAzureRoutes() {
 	}
 	s.mux.HandleFunc("POST /openai/deployments/{dep}/chat/completions", api(true))
 	s.mux.HandleFunc("POST /openai/v1/chat/completions", api(false))
+	for _, classic := range []bool{true, false} {
+		path := map[bool]string{true: "POST /openai/responses", false: "POST /openai/v1/responses"}[classic]
+		s.mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			if s.azureGate(w, r, classic) {
+				s.handleAPI(responses{})(w, r)
+			}
+		})
+	}
 	for pattern, h := range map[string]http.HandlerFunc{
 		"POST /files":               s.handleFileUpload,
 		"GET /files":                s.handleFileList,
@@ -170,7 +179,7 @@ func (s *Server) registerAzureRoutes() {
 }
 
 // batchEndpoints are the endpoints the mock's OpenAI batches take.
-const batchEndpoints = "/v1/chat/completions"
+const batchEndpoints = "/v1/chat/completions and /v1/responses"
 
 // itemDialect is the dialect the items of a batch created at path for
 // endpoint are answered in (Azure's under /openai/), or nil for an
@@ -183,6 +192,8 @@ func itemDialect(path, endpoint string) dialect {
 			return azure{}
 		}
 		return openAI{}
+	case "/v1/responses", "/responses":
+		return responses{}
 	}
 	return nil
 }

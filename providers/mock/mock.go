@@ -8,6 +8,7 @@
 //
 //	POST /v1/chat/completions, POST /chat/completions   OpenAI format
 //	POST /v1/messages                                   Anthropic format
+//	POST /v1/responses                                  OpenAI Responses API (responses.go)
 //	GET  /mock/stats                                    Stats as JSON
 //
 // Azure OpenAI's dialect under /openai (azure.go), and the batch APIs
@@ -237,6 +238,7 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("POST /v1/chat/completions", s.handleAPI(s.local(openAI{})))
 	s.mux.HandleFunc("POST /chat/completions", s.handleAPI(s.local(openAI{})))
 	s.mux.HandleFunc("POST /v1/messages", s.handleAPI(anthropic{}))
+	s.mux.HandleFunc("POST /v1/responses", s.handleAPI(responses{}))
 	s.mux.HandleFunc("GET /mock/stats", s.handleStats)
 	s.registerBatchRoutes()
 	s.registerAzureRoutes()
@@ -296,6 +298,8 @@ type completion struct {
 	cacheWrite       int
 	outTokens        int
 	includeUsage     bool
+	// seq is the next sequence_number of a Responses stream.
+	seq int
 }
 
 // chunk is one streamed content event: text made of n pieces (tokens).

@@ -24,7 +24,11 @@ import (
 // body is never modified.
 func (p *Provider) prepareResponses(in []byte) ([]byte, error) {
 	if p.cfg.Stream {
-		return sjson.SetBytes(in, "stream", true)
+		out, err := sjson.SetBytes(in, "stream", true)
+		if err == nil && gjson.GetBytes(out, "stream_options.include_usage").Exists() {
+			out, err = sjson.DeleteBytes(out, "stream_options.include_usage") // Chat's, rejected here
+		}
+		return out, err
 	}
 	out := in
 	var err error
