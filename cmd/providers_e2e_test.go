@@ -1,8 +1,11 @@
 package cmd
 
 import (
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -10,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/llmrun/llmrun/providers/mock"
 )
@@ -230,5 +235,109 @@ func TestE2EResponses(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// embeddingLines are embeddings batch lines: id → inputs; every third line
+// sends an array of three inputs, every fourth asks for base64.
+func embeddingLines(n int) (lines []any, inputs map[string][]string) {
+	inputs = map[string][]string{}
+	for i := range n {
+		id := fmt.Sprintf("emb-%03d", i)
+		body := map[string]any{"model": "text-embedding-3-small"}
+		if i%3 == 0 {
+			inputs[id] = []string{fmt.Sprintf("first %d", i), fmt.Sprintf("second %d", i), fmt.Sprintf("third %d", i)}
+			body["input"] = inputs[id]
+		} else {
+			inputs[id] = []string{fmt.Sprintf("document number %d", i)}
+			body["input"] = inputs[id][0]
+		}
+		if i%4 == 0 {
+			body["encoding_format"] = "base64"
+		}
+		lines = append(lines, map[string]any{"custom_id": id, "method": "POST", "url": "/v1/embeddings", "body": body})
+	}
+	return lines, inputs
+}
+
+// checkVectors fails unless the line's answer holds the mock's vectors for
+// inputs, in order.
+func checkVectors(t *testing.T, id string, l gjson.Result, inputs []string) {
+	t.Helper()
+	data := l.Get("response.body.data").Array()
+	if len(data) != len(inputs) || l.Get("llmrun.output_tokens").Int() != 0 || l.Get("llmrun.input_tokens").Int() != l.Get("response.body.usage.prompt_tokens").Int() {
+		t.Errorf("%s: %s", id, l.Raw)
+		return
+	}
+	for i, in := range inputs {
+		want := mock.Embedding("text-embedding-3-small", in, mock.DefaultEmbeddingDims)
+		var got []float32
+		if e := data[i].Get("embedding"); e.Type == gjson.String {
+			raw, _ := base64.StdEncoding.DecodeString(e.Str)
+			for j := 0; j+4 <= len(raw); j += 4 {
+				got = append(got, math.Float32frombits(binary.LittleEndian.Uint32(raw[j:])))
+			}
+		} else {
+			json.Unmarshal([]byte(e.Raw), &got)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) || data[i].Get("index").Int() != int64(i) {
+			t.Errorf("%s input %d: %v, want %v", id, i, got, want)
+		}
+	}
+}
+
+// TestE2EEmbeddings: embeddings lines, one input or many per request,
+// floats or base64, live and through the batch API: every vector is the
+// mock's for its input; no output tokens are counted.
+func TestE2EEmbeddings(t *testing.T) {
+	lines, inputs := embeddingLines(20)
+	in := writeLines(t, lines...)
+	for _, mode := range []string{"sync", "batch"} {
+		t.Run(mode, func(t *testing.T) {
+			m, url := mockServer(t, mock.Config{})
+			c := &cli{env: mockEnv(url)}
+			out := filepath.Join(t.TempDir(), "out.jsonl")
+			if code := c.run(t, "batch", in, "-o", out, "--quiet", "--mode", mode, "--poll-interval", "1ms", "--poll-max", "2ms"); code != 0 {
+				t.Fatalf("exit %d: %s", code, c.stderr.String())
+			}
+			got := readLines(t, out)
+			for id, ins := range inputs {
+				checkVectors(t, id, got[id], ins)
+			}
+			if st := m.Stats(); st.OutputTokens != 0 || (mode == "batch" && st.BatchesCreated != 1) {
+				t.Errorf("stats %+v", st)
+			}
+		})
+	}
+}
+
+// TestE2EMixedEndpointsBatch: chat, Responses and embeddings lines in one
+// input go to one batch per endpoint (OpenAI's endpoint is per batch), and
+// an embeddings request counts its inputs against --batch-max-items.
+func TestE2EMixedEndpointsBatch(t *testing.T) {
+	emb, inputs := embeddingLines(4) // 6 inputs in all: lines 0 and 3 hold three
+	resp, _ := responsesFile(t, 1)
+	respLine, _ := os.ReadFile(resp)
+	var r any
+	json.Unmarshal(respLine, &r)
+	in := writeLines(t, append(emb, r, map[string]any{"custom_id": "chat", "prompt": "Hello.", "model": "m1"})...)
+	// The mock refuses a batch of more than 4 embedding inputs too.
+	m, url := mockServer(t, mock.Config{BatchMaxItems: 4})
+	c := &cli{env: mockEnv(url)}
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	if code := c.run(t, "batch", in, "-o", out, "--quiet", "--mode", "batch", "--batch-max-items", "4", "--poll-interval", "1ms", "--poll-max", "2ms"); code != 0 {
+		t.Fatalf("exit %d: %s", code, c.stderr.String())
+	}
+	got := readLines(t, out)
+	for id, ins := range inputs {
+		checkVectors(t, id, got[id], ins)
+	}
+	if got["resp-000"].Get("response.body.object").Str != "response" || answerText(got["chat"]) != mock.Answer("Hello.", 0) {
+		t.Errorf("%s\n%s", got["resp-000"].Raw, got["chat"].Raw)
+	}
+	// Embeddings: 3+1 inputs, then 1 more would make 5: two batches
+	// (3+1, 1+3); then one Responses and one chat batch.
+	if st := m.Stats(); st.BatchesCreated != 4 || st.BatchSucceeded != 6 {
+		t.Errorf("stats %+v", st)
 	}
 }

@@ -13,6 +13,7 @@ import (
 //	POST /openai/deployments/{dep}/chat/completions?api-version=V   classic: the deployment in the path
 //	POST /openai/v1/chat/completions                                v1: the deployment in the body's model
 //	POST /openai/responses?api-version=V, /openai/v1/responses      the Responses API, deployment in model
+//	POST /openai/deployments/{dep}/embeddings?api-version=V, /openai/v1/embeddings
 //
 // and the batch API under /openai/ and /openai/v1/ (OpenAI's routes). Classic
 // routes require an api-version query parameter and the api-key header
@@ -145,6 +146,16 @@ func (s *Server) registerAzureRoutes() {
 		}
 	}
 	s.mux.HandleFunc("POST /openai/deployments/{dep}/chat/completions", api(true))
+	s.mux.HandleFunc("POST /openai/deployments/{dep}/embeddings", func(w http.ResponseWriter, r *http.Request) {
+		if s.azureGate(w, r, true) {
+			s.handleAPI(embeddings{deployment: r.PathValue("dep")})(w, r)
+		}
+	})
+	s.mux.HandleFunc("POST /openai/v1/embeddings", func(w http.ResponseWriter, r *http.Request) {
+		if s.azureGate(w, r, false) {
+			s.handleAPI(embeddings{})(w, r)
+		}
+	})
 	s.mux.HandleFunc("POST /openai/v1/chat/completions", api(false))
 	for _, classic := range []bool{true, false} {
 		path := map[bool]string{true: "POST /openai/responses", false: "POST /openai/v1/responses"}[classic]
@@ -179,7 +190,7 @@ func (s *Server) registerAzureRoutes() {
 }
 
 // batchEndpoints are the endpoints the mock's OpenAI batches take.
-const batchEndpoints = "/v1/chat/completions and /v1/responses"
+const batchEndpoints = "/v1/chat/completions, /v1/responses and /v1/embeddings"
 
 // itemDialect is the dialect the items of a batch created at path for
 // endpoint are answered in (Azure's under /openai/), or nil for an
@@ -194,6 +205,8 @@ func itemDialect(path, endpoint string) dialect {
 		return openAI{}
 	case "/v1/responses", "/responses":
 		return responses{}
+	case "/v1/embeddings", "/embeddings":
+		return embeddings{}
 	}
 	return nil
 }

@@ -269,6 +269,9 @@ func (s *Server) handleOABatchCreate(w http.ResponseWriter, r *http.Request) {
 	}
 	maxItems, _ := s.batchLimits(openAIBatchMaxItems, openAIBatchMaxBytes)
 	b.items, b.invalid = parseOpenAIInput(f.data, in.Endpoint, maxItems)
+	if b.invalid == nil {
+		b.invalid = embeddingsBatchLimit(b.items, in.Endpoint, maxItems)
+	}
 	if b.invalid != nil {
 		b.items = nil
 	}

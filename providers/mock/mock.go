@@ -9,6 +9,7 @@
 //	POST /v1/chat/completions, POST /chat/completions   OpenAI format
 //	POST /v1/messages                                   Anthropic format
 //	POST /v1/responses                                  OpenAI Responses API (responses.go)
+//	POST /v1/embeddings                                 OpenAI embeddings (embeddings.go)
 //	GET  /mock/stats                                    Stats as JSON
 //
 // Azure OpenAI's dialect under /openai (azure.go), and the batch APIs
@@ -239,6 +240,7 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("POST /chat/completions", s.handleAPI(s.local(openAI{})))
 	s.mux.HandleFunc("POST /v1/messages", s.handleAPI(anthropic{}))
 	s.mux.HandleFunc("POST /v1/responses", s.handleAPI(responses{}))
+	s.mux.HandleFunc("POST /v1/embeddings", s.handleAPI(embeddings{}))
 	s.mux.HandleFunc("GET /mock/stats", s.handleStats)
 	s.registerBatchRoutes()
 	s.registerAzureRoutes()
@@ -284,6 +286,8 @@ type request struct {
 	// (Anthropic) and whether reads are free of the input limit.
 	prefixes    []prefix
 	cacheWrites bool
+	// embed is an embeddings request's inputs (nil for the others).
+	embed *embedRequest
 }
 
 // completion is one answer, ready to be written in either shape.
@@ -300,6 +304,8 @@ type completion struct {
 	includeUsage     bool
 	// seq is the next sequence_number of a Responses stream.
 	seq int
+	// embed is an embeddings answer's inputs (nil for the others).
+	embed *embedRequest
 }
 
 // chunk is one streamed content event: text made of n pieces (tokens).
@@ -591,6 +597,10 @@ func newCompletion(d dialect, h [32]byte, req *request, reqID string) *completio
 		c.id = "msg_01mock" + hex.EncodeToString(h[:10])
 	} else {
 		c.id = "chatcmpl-mock" + hex.EncodeToString(h[:10])
+	}
+	if req.embed != nil { // vectors, no output tokens, nothing to stream
+		c.embed, c.text, c.outTokens = req.embed, "", 0
+		return c
 	}
 	// Stream 1 to 3 tokens per event.
 	rng := rand.New(rand.NewPCG(binary.LittleEndian.Uint64(h[20:28]), 0x6d6f636b))
