@@ -9,6 +9,7 @@ import (
 
 	"github.com/llmrun/llmrun/job"
 	"github.com/llmrun/llmrun/limiter"
+	"github.com/llmrun/llmrun/metrics"
 	"github.com/llmrun/llmrun/providers"
 	"github.com/llmrun/llmrun/providers/registry"
 	"github.com/llmrun/llmrun/runner"
@@ -43,6 +44,7 @@ against a built-in mock server.
 			if runF != nil {
 				return runF(o)
 			}
+			o.ExitCode = ExitCode
 			sum, err := job.Batch(c.Context(), io, *o)
 			return finish(io, o.Summary, sum, err)
 		},
@@ -71,6 +73,7 @@ against a built-in mock server.
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress output (the final summary line is still printed)")
 	f.Uint64Var(&o.Seed, "seed", 0, "seed for retry jitter (0: random)")
 	f.DurationVar(&o.ProgressInterval, "progress-interval", 5*time.Second, "interval of plain progress lines when stderr is not a terminal")
+	addMetricsFlags(f, &o.Metrics)
 	addOfflineFlags(f, &o.Offline)
 	addCostFlags(f, &o.Cost)
 	addSourceFlags(f, &o.Source)
@@ -124,4 +127,12 @@ func addBreakerFlags(f *pflag.FlagSet, b *job.BreakerOptions) {
 	f.DurationVar(&b.Cooldown, "breaker-cooldown", retry.DefaultCooldown, "longest hold of an open breaker (the first is 1s, doubling per consecutive opening)")
 	f.IntVar(&b.Threshold, "breaker-threshold", 0, "deprecated: sets --breaker-min-attempts")
 	f.MarkDeprecated("breaker-threshold", "the breaker now opens on a failure rate over a window (--breaker-window, --breaker-failure-rate); --breaker-threshold N sets --breaker-min-attempts N")
+}
+
+// addMetricsFlags adds the flags that export the run's metrics.
+func addMetricsFlags(f *pflag.FlagSet, m *job.MetricsOptions) {
+	f.StringVar(&m.Addr, "metrics-addr", "", "serve Prometheus metrics on this address (:9090) at /metrics while the run lives")
+	f.StringVar(&m.File, "metrics-file", "", "write Prometheus metrics to this node_exporter textfile (atomically, every --metrics-interval and at the end)")
+	f.StringVar(&m.Pushgateway, "pushgateway", "", "push Prometheus metrics to this Pushgateway URL (every --metrics-interval and at the end)")
+	f.DurationVar(&m.Interval, "metrics-interval", metrics.DefaultInterval, "how often --metrics-file and --pushgateway are updated")
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/llmrun/llmrun/checkpoint"
 	"github.com/llmrun/llmrun/estimate"
 	"github.com/llmrun/llmrun/limiter"
+	"github.com/llmrun/llmrun/metrics"
 	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/providers"
 	"github.com/llmrun/llmrun/providers/registry"
@@ -82,6 +83,12 @@ type BatchOptions struct {
 	Cost CostOptions
 	// Source says how the input is read (source.go).
 	Source SourceOptions
+	// Metrics says where the run's metrics go (--metrics-addr,
+	// --metrics-file, --pushgateway).
+	Metrics MetricsOptions
+	// ExitCode maps the run's error to its exit code, for the metrics'
+	// llmrun_run_exit_code (cmd's mapping; nil: 0 or 1).
+	ExitCode func(error) int
 }
 
 // batch is one batch command's parts, built from its options.
@@ -109,6 +116,8 @@ type batch struct {
 	spent  pricing.Cost
 	// maxFailures is --max-failures, parsed.
 	maxFailures runner.MaxFailures
+	// metrics exports the run's figures; nil without metrics options.
+	metrics *metrics.Exporter
 }
 
 // Batch runs every pending request of o.Input: checked in one pass, then
@@ -128,7 +137,11 @@ func Batch(ctx context.Context, io *IO, o BatchOptions) (*runner.Summary, error)
 	defer b.close()
 	sum, handled, err := b.runOffline(ctx)
 	if !handled {
-		sum, err = runner.Run(ctx, b.runConfig())
+		cfg := b.runConfig()
+		if b.metrics != nil {
+			cfg.Observer = b.metrics
+		}
+		sum, err = runner.Run(ctx, cfg)
 	}
 	if cerr := b.store.Close(); cerr != nil && err == nil {
 		err = cerr
@@ -136,7 +149,9 @@ func Batch(ctx context.Context, io *IO, o BatchOptions) (*runner.Summary, error)
 	if sum != nil {
 		sum.ErrorsFile = o.Errors
 	}
-	return sum, pendingIsAnError(sum, err)
+	err = pendingIsAnError(sum, err)
+	b.finishMetrics(err)
+	return sum, err
 }
 
 // pendingIsAnError keeps exit 0 meaning every request succeeded: a run of
@@ -162,7 +177,7 @@ func prepare(ctx context.Context, io *IO, o *BatchOptions) (_ *batch, err error)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkWritable("-o", o.Output, "--errors", o.Errors, "--summary", o.Summary); err != nil {
+	if err := checkWritable("-o", o.Output, "--errors", o.Errors, "--summary", o.Summary, "--metrics-file", o.Metrics.File); err != nil {
 		return nil, err
 	}
 	b := &batch{io: io, o: o, set: registry.NewSet(io.Getenv, providers.Config{
@@ -185,6 +200,7 @@ func prepare(ctx context.Context, io *IO, o *BatchOptions) (_ *batch, err error)
 	}()
 	for _, step := range []func() error{
 		b.checkOptions,
+		b.startMetrics,
 		func() error { return b.openInput(shard) },
 		b.buildRoutes,
 		func() error { return b.buildBudget(ctx) },
@@ -400,6 +416,9 @@ func (b *batch) close() {
 	}
 	if b.closeBudget != nil {
 		b.closeBudget()
+	}
+	if b.metrics != nil {
+		b.metrics.Close()
 	}
 	if b.src != nil {
 		b.src.Close()

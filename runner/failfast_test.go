@@ -155,3 +155,28 @@ func TestMaxFailuresExceeded(t *testing.T) {
 		}
 	}
 }
+
+func TestRateLimitDimension(t *testing.T) {
+	unknown := providers.Window{Limit: -1, Remaining: -1}
+	none := providers.RateLimits{Requests: unknown, Tokens: unknown, InputTokens: unknown, OutputTokens: unknown}
+	with := func(f func(*providers.RateLimits)) providers.RateLimits { l := none; f(&l); return l }
+	for _, tc := range []struct {
+		limits providers.RateLimits
+		msg    string
+		want   string
+	}{
+		{with(func(l *providers.RateLimits) { l.Requests.Remaining = 0 }), "", "requests"},
+		{with(func(l *providers.RateLimits) { l.InputTokens.Remaining = 0 }), "", "input_tokens"},
+		{with(func(l *providers.RateLimits) { l.OutputTokens.Remaining = 0 }), "", "output_tokens"},
+		{with(func(l *providers.RateLimits) { l.Tokens.Remaining = 0 }), "", "tokens"},
+		{none, "Rate limit reached for gpt-4o in organization org-x on tokens per min (TPM): Limit 30000", "tokens"},
+		{none, "Rate limit reached on requests per min (RPM)", "requests"},
+		{none, "This request would exceed the rate limit for your organization of 40,000 input tokens per minute", "input_tokens"},
+		{none, "slow down", "unknown"},
+	} {
+		pe := &providers.Error{Class: providers.ClassRateLimited, Status: 429, Limits: tc.limits, Message: tc.msg}
+		if got := rateLimitDimension(pe); got != tc.want {
+			t.Errorf("%q %+v: %q, want %q", tc.msg, tc.limits, got, tc.want)
+		}
+	}
+}

@@ -120,10 +120,14 @@ func (r *run) admit(h *hop) (*permit, outcome, error) {
 			p.end(notSent)
 			return nil, outPending, nil
 		}
+		asked := time.Now()
 		resv, err := r.cfg.Limiter.Reserve(r.admitCtx, h.key, r.cost(h.key, h.route, h.req, h.raw))
 		if err != nil {
 			p.end(notSent)
 			return nil, r.refused(err), err
+		}
+		if r.cfg.Observer != nil {
+			r.cfg.Observer.AdmissionWait(h.key, time.Since(asked))
 		}
 		p.resv = resv
 		// The run-wide in-flight cap (the limiter caps each key; a fallback
@@ -234,6 +238,7 @@ func (p *permit) observeFailure(o attemptOutcome) {
 	case providers.ClassRateLimited, providers.ClassOverloaded:
 		if pe.Class == providers.ClassRateLimited {
 			p.r.c.RateLimited.Add(1)
+			p.r.c.rateLimitedOn(rateLimitDimension(pe))
 		}
 		d, ok := o.retryAfter()
 		p.resv.Refused(limiter.Refusal{Overloaded: pe.Class == providers.ClassOverloaded, RetryAfter: d, HasRetryAfter: ok})

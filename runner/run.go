@@ -86,6 +86,8 @@ type Config struct {
 	MaxFailures MaxFailures
 
 	Progress *Progress
+	// Observer, if set, watches the run (metrics).
+	Observer Observer
 	// Log receives a Debug record per attempt (-v; never keys or bodies)
 	// and the run's notes; nil discards them.
 	Log *slog.Logger
@@ -227,6 +229,9 @@ func (r *run) execute(ctx context.Context) (*Summary, error) {
 		r.cfg.Progress.Status = r.statusWord
 	}
 	r.cfg.Progress.Start(r.c)
+	if r.cfg.Observer != nil {
+		r.cfg.Observer.Start(&View{r: r})
+	}
 	prodErr := r.produce()
 	close(r.results)
 	werr := <-sinkErr

@@ -32,6 +32,8 @@ type Counters struct {
 	// failCauses counts failed requests by providers.Cause, at most
 	// maxFailCauses distinct ones (the rest under otherCauses).
 	failCauses map[string]int64
+	// limitedOn counts 429s by the dimension they were about.
+	limitedOn map[string]int64
 
 	// costs is the spend by model, from reported usage.
 	costs costBook
@@ -96,6 +98,28 @@ func (c *Counters) FailuresByCause() map[string]int64 {
 	defer c.mu.Unlock()
 	out := make(map[string]int64, len(c.failCauses))
 	for k, v := range c.failCauses {
+		out[k] = v
+	}
+	return out
+}
+
+// rateLimitedOn records the dimension of one 429.
+func (c *Counters) rateLimitedOn(dim string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.limitedOn == nil {
+		c.limitedOn = make(map[string]int64)
+	}
+	c.limitedOn[dim]++
+}
+
+// RateLimitedOn returns a copy of the 429s by the dimension they were
+// about (requests, tokens, input_tokens, output_tokens, unknown).
+func (c *Counters) RateLimitedOn() map[string]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int64, len(c.limitedOn))
+	for k, v := range c.limitedOn {
 		out[k] = v
 	}
 	return out
