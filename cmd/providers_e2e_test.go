@@ -341,3 +341,39 @@ func TestE2EMixedEndpointsBatch(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 }
+
+// TestE2EFallbackAcrossEndpoints: when the primary refuses, a Responses
+// request falls back to Anthropic as the Messages request asking the same;
+// an embeddings request cannot, and its failure says why.
+func TestE2EFallbackAcrossEndpoints(t *testing.T) {
+	resp, prompts := responsesFile(t, 2)
+	respLines, _ := os.ReadFile(resp)
+	var lines []any
+	for _, l := range strings.Split(strings.TrimSpace(string(respLines)), "\n") {
+		var v any
+		json.Unmarshal([]byte(l), &v)
+		lines = append(lines, v)
+	}
+	emb, _ := embeddingLines(1)
+	in := writeLines(t, append(lines, emb...)...)
+	_, url := mockServer(t, mock.Config{})
+	c := &cli{env: mockEnv(url)}
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	// The primary's base URL answers 404 to everything: not retried, the
+	// requests go on to the fallback.
+	code := c.run(t, "batch", in, "-o", out, "--quiet", "--provider", "openai", "--base-url", url+"/wrong/v1", "--fallback", "anthropic:claude-mock")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1 (the embeddings request fails): %s", code, c.stderr.String())
+	}
+	got := readLines(t, out)
+	for id, p := range prompts {
+		l := got[id]
+		if l.Get("llmrun.provider").Str != "anthropic" || l.Get("response.body.type").Str != "message" || answerText(l) != mock.Answer(p, 64) {
+			t.Errorf("%s: %s", id, l.Raw)
+		}
+	}
+	failed := readLines(t, filepath.Join(filepath.Dir(out), "out.errors.jsonl"))["emb-000"]
+	if !strings.Contains(failed.Get("error.message").Str, "embeddings request cannot fall back") {
+		t.Errorf("embeddings: %s", failed.Raw)
+	}
+}

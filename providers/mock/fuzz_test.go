@@ -26,8 +26,10 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"model":"m","max_tokens":5,"system":[{"type":"text","text":"s"}],"messages":[{"role":"user","content":"x"}]}`))
 	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url"}]}],"stream":true,"stream_options":{"include_usage":true}}`))
 	f.Add([]byte(`{"messages":null}`))
+	f.Add([]byte(`{"model":"m","instructions":"i","input":[{"role":"user","content":[{"type":"input_text","text":"a"}]}],"max_output_tokens":16}`))
+	f.Add([]byte(`{"model":"e","input":[[1,2],[3]],"encoding_format":"base64","dimensions":4}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		for _, d := range []dialect{openAI{}, anthropic{}} {
+		for _, d := range []dialect{openAI{}, anthropic{}, azure{deployment: "d"}, responses{}, embeddings{}} {
 			req, e := d.parse(body)
 			if (req == nil) == (e == nil) {
 				t.Fatalf("parse(%q) = %v, %v", body, req, e)
