@@ -38,9 +38,13 @@ OPENAI_BASE_URL / ANTHROPIC_BASE_URL / AZURE_OPENAI_ENDPOINT (or --base-url). --
 against a built-in mock server.
 
 ` + exitCodesHelp,
-		Args: cobra.ExactArgs(1),
+		Args:        cobra.ExactArgs(1),
+		Annotations: map[string]string{configurable: "true"},
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Input = args[0]
+			if cfg := configFrom(c.Context()); cfg != nil {
+				o.Endpoints, o.Pools = cfg.endpoints, cfg.pools
+			}
 			if runF != nil {
 				return runF(o)
 			}

@@ -77,6 +77,7 @@ every result as it lands, and resumes where it stopped when rerun.
 	pf := root.PersistentFlags()
 	pf.StringVar(&stage.logFormat, "log-format", logging.FormatText, "text (lines for people; timestamped when stderr is not a terminal) or json (for log shippers)")
 	pf.BoolVarP(&stage.verbose, "verbose", "v", false, "log one line per attempt (never keys, headers or bodies)")
+	pf.StringVar(&stage.config, "config", "", "config file: named endpoints, pools and defaults for any flag (default: ./"+DefaultConfig+" if present); flags override it")
 	stage.io = io
 	root.AddCommand(newBatchCmd(io, nil), newEstimateCmd(io), newMockCmd(io), newStatusCmd(io), newCancelCmd(io), newRepairCmd(io), newVersionCmd(io))
 	return root, stage

@@ -76,12 +76,17 @@ type usageStage struct {
 	io        *IO
 	logFormat string
 	verbose   bool
+	// config is --config.
+	config string
 }
 
 // hook is the root's PersistentPreRunE: cobra calls it after the flags
 // and arguments were accepted. It builds the command's logger.
-func (u *usageStage) hook(*cobra.Command, []string) error {
+func (u *usageStage) hook(c *cobra.Command, _ []string) error {
 	u.running = true
+	if err := useConfig(c, u.config); err != nil {
+		return err
+	}
 	format, err := logging.ParseFormat(u.logFormat)
 	if err != nil {
 		return &job.UsageError{Err: fmt.Errorf("--log-format: %w", err)}

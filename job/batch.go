@@ -83,6 +83,10 @@ type BatchOptions struct {
 	Cost CostOptions
 	// Source says how the input is read (source.go).
 	Source SourceOptions
+	// Endpoints are the config file's named endpoints, which --provider
+	// and --fallback may name; Pools its named budgets.
+	Endpoints map[string]Endpoint
+	Pools     map[string]Limits
 	// Metrics says where the run's metrics go (--metrics-addr,
 	// --metrics-file, --pushgateway).
 	Metrics MetricsOptions
@@ -118,6 +122,12 @@ type batch struct {
 	maxFailures runner.MaxFailures
 	// metrics exports the run's figures; nil without metrics options.
 	metrics *metrics.Exporter
+	// primaryAt is the primary route's endpoint (a config file's named
+	// endpoint: its key variable and headers), for the batch API client.
+	primaryAt registry.Endpoint
+	// pools are the budgets the config file names (pools, endpoints with
+	// limits of their own).
+	pools map[string]limiter.Limits
 }
 
 // Batch runs every pending request of o.Input: checked in one pass, then
@@ -246,7 +256,7 @@ func (b *batch) buildBudget(ctx context.Context) (err error) {
 	if b.seed == 0 {
 		b.seed = uint64(time.Now().UnixNano())
 	}
-	b.budget, b.closeBudget, err = newBudget(ctx, b.io, b.o, b.limits, b.seed)
+	b.budget, b.closeBudget, err = newBudget(ctx, b.io, b.o, b.limits, b.pools, b.seed)
 	b.estimator = estimate.NewEstimator()
 	return err
 }

@@ -122,7 +122,14 @@ func Estimate(io *IO, o BatchOptions) error {
 		return err
 	}
 	defer src.Close()
-	entry, err := registry.Resolve(o.Provider, inputShape(src), io.Getenv)
+	provider := o.Provider
+	if ep, ok := o.endpoint(provider); ok {
+		provider = ep.Provider
+		if o.Model == "" {
+			o.Model = ep.Model
+		}
+	}
+	entry, err := registry.Resolve(provider, inputShape(src), io.Getenv)
 	if err != nil {
 		return usage(err)
 	}

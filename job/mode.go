@@ -126,7 +126,9 @@ func (b *batch) runOffline(ctx context.Context) (sum *runner.Summary, handled bo
 	if mode == ModeSync && len(open) == 0 {
 		return nil, false, nil
 	}
-	client, err := b.set.Batch(b.primary, b.routes[0].Provider.BaseURL())
+	at := b.primaryAt
+	at.BaseURL = b.routes[0].Provider.BaseURL()
+	client, err := b.set.BatchAt(b.primary, at)
 	if err != nil {
 		return nil, true, err
 	}

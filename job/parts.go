@@ -1,6 +1,7 @@
 package job
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -23,22 +24,31 @@ import (
 
 // buildRoutes builds the primary route and the fallback hops from the
 // provider registry.
-func (b *batch) buildRoutes() error {
+func (b *batch) buildRoutes() (err error) {
+	if b.pools, err = b.o.poolLimits(); err != nil {
+		return err
+	}
 	shape := inputShape(b.src)
-	primary, entry, err := b.route(b.o.Provider, shape, b.o.BaseURL)
+	primary, entry, at, model, err := b.routeTo(b.o.Provider, shape, b.o.BaseURL)
 	if err != nil {
 		return err
 	}
-	primary.Pool, b.primary = b.o.Pool, entry
+	if b.o.Pool != "" {
+		primary.Pool = b.o.Pool
+	}
+	if b.o.Model == "" { // the endpoint's model is the one of lines that name none
+		b.o.Model = model
+	}
+	b.primary, b.primaryAt = entry, at
 	b.routes = []runner.Route{primary}
 	for _, hop := range b.o.Fallback {
 		name, model, _ := strings.Cut(hop, ":")
-		rt, _, err := b.route(name, shape, "")
+		rt, _, _, epModel, err := b.routeTo(name, shape, "")
 		if err != nil {
 			return err
 		}
 		if rt.Model == "" { // a model the hop's URL names wins
-			rt.Model = model
+			rt.Model = cmp.Or(model, epModel)
 		}
 		b.routes = append(b.routes, rt)
 	}
@@ -49,11 +59,17 @@ func (b *batch) buildRoutes() error {
 // the input's shape and the keys set) at baseURL ("" for the
 // environment's or the provider's own).
 func (b *batch) route(name string, shape providers.Format, baseURL string) (runner.Route, registry.Entry, error) {
+	return b.routeAt(name, shape, registry.Endpoint{BaseURL: baseURL})
+}
+
+// routeAt is route at a config file's endpoint: its base URL, key
+// variable, api-version and headers.
+func (b *batch) routeAt(name string, shape providers.Format, at registry.Endpoint) (runner.Route, registry.Entry, error) {
 	entry, err := registry.Resolve(name, shape, b.io.Getenv)
 	if err != nil {
 		return runner.Route{}, entry, usage(err)
 	}
-	p, err := b.set.Provider(entry, baseURL)
+	p, err := b.set.ProviderAt(entry, at)
 	mk, ce := (*registry.MissingKeyError)(nil), (*registry.ConfigError)(nil)
 	if errors.As(err, &mk) || errors.As(err, &ce) {
 		return runner.Route{}, entry, usage(err)
@@ -83,10 +99,14 @@ func inputShape(src *runner.Source) providers.Format {
 // newBudget is the in-process budget, or with --redis one shared through
 // Redis by every llmrun pointed at it; closeBudget releases its
 // connections.
-func newBudget(ctx context.Context, io *IO, o *BatchOptions, limits limiter.Limits, seed uint64) (budget limiter.Budget, closeBudget func(), err error) {
+func newBudget(ctx context.Context, io *IO, o *BatchOptions, limits limiter.Limits, pools map[string]limiter.Limits, seed uint64) (budget limiter.Budget, closeBudget func(), err error) {
 	warn := func(msg string) { io.warnf("%s", msg) }
 	if o.Redis == "" {
-		return limiter.AsBudget(limiter.New(limiter.Options{Defaults: limits, MaxPause: o.MaxPause, Warn: warn})), func() {}, nil
+		l := limiter.New(limiter.Options{Defaults: limits, MaxPause: o.MaxPause, Warn: warn})
+		for name, lim := range pools {
+			l.SetLimits(name, lim)
+		}
+		return limiter.AsBudget(l), func() {}, nil
 	}
 	ropt, err := redis.ParseURL(o.Redis)
 	if err != nil {
@@ -120,6 +140,13 @@ func newBudget(ctx context.Context, io *IO, o *BatchOptions, limits limiter.Limi
 	if err != nil { // no --rpm/--itpm/--otpm/--tpm: learning limits is per process
 		rc.Close()
 		return nil, nil, usage(err)
+	}
+	for name, lim := range pools {
+		if err := rb.SetLimits(name, lim); err != nil {
+			rb.Close()
+			rc.Close()
+			return nil, nil, usage(fmt.Errorf("pool %s: %w", name, err))
+		}
 	}
 	return rb, func() { rb.Close(); rc.Close() }, nil
 }

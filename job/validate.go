@@ -61,6 +61,10 @@ func (o *BatchOptions) validate() error {
 		}
 	}
 	for _, hop := range o.Fallback {
+		name, _, _ := strings.Cut(hop, ":")
+		if _, ok := o.endpoint(name); ok {
+			continue
+		}
 		if err := checkHop(hop); err != nil {
 			return err
 		}

@@ -44,7 +44,21 @@ func (s *Set) SendNoKey() { s.noAuth = true }
 // Provider builds e's live client at baseURL ("" for the environment's or
 // the default).
 func (s *Set) Provider(e Entry, baseURL string) (providers.Provider, error) {
-	cfg, err := s.config(e, baseURL)
+	return s.ProviderAt(e, Endpoint{BaseURL: baseURL})
+}
+
+// Endpoint is where and how one route's client talks, when a config
+// file's named endpoint says more than the entry: its own base URL, the
+// environment variable of its own key, its api-version and its headers
+// (added over the shared ones). Zero fields keep the entry's.
+type Endpoint struct {
+	BaseURL, KeyEnv, APIVersion string
+	Header                      http.Header
+}
+
+// ProviderAt builds e's live client at endpoint at.
+func (s *Set) ProviderAt(e Entry, at Endpoint) (providers.Provider, error) {
+	cfg, err := s.config(e, at)
 	if err != nil {
 		return nil, err
 	}
@@ -54,10 +68,15 @@ func (s *Set) Provider(e Entry, baseURL string) (providers.Provider, error) {
 // Batch builds e's batch API client at baseURL ("" for the environment's
 // or the default).
 func (s *Set) Batch(e Entry, baseURL string) (providers.BatchClient, error) {
+	return s.BatchAt(e, Endpoint{BaseURL: baseURL})
+}
+
+// BatchAt builds e's batch API client at endpoint at.
+func (s *Set) BatchAt(e Entry, at Endpoint) (providers.BatchClient, error) {
 	if e.NewBatch == nil {
 		return nil, fmt.Errorf("provider %s has no batch API", e.Name)
 	}
-	cfg, err := s.config(e, baseURL)
+	cfg, err := s.config(e, at)
 	if err != nil {
 		return nil, err
 	}
@@ -88,8 +107,25 @@ func (e *MissingKeyError) Error() string {
 
 // config fills the shared configuration with e's endpoint, API version
 // and key, and has e check it.
-func (s *Set) config(e Entry, baseURL string) (cfg providers.Config, err error) {
+func (s *Set) config(e Entry, at Endpoint) (cfg providers.Config, err error) {
 	cfg = s.cfg
+	baseURL := at.BaseURL
+	if at.KeyEnv != "" {
+		e.KeyEnv = []string{at.KeyEnv}
+	}
+	if at.APIVersion != "" {
+		cfg.APIVersion = at.APIVersion
+	}
+	if len(at.Header) > 0 {
+		h := cfg.Header.Clone()
+		if h == nil {
+			h = make(http.Header, len(at.Header))
+		}
+		for k, v := range at.Header {
+			h[http.CanonicalHeaderKey(k)] = v
+		}
+		cfg.Header = h
+	}
 	defer func() {
 		if err == nil && e.Validate != nil {
 			if verr := e.Validate(cfg); verr != nil {
