@@ -3,7 +3,6 @@ package job
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"time"
@@ -18,7 +17,7 @@ func ServeMock(ctx context.Context, io *IO, addr string, cfg mock.Config) error 
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(io.Err, "llmrun mock: serving on http://%s (OpenAI base http://%s/v1)\n", ln.Addr(), ln.Addr())
+	io.infof("mock: serving on http://%s (OpenAI base http://%s/v1)", ln.Addr(), ln.Addr())
 	srv := &http.Server{Handler: mock.New(cfg), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
