@@ -5,17 +5,20 @@ import (
 	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/tidwall/gjson"
 
 	"github.com/llmrun/llmrun/job"
 	"github.com/llmrun/llmrun/providers/mock"
@@ -237,5 +240,53 @@ func TestCompressedInputEndToEnd(t *testing.T) {
 	}
 	if got := readLines(t, out); len(got) != len(prompts) || m.Stats().Completed-before != int64(len(prompts)) {
 		t.Fatalf("gzip stdin: %d answers, %d sent; want %d", len(got), m.Stats().Completed-before, len(prompts))
+	}
+}
+
+// A CSV and a template make the prompts; each answer carries its row's
+// fields as llmrun.vars. Through the built-in mock (--provider mock) for
+// the whole command, and through a recording server for what was sent.
+func TestCSVTemplateEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "topics.csv")
+	os.WriteFile(in, []byte("custom_id,topic,words\nt1,the sea,20\nt2,\"rain, mostly\",5\n"), 0o644)
+	tmpl := filepath.Join(dir, "prompt.tmpl")
+	os.WriteFile(tmpl, []byte("Write {{.words}} words about {{.topic}}."), 0o644)
+
+	code, stderr := runWithStdin(t, nil, "", "batch", in, "--provider", "mock", "--template", tmpl, "-q")
+	if code != ExitOK {
+		t.Fatalf("mock: exit %d: %s", code, stderr)
+	}
+	out := readLines(t, filepath.Join(dir, "topics.out.jsonl"))
+	if len(out) != 2 || out["t2"].Get("llmrun.vars.topic").Str != "rain, mostly" || out["t1"].Get("llmrun.vars.words").Str != "20" {
+		t.Fatalf("output %v", out)
+	}
+
+	m := mock.New(mock.Config{Seed: 1})
+	var mu sync.Mutex
+	sent := map[string]bool{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		sent[gjson.GetBytes(body, "messages.0.content").Str] = true
+		mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		m.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	out2 := filepath.Join(dir, "sent.out.jsonl")
+	code, stderr = runWithStdin(t, mockEnv(srv.URL), "", "batch", in, "-o", out2, "--provider", "openai", "--model", "m", "--template", tmpl, "-q")
+	if code != ExitOK {
+		t.Fatalf("openai: exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"Write 20 words about the sea.", "Write 5 words about rain, mostly."} {
+		if !sent[want] {
+			t.Errorf("prompt %q not sent; sent %v", want, sent)
+		}
+	}
+
+	// A CSV without a template is a usage error, before anything is sent.
+	if code, stderr := runWithStdin(t, nil, "", "batch", in, "--provider", "mock", "-q", "-o", filepath.Join(dir, "x.out.jsonl")); code != ExitUsage || !strings.Contains(stderr, "--template") {
+		t.Errorf("CSV without template: exit %d: %s", code, stderr)
 	}
 }

@@ -245,7 +245,7 @@ func (b *batch) checkOptions() (err error) {
 // openInput opens the input before anything reads it: a pipe is spooled
 // beside the output here, and every pass (shape, check, run) reads that.
 func (b *batch) openInput(shard runner.Shard) error {
-	b.src = &runner.Source{Path: b.o.Input, Shard: shard, Stdin: b.io.In, SpoolDir: filepath.Dir(b.o.Output)}
+	b.src = &runner.Source{Path: b.o.Input, Shard: shard, Format: b.o.Source.format, Stdin: b.io.In, SpoolDir: filepath.Dir(b.o.Output)}
 	return b.src.Open()
 }
 
@@ -322,6 +322,9 @@ func (o *BatchOptions) complete() (runner.Shard, checkpoint.FsyncMode, error) {
 		o.Errors = checkpoint.ErrorsPath(o.Output) // beside the output, whatever the input
 	}
 	if err := o.validate(); err != nil {
+		return shard, 0, err
+	}
+	if err := o.Source.load(o.Input); err != nil {
 		return shard, 0, err
 	}
 	fsync, err := checkpoint.ParseFsyncMode(o.Fsync)

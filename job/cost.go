@@ -117,7 +117,7 @@ func Estimate(io *IO, o BatchOptions) error {
 		return err
 	}
 	// The input may be a pipe: spooled beside the output, as a run would.
-	src := &runner.Source{Path: o.Input, Shard: shard, Stdin: io.In, SpoolDir: filepath.Dir(o.Output)}
+	src := &runner.Source{Path: o.Input, Shard: shard, Format: o.Source.format, Stdin: io.In, SpoolDir: filepath.Dir(o.Output)}
 	if err := src.Open(); err != nil {
 		return err
 	}

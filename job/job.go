@@ -75,11 +75,14 @@ func usage(err error) error {
 	return &UsageError{err}
 }
 
-// DerivePath turns x.jsonl (or x.jsonl.gz, x.jsonl.zst) into x<suffix>: the default output, errors and
+// DerivePath turns x.jsonl or x.csv (either maybe .gz or .zst) into x<suffix>: the default output, errors and
 // state paths of an input.
 func DerivePath(input, suffix string) string {
 	for _, ext := range []string{".gz", ".zst"} { // x.jsonl.gz is read as x.jsonl
 		input = strings.TrimSuffix(input, ext)
+	}
+	if base := strings.TrimSuffix(input, ".csv"); base != input {
+		return base + suffix
 	}
 	return strings.TrimSuffix(input, ".jsonl") + suffix
 }

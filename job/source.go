@@ -1,6 +1,8 @@
 package job
 
 import (
+	"os"
+
 	"github.com/llmrun/llmrun/providers"
 	"github.com/llmrun/llmrun/runner"
 )
@@ -10,6 +12,38 @@ type SourceOptions struct {
 	// LossyUTF8 replaces invalid UTF-8 with U+FFFD (and warns once)
 	// instead of rejecting the line.
 	LossyUTF8 bool
+	// Template is a Go text/template file rendering each input record's
+	// fields into a prompt.
+	Template string
+	// InputFormat is jsonl or csv; empty picks by the input's name.
+	InputFormat string
+
+	tmpl   *runner.Template
+	format runner.InputFormat
+}
+
+// load reads the template and settles the input format, before anything
+// is opened: a bad template or format is a usage error (exit 2).
+func (s *SourceOptions) load(input string) error {
+	format, err := runner.ParseInputFormat(s.InputFormat, input)
+	if err != nil {
+		return usage(err)
+	}
+	s.format = format
+	if s.Template == "" {
+		if format == runner.CSV {
+			return usagef("CSV input needs --template FILE to make each row's prompt")
+		}
+		return nil
+	}
+	text, err := os.ReadFile(s.Template)
+	if err != nil {
+		return usagef("--template: %v", err)
+	}
+	if s.tmpl, err = runner.ParseTemplate(s.Template, string(text)); err != nil {
+		return usagef("--template: %v", err)
+	}
+	return nil
 }
 
 // parser is the input parser for requests sent in format.
@@ -18,6 +52,7 @@ func (o *BatchOptions) parser(format providers.Format) runner.Parser {
 		Format:    format,
 		Defaults:  runner.LineDefaults{Model: o.Model, MaxTokens: o.MaxTokens, System: o.System},
 		LossyUTF8: o.Source.LossyUTF8,
+		Template:  o.Source.tmpl,
 	}
 }
 

@@ -51,6 +51,10 @@ type Request struct {
 	// Endpoint is the API the body is for (the input line's url); the
 	// zero value is chat.
 	Endpoint Endpoint
+	// Vars is the input record a template made the prompt from (a JSON
+	// object), carried to the output line so answers join back without the
+	// input; nil for lines that are requests themselves.
+	Vars []byte
 }
 
 // Usage is the token usage a provider reports for one response.

@@ -286,6 +286,7 @@ func (r *run) emit(h *hop, resp *providers.Response) {
 			CacheWrite:   resp.Usage.CacheWriteTokens,
 			Estimated:    resp.Usage.Estimated,
 			CostUSD:      h.t.spent.json(),
+			Vars:         h.t.req.Vars,
 		},
 	}
 	r.send(h.t, &l, true)
@@ -301,6 +302,7 @@ func (r *run) emitFailure(t *task, last hopResult) {
 			Model:     t.req.Model,
 			LatencyMS: time.Since(t.start).Milliseconds(),
 			CostUSD:   t.spent.json(),
+			Vars:      t.req.Vars,
 		},
 	}
 	if len(r.cfg.Routes) > 0 {

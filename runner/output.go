@@ -58,6 +58,8 @@ type LineDetails struct {
 	// guard rejected included): a number, null when a model has no price,
 	// absent when there was nothing to price.
 	CostUSD json.RawMessage `json:"cost_usd,omitempty"`
+	// Vars is the input record a --template prompt was made from.
+	Vars json.RawMessage `json:"vars,omitempty"`
 }
 
 // lineID is the output line's "id": stable for a custom_id, so rewriting a

@@ -59,6 +59,9 @@ type Parser struct {
 	// LossyUTF8 replaces invalid UTF-8 with U+FFFD instead of rejecting
 	// the line (--lossy-utf8).
 	LossyUTF8 bool
+	// Template, if set, makes every line a record of fields that it
+	// renders into the prompt of a simple line (--template).
+	Template *Template
 }
 
 // Parse parses one non-blank input line (lineNo is 1-based). It accepts the
@@ -119,6 +122,18 @@ func (p *Parser) parseValid(line []byte, lineNo int) (*providers.Request, error)
 	var body []byte
 	var from providers.Format
 	switch {
+	case p.Template != nil:
+		// The line is a record whose fields fill the template; the result
+		// is the prompt of a simple line with the flags' defaults.
+		text, err := p.Template.render(line)
+		if err != nil {
+			return nil, err
+		}
+		sp := providers.Prompt{Prompt: text, System: p.Defaults.System, Model: p.Defaults.Model, MaxTokens: p.Defaults.MaxTokens}
+		if body, err = p.buildSimple(sp); err != nil {
+			return nil, err
+		}
+		from, req.Vars = p.Format, bytes.Clone(line)
 	case root.Get("body").Exists():
 		b := root.Get("body")
 		if !b.IsObject() {
@@ -164,14 +179,8 @@ func (p *Parser) parseValid(line []byte, lineNo int) (*providers.Request, error)
 			}
 			sp.MaxTokens = int(v.Int())
 		}
-		if sp.Model == "" {
-			return nil, errors.New("no model: give the line a model or pass --model")
-		}
-		if p.Format == providers.FormatAnthropic && sp.MaxTokens == 0 {
-			sp.MaxTokens = defaultAnthropicMaxTokens
-		}
 		var err error
-		if body, err = sp.Build(p.Format); err != nil {
+		if body, err = p.buildSimple(sp); err != nil {
 			return nil, err
 		}
 		from = p.Format
@@ -248,6 +257,17 @@ func checkMessages(body []byte) error {
 		return errors.New("request has an empty messages array (it needs at least one message)")
 	}
 	return nil
+}
+
+// buildSimple builds the body of a simple line's prompt.
+func (p *Parser) buildSimple(sp providers.Prompt) ([]byte, error) {
+	if sp.Model == "" {
+		return nil, errors.New("no model: give the line a model or pass --model")
+	}
+	if p.Format == providers.FormatAnthropic && sp.MaxTokens == 0 {
+		sp.MaxTokens = defaultAnthropicMaxTokens
+	}
+	return sp.Build(p.Format)
 }
 
 // defaultAnthropicMaxTokens is used when an Anthropic request has no
@@ -348,6 +368,8 @@ type Source struct {
 	Validate func(*providers.Request) error
 	// Shard, if set, keeps only the requests of one shard (see Shard).
 	Shard Shard
+	// Format is how records are written: JSONL (the zero value) or CSV.
+	Format InputFormat
 	// Stdin is what Path "-" reads.
 	Stdin io.Reader
 	// SpoolDir is where a non-seekable input is spooled: beside the output,
@@ -621,7 +643,7 @@ func (s *Source) Check() (CheckResult, error) {
 	defer f.Close()
 	ids := newIDSet(d.seed, s.idHash)
 	var res CheckResult
-	lr := newLineReader(f, s.name())
+	lr := s.records(f)
 	for {
 		line, n, err := lr.next()
 		if err == io.EOF {
@@ -678,7 +700,7 @@ func (s *Source) Each(fn func(*providers.Request) error) error {
 		return err
 	}
 	defer f.Close()
-	lr := newLineReader(f, s.name())
+	lr := s.records(f)
 	last := 0
 	for {
 		line, n, err := lr.next()

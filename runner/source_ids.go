@@ -52,7 +52,7 @@ func (s *Source) duplicate(ids *idSet, suspects map[uint64]bool) error {
 	}
 	defer r.Close()
 	first := make(map[string]int) // id → line, suspects only
-	lr := newLineReader(r, s.name())
+	lr := s.records(r)
 	for {
 		line, n, err := lr.next()
 		if err == io.EOF {
