@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // compact rewrites the output and the errors file without their superseded
@@ -171,9 +172,14 @@ func removeTemps(path string) {
 	if dir == "" {
 		dir = "."
 	}
-	matches, _ := filepath.Glob(filepath.Join(dir, "."+escapeGlob(base)+".tmp*"))
+	prefix := "." + base + ".tmp"
+	matches, _ := filepath.Glob(filepath.Join(dir, escapeGlob(prefix)+"*"))
 	for _, m := range matches {
-		os.Remove(m)
+		// os.CreateTemp's suffix is digits; another output named like ours
+		// plus ".tmp…" has temp files that do not end so.
+		if rest := strings.TrimPrefix(filepath.Base(m), prefix); rest != "" && strings.Trim(rest, "0123456789") == "" {
+			os.Remove(m)
+		}
 	}
 }
 

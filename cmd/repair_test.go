@@ -77,3 +77,31 @@ func TestCorruptStateFileExits2(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestNoCredentialsOnDisk: a --base-url with a user and password reaches no
+// file of the checkpoint, and those files are owner-only.
+func TestNoCredentialsOnDisk(t *testing.T) {
+	_, url := mockServer(t, mock.Config{})
+	in, _ := promptFile(t, 3)
+	out := strings.TrimSuffix(in, ".jsonl") + ".out.jsonl"
+	withCreds := strings.Replace(url, "http://", "http://alice:hunter2@", 1) + "/v1"
+	c := &cli{env: mockEnv(url)}
+	if code := c.run(t, "batch", in, "--provider", "openai", "--model", "m", "--quiet", "--base-url", withCreds); code != 0 {
+		t.Fatalf("exit %d: %s", code, c.stderr.String())
+	}
+	for _, p := range []string{out, out + ".state.json"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), "hunter2") || strings.Contains(string(b), "alice") {
+			t.Errorf("%s holds the URL's credentials", p)
+		}
+		if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v, want 0600", p, fi.Mode().Perm())
+		}
+	}
+	if b, _ := os.ReadFile(out + ".state.json"); !strings.Contains(string(b), url+"/v1") {
+		t.Errorf("state file does not record the base URL without credentials: %s", b)
+	}
+}
