@@ -362,3 +362,17 @@ func TestShardsPartitionTheInput(t *testing.T) {
 		t.Errorf("--shard 4/3: exit %d, want 2", code)
 	}
 }
+
+// TestBuiltinMockRerunSkips: --provider mock listens on a new port each run;
+// the rerun still finds every request answered.
+func TestBuiltinMockRerunSkips(t *testing.T) {
+	in, _ := promptFile(t, 20)
+	c := &cli{env: map[string]string{}}
+	args := []string{"batch", in, "--provider", "mock", "--quiet"}
+	if code := c.run(t, args...); code != 0 {
+		t.Fatalf("exit %d: %s", code, c.stderr.String())
+	}
+	if code := c.run(t, args...); code != 0 || !strings.Contains(c.stderr.String(), "0 succeeded, 0 failed, 20 skipped") {
+		t.Fatalf("rerun: exit %d: %s", code, c.stderr.String())
+	}
+}

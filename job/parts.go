@@ -82,6 +82,9 @@ func (b *batch) routeAt(name string, shape providers.Format, at registry.Endpoin
 		// which is the budget's model key whatever the lines say.
 		rt.Model = entry.Model(p.BaseURL())
 	}
+	if entry.Mock {
+		rt.Endpoint = "builtin:" + entry.Name // its port changes every run; its answers do not
+	}
 	return rt, entry, nil
 }
 

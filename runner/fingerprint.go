@@ -16,8 +16,9 @@ import (
 // It covers the request as the primary route sends it: the body (already
 // translated to the route's wire format and filled with the run's model,
 // system prompt and max tokens), the route's provider, base URL (without
-// credentials: rotating a password changes no answer) and model override.
-// The endpoint too, for requests not to chat.
+// credentials: rotating a password changes no answer; Route.Endpoint
+// instead if set) and model override. The endpoint too, for requests not to
+// chat.
 // Not the stream flag, which changes no answer, and not the fallback hops: an
 // answer a fallback gave still answers the request. The body is hashed as
 // it is sent; re-encoding an input line differently (other spacing, other
@@ -29,7 +30,11 @@ type fingerprinter struct {
 func newFingerprinter(route Route) *fingerprinter {
 	f := &fingerprinter{}
 	f.route.Reset()
-	for _, s := range []string{route.Provider.Name(), withoutCredentials(route.Provider.BaseURL()), route.Model} {
+	endpoint := route.Endpoint
+	if endpoint == "" {
+		endpoint = withoutCredentials(route.Provider.BaseURL())
+	}
+	for _, s := range []string{route.Provider.Name(), endpoint, route.Model} {
 		f.route.WriteString(s)
 		f.route.WriteString("\x00")
 	}

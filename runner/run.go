@@ -35,6 +35,10 @@ type Route struct {
 	Model string
 	// Pool, if set, names the limiter/breaker key instead of provider+URL+model.
 	Pool string
+	// Endpoint, if set, stands for the provider's base URL in request
+	// fingerprints: the built-in mock listens on a new loopback port each
+	// run, and its answers must still count on the next.
+	Endpoint string
 }
 
 // Config is everything one run needs. The cmd package builds it.
