@@ -31,8 +31,12 @@ type row struct {
 	new func(providers.Config) providers.Provider
 	// basePath turns a server root into the provider's BaseURL (the
 	// mock serves every dialect under one root); path is where Send posts,
-	// with query as its query string.
-	basePath, path, query string
+	// with query as its query string; streamPath and streamQuery are
+	// where it posts a streamed request ("" for path and query).
+	basePath, path, query, streamPath, streamQuery string
+	// streamed reports whether a request asks for a stream; nil reads the
+	// body's stream flag (Gemini says it in the URL).
+	streamed func(req *http.Request, body []byte) bool
 	// auth returns the headers carrying key, exactly as sent; every other
 	// credential header must be absent.
 	auth func(key string) http.Header
@@ -103,7 +107,15 @@ type errCase struct {
 	retry time.Duration
 }
 
-var rows = []row{openAIRow, anthropicRow, azureRow, responsesRow}
+var rows = []row{openAIRow, anthropicRow, azureRow, responsesRow, geminiRow}
+
+// target is where a request is posted, streamed or not: path and query.
+func (r row) target(stream bool) (path, query string) {
+	if stream && r.streamPath != "" {
+		return r.streamPath, r.streamQuery
+	}
+	return r.path, r.query
+}
 
 // events splits an SSE text into its complete events.
 func events(s string) []string {

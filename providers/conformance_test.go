@@ -162,7 +162,8 @@ func TestConformanceRedirects(t *testing.T) {
 						p := r.provider(origin.URL, stream, func(c *providers.Config) { c.HTTPClient = client })
 						resp, err := p.Send(t.Context(), r.request("the secret prompt", 16))
 						pe := wantClass(t, err, providers.ClassRedirect)
-						if resp != nil || pe.Status != status || !strings.Contains(pe.Message, target.URL+r.path) {
+						path, _ := r.target(stream)
+						if resp != nil || pe.Status != status || !strings.Contains(pe.Message, target.URL+path) {
 							t.Errorf("%s: response %v, error %+v", name, resp, pe)
 						}
 					}
@@ -286,8 +287,13 @@ func jsonEqual(t *testing.T, got, want []byte) {
 func (r row) fakeAPI(t *testing.T) http.HandlerFunc {
 	return func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
-		if req.URL.Path != r.path || req.URL.RawQuery != r.query || req.Method != http.MethodPost {
-			t.Errorf("%s %s?%s, want POST %s?%s", req.Method, req.URL.Path, req.URL.RawQuery, r.path, r.query)
+		stream := gjson.GetBytes(body, "stream").Bool()
+		if r.streamed != nil {
+			stream = r.streamed(req, body)
+		}
+		path, query := r.target(stream)
+		if req.URL.Path != path || req.URL.RawQuery != query || req.Method != http.MethodPost {
+			t.Errorf("%s %s?%s, want POST %s?%s", req.Method, req.URL.Path, req.URL.RawQuery, path, query)
 		}
 		want := r.auth(key)
 		for name := range want {
@@ -303,7 +309,6 @@ func (r row) fakeAPI(t *testing.T) http.HandlerFunc {
 		if req.Header.Get("Content-Type") != "application/json" || !gjson.ValidBytes(body) {
 			t.Errorf("content type %q, body %s", req.Header.Get("Content-Type"), body)
 		}
-		stream := gjson.GetBytes(body, "stream").Bool()
 		if err := r.flags(body, stream); err != nil {
 			t.Errorf("%v: %s", err, body)
 		}

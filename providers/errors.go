@@ -90,6 +90,10 @@ type Error struct {
 	Body []byte
 	// Limits are the rate-limit headers of the failed response.
 	Limits RateLimits
+	// Daily marks a 429 from a per-day limit (a Gemini PerDay quota, an
+	// OpenAI or Groq "per day" limit): no wait of minutes helps. RetryAfter,
+	// when given, is the provider's word on when it lifts.
+	Daily bool
 	// Err is the underlying transport error, if any.
 	Err error
 	// Hint suggests the fix for a failure that betrays a setup mistake

@@ -25,6 +25,14 @@ func (p Prompt) Build(f Format) ([]byte, error) {
 	}
 	set("model", p.Model)
 	switch f {
+	case FormatGemini:
+		if p.System != "" {
+			set("systemInstruction.parts.0.text", p.System)
+		}
+		set("contents.0", map[string]any{"role": "user", "parts": []map[string]string{{"text": p.Prompt}}})
+		if p.MaxTokens > 0 {
+			set("generationConfig.maxOutputTokens", p.MaxTokens)
+		}
 	case FormatAnthropic:
 		set("max_tokens", p.MaxTokens)
 		if p.System != "" {

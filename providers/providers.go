@@ -22,6 +22,10 @@ const (
 	FormatOpenAI Format = iota + 1
 	// FormatAnthropic is the Messages format.
 	FormatAnthropic
+	// FormatGemini is Gemini's generateContent format. llmrun's bodies of
+	// this format also carry "model", as the other formats do; the Gemini
+	// provider moves it into the URL, where the API wants it.
+	FormatGemini
 )
 
 func (f Format) String() string {
@@ -30,6 +34,8 @@ func (f Format) String() string {
 		return "openai"
 	case FormatAnthropic:
 		return "anthropic"
+	case FormatGemini:
+		return "gemini"
 	}
 	return "unknown"
 }

@@ -34,7 +34,8 @@ func Translate(body []byte, from, to Format) ([]byte, error) {
 	return TranslateMax(body, from, to, DefaultMaxTokens)
 }
 
-// TranslateMax converts the fields both formats share: model, messages
+// TranslateMax converts the fields both formats share (for Gemini, see
+// translate_gemini.go): model, messages
 // (text and image content; OpenAI system/developer messages ↔ Anthropic's
 // top-level system), max_tokens/max_completion_tokens ↔ max_tokens,
 // temperature, top_p, stop ↔ stop_sequences, and user ↔
@@ -47,6 +48,9 @@ func Translate(body []byte, from, to Format) ([]byte, error) {
 func TranslateMax(body []byte, from, to Format, defaultMaxTokens int) ([]byte, error) {
 	if from == to {
 		return body, nil
+	}
+	if from == FormatGemini || to == FormatGemini {
+		return translateGemini(body, from, to, defaultMaxTokens)
 	}
 	t := translator{from: from, to: to, out: []byte(`{}`)}
 	if !gjson.ValidBytes(body) {

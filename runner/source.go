@@ -66,8 +66,9 @@ type Parser struct {
 
 // Parse parses one non-blank input line (lineNo is 1-based). It accepts the
 // OpenAI batch shape {custom_id, method, url, body}, the Anthropic batch shape
-// {custom_id, params} and the simple shape {custom_id?, prompt, system?,
-// model?, max_tokens?}, and translates bodies to p.Format when needed.
+// {custom_id, params}, Gemini's batch shape {key, request} and the simple
+// shape {custom_id?, prompt, system?, model?, max_tokens?}, and translates
+// bodies to p.Format when needed.
 func (p *Parser) Parse(line []byte, lineNo int) (*providers.Request, error) {
 	req, _, err := p.parse(line, lineNo)
 	return req, err
@@ -110,13 +111,16 @@ func (p *Parser) parseValid(line []byte, lineNo int) (*providers.Request, error)
 	}
 	req := &providers.Request{Line: lineNo}
 	idv := root.Get("custom_id")
+	if !idv.Exists() {
+		idv = root.Get("key") // Gemini's batch lines name their request "key"
+	}
 	switch {
 	case !idv.Exists() || idv.Type == gjson.Null:
 		req.ID = "line-" + strconv.Itoa(lineNo)
 	case idv.Type == gjson.String && idv.Str != "":
 		req.ID = idv.Str
 	default:
-		return nil, errors.New("custom_id must be a non-empty string")
+		return nil, errors.New("custom_id (or key) must be a non-empty string")
 	}
 
 	var body []byte
@@ -156,6 +160,12 @@ func (p *Parser) parseValid(line []byte, lineNo int) (*providers.Request, error)
 			return nil, errors.New("params must be a JSON object")
 		}
 		body, from = []byte(b.Raw), providers.FormatAnthropic
+	case root.Get("request").Exists():
+		b := root.Get("request")
+		if !b.IsObject() {
+			return nil, errors.New("request must be a JSON object")
+		}
+		body, from = []byte(b.Raw), providers.FormatGemini
 	case root.Get("prompt").Exists():
 		pr := root.Get("prompt")
 		if pr.Type != gjson.String || pr.Str == "" {
@@ -185,12 +195,12 @@ func (p *Parser) parseValid(line []byte, lineNo int) (*providers.Request, error)
 		}
 		from = p.Format
 	default:
-		return nil, errors.New("line has no prompt, body or params")
+		return nil, errors.New("line has no prompt, body, params or request")
 	}
 
 	// Checked in the line's own shape: translating an Anthropic request
 	// that has only a system prompt would make a messages array of it.
-	if err := checkBody(body, req.Endpoint); err != nil {
+	if err := checkBody(body, req.Endpoint, from); err != nil {
 		return nil, err
 	}
 	if from != p.Format {
@@ -205,20 +215,17 @@ func (p *Parser) parseValid(line []byte, lineNo int) (*providers.Request, error)
 	}
 	req.Body = body
 	req.Model = gjson.GetBytes(body, "model").String()
-	for _, k := range [...]string{"max_tokens", "max_completion_tokens", "max_output_tokens"} {
-		if req.MaxTokens == 0 {
-			req.MaxTokens = int(gjson.GetBytes(body, k).Int())
-		}
-	}
-	if err := checkBody(body, req.Endpoint); err != nil {
+	req.MaxTokens = providers.MaxTokensOf(body)
+	if err := checkBody(body, req.Endpoint, p.Format); err != nil {
 		return nil, err
 	}
 	return req, nil
 }
 
 // checkBody rejects a body its endpoint would answer with a 400 for want
-// of what it is about: messages, an input, inputs to embed.
-func checkBody(body []byte, ep providers.Endpoint) error {
+// of what it is about: messages (Gemini's contents, for a body of format
+// f), an input, inputs to embed.
+func checkBody(body []byte, ep providers.Endpoint, f providers.Format) error {
 	switch ep {
 	case providers.EndpointResponses:
 		in := gjson.GetBytes(body, "input")
@@ -241,22 +248,7 @@ func checkBody(body []byte, ep providers.Endpoint) error {
 		}
 		return nil
 	}
-	return checkMessages(body)
-}
-
-// checkMessages rejects a body the provider would answer with a 400: no
-// messages array, or an empty one.
-func checkMessages(body []byte) error {
-	m := gjson.GetBytes(body, "messages")
-	if !m.IsArray() {
-		return errors.New("request has no messages array")
-	}
-	empty := true
-	m.ForEach(func(_, _ gjson.Result) bool { empty = false; return false })
-	if empty {
-		return errors.New("request has an empty messages array (it needs at least one message)")
-	}
-	return nil
+	return providers.CheckTurns(body, f)
 }
 
 // buildSimple builds the body of a simple line's prompt.

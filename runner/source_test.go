@@ -92,7 +92,7 @@ func TestParseRejects(t *testing.T) {
 	tests := map[string]struct{ line, want string }{
 		"not json":        {`{"prompt":`, "not valid JSON"},
 		"array":           {`[1,2]`, "not a JSON object"},
-		"no request":      {`{"custom_id":"x"}`, "no prompt, body or params"},
+		"no request":      {`{"custom_id":"x"}`, "no prompt, body, params or request"},
 		"numeric id":      {`{"custom_id":5,"prompt":"p"}`, "custom_id"},
 		"empty prompt":    {`{"prompt":""}`, "prompt must be"},
 		"bad method":      {`{"method":"GET","url":"/v1/chat/completions","body":{"messages":[]}}`, "method"},
@@ -190,29 +190,35 @@ func TestCheckNamesFileAndLine(t *testing.T) {
 }
 
 // FuzzParseLine: Parse never panics, and whatever it accepts is a valid
-// JSON body with a non-empty messages array and a non-empty id and model.
+// JSON body with a non-empty conversation (messages, or Gemini's contents)
+// and a non-empty id and model.
 func FuzzParseLine(f *testing.F) {
 	for _, s := range []string{
 		`{"prompt":"hi"}`,
 		`{"custom_id":"a","body":{"model":"m","messages":[{"role":"user","content":"x"}]}}`,
 		`{"custom_id":"b","params":{"model":"c","max_tokens":5,"messages":[{"role":"user","content":"x"}]}}`,
 		`{"custom_id":"c","prompt":"p","system":"s","max_tokens":3}`,
-		`[]`, `{`, `{"body":null}`,
+		`{"key":"g","request":{"contents":[{"role":"user","parts":[{"text":"x"}]}],"generationConfig":{"maxOutputTokens":4}}}`,
+		`{"key":"h","request":{"systemInstruction":{"parts":[{"text":"s"}]},"contents":[{"parts":[{"inlineData":{"mimeType":"image/png","data":"AA=="}}]}]}}`,
+		`[]`, `{`, `{"body":null}`, `{"request":{"contents":[]}}`,
 	} {
 		f.Add([]byte(s), true)
 	}
+	// Each line is parsed for the format anth picks and for Gemini.
 	f.Fuzz(func(t *testing.T, line []byte, anth bool) {
 		format := providers.FormatOpenAI
 		if anth {
 			format = providers.FormatAnthropic
 		}
-		p := Parser{Format: format, Defaults: LineDefaults{Model: "m"}}
-		req, err := p.Parse(line, 1)
-		if err != nil {
-			return
-		}
-		if req.ID == "" || req.Model == "" || !gjson.ValidBytes(req.Body) || checkMessages(req.Body) != nil {
-			t.Fatalf("accepted a bad request: %+v body=%s", req, req.Body)
+		for _, format := range []providers.Format{format, providers.FormatGemini} {
+			p := Parser{Format: format, Defaults: LineDefaults{Model: "m"}}
+			req, err := p.Parse(line, 1)
+			if err != nil {
+				continue
+			}
+			if req.ID == "" || req.Model == "" || !gjson.ValidBytes(req.Body) || checkBody(req.Body, req.Endpoint, format) != nil {
+				t.Fatalf("accepted a bad %v request: %+v body=%s", format, req, req.Body)
+			}
 		}
 	})
 }

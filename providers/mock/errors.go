@@ -19,8 +19,12 @@ type apiError struct {
 	// message is error.message; anMessage overrides it for Anthropic.
 	message, anMessage string
 	// retryAfter is sent as retry-after (ceil seconds) and retry-after-ms
-	// when positive.
+	// when positive (Gemini: as a RetryInfo detail).
 	retryAfter time.Duration
+	// quotaID and quotaMetric name the Gemini quota a rate limit broke,
+	// limit its value.
+	quotaID, quotaMetric string
+	limit                float64
 }
 
 func errNotFound(method, path string) *apiError {
@@ -86,6 +90,15 @@ func errQuota() *apiError {
 func errRateLimited(ref *refusal, model string, inTokens int) *apiError {
 	e := &apiError{status: 429, oaType: "tokens", oaCode: "rate_limit_exceeded", anType: "rate_limit_error", retryAfter: ref.wait}
 	limit := formatLimit(ref.limit)
+	e.limit = ref.limit
+	switch ref.dim {
+	case "requests":
+		e.quotaID, e.quotaMetric = "GenerateRequestsPerMinutePerProjectPerModel", "generate_requests_per_model"
+	case "input":
+		e.quotaID, e.quotaMetric = "GenerateContentInputTokensPerModelPerMinute", "generate_content_input_token_count"
+	case "output":
+		e.quotaID, e.quotaMetric = "GenerateContentOutputTokensPerModelPerMinute", "generate_content_output_token_count"
+	}
 	switch ref.dim {
 	case "concurrency":
 		e.oaType = "requests"

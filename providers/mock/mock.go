@@ -241,6 +241,7 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("POST /v1/messages", s.handleAPI(anthropic{}))
 	s.mux.HandleFunc("POST /v1/responses", s.handleAPI(responses{}))
 	s.mux.HandleFunc("POST /v1/embeddings", s.handleAPI(embeddings{}))
+	s.mux.HandleFunc("POST "+geminiPrefix+"models/{call}", s.handleGemini)
 	s.mux.HandleFunc("GET /mock/stats", s.handleStats)
 	s.registerBatchRoutes()
 	s.registerAzureRoutes()
@@ -328,8 +329,11 @@ func (s *Server) handleStats(w http.ResponseWriter, _ *http.Request) {
 
 func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
 	var d dialect = openAI{}
-	if r.Header.Get("x-api-key") != "" || r.Header.Get("anthropic-version") != "" {
+	switch {
+	case r.Header.Get("x-api-key") != "" || r.Header.Get("anthropic-version") != "":
 		d = anthropic{}
+	case r.Header.Get("x-goog-api-key") != "" || strings.HasPrefix(r.URL.Path, geminiPrefix):
+		d = gemini{}
 	}
 	body, _ := io.ReadAll(io.LimitReader(r.Body, maxBody))
 	reqID := s.arrive(bodyHash(d.tag(), []byte(r.Method+" "+r.URL.Path+"\n"+string(body))))
@@ -520,9 +524,10 @@ func (s *Server) fail(w http.ResponseWriter, d dialect, reqID string, e *apiErro
 	s.writeLimitHeaders(w, d)
 	h := w.Header()
 	if s.cfg.NoRetryAfter {
-		e.retryAfter = 0 // nor in the body (Azure's "Please retry after N seconds.")
+		e.retryAfter = 0 // nor in the body (Azure's "Please retry after N seconds.", Gemini's RetryInfo)
 	}
-	if e.retryAfter > 0 {
+	_, bodyHint := d.(interface{ noRetryHeaders() })
+	if e.retryAfter > 0 && !bodyHint {
 		h.Set("retry-after", strconv.FormatInt(int64(math.Ceil(e.retryAfter.Seconds())), 10))
 		h.Set("retry-after-ms", strconv.FormatInt(int64(math.Ceil(float64(e.retryAfter)/float64(time.Millisecond))), 10))
 	}
@@ -542,13 +547,19 @@ func (s *Server) writeLimitHeaders(w http.ResponseWriter, d dialect) {
 	d.setLimitHeaders(w.Header(), l, now)
 }
 
-// sentKey returns the credential of r: x-api-key or api-key (Azure),
-// else the Bearer token.
+// sentKey returns the credential of r: x-api-key, api-key (Azure) or
+// x-goog-api-key (Gemini), else the Bearer token, else Gemini's ?key=.
 func sentKey(r *http.Request) string {
 	if k := r.Header.Get("x-api-key"); k != "" {
 		return k
 	}
 	if k := r.Header.Get("api-key"); k != "" {
+		return k
+	}
+	if k := r.Header.Get("x-goog-api-key"); k != "" {
+		return k
+	}
+	if k := r.URL.Query().Get("key"); k != "" && strings.HasPrefix(r.URL.Path, geminiPrefix) {
 		return k
 	}
 	if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {

@@ -1,0 +1,302 @@
+package providers
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// Translation to and from Gemini's generateContent body (wire-formats
+// §5.2). OpenAI's Chat Completions is the hub: an Anthropic body goes
+// through it both ways, so each field's mapping is written once.
+
+// maxGeminiStops is the most stop sequences Gemini accepts.
+const maxGeminiStops = 5
+
+// translateGemini converts between Gemini and the other formats (one of
+// from, to is FormatGemini and they differ).
+func translateGemini(body []byte, from, to Format, defaultMaxTokens int) ([]byte, error) {
+	var err error
+	switch {
+	case from == FormatAnthropic:
+		if body, err = TranslateMax(body, FormatAnthropic, FormatOpenAI, defaultMaxTokens); err == nil {
+			body, err = openAIToGemini(body)
+		}
+	case to == FormatAnthropic:
+		if body, err = geminiToOpenAI(body); err == nil {
+			body, err = TranslateMax(body, FormatOpenAI, FormatAnthropic, defaultMaxTokens)
+		}
+	case from == FormatOpenAI:
+		body, err = openAIToGemini(body)
+	default:
+		body, err = geminiToOpenAI(body)
+	}
+	// A failure half-way names the pair the caller asked for.
+	if te := (*TranslateError)(nil); errors.As(err, &te) {
+		return nil, &TranslateError{From: from, To: to, Reason: te.Reason}
+	}
+	return body, err
+}
+
+func openAIToGemini(body []byte) ([]byte, error) {
+	t := translator{from: FormatOpenAI, to: FormatGemini, out: []byte(`{}`)}
+	root, ok := t.object(body)
+	if !ok {
+		return nil, t.err
+	}
+	t.copyField(root, "model", "model")
+	var system []string // Gemini parts
+	var contents []string
+	root.Get("messages").ForEach(func(i, m gjson.Result) bool {
+		role, c := m.Get("role").String(), m.Get("content")
+		switch role {
+		case "system", "developer":
+			system = append(system, t.geminiParts(c, i.Int(), true)...)
+		case "user", "assistant":
+			if m.Get("tool_calls").Exists() || m.Get("function_call").Exists() {
+				t.fail("messages[%d] has tool calls", i.Int())
+				return false
+			}
+			r := "user"
+			if role == "assistant" {
+				r = "model"
+			}
+			parts := t.geminiParts(c, i.Int(), false)
+			contents = append(contents, `{"role":"`+r+`","parts":[`+strings.Join(parts, ",")+`]}`)
+		default:
+			t.fail("messages[%d] has role %q", i.Int(), role)
+			return false
+		}
+		return t.err == nil
+	})
+	if len(system) > 0 {
+		t.setRaw("systemInstruction", `{"parts":[`+strings.Join(system, ",")+`]}`)
+	}
+	t.setRaw("contents", "["+strings.Join(contents, ",")+"]")
+
+	limit := root.Get("max_completion_tokens")
+	if !limit.Exists() || limit.Type == gjson.Null {
+		limit = root.Get("max_tokens")
+	}
+	if limit.Type == gjson.Number {
+		t.setRaw("generationConfig.maxOutputTokens", limit.Raw)
+	}
+	for _, f := range [][2]string{{"temperature", "temperature"}, {"top_p", "topP"}, {"n", "candidateCount"},
+		{"seed", "seed"}, {"presence_penalty", "presencePenalty"}, {"frequency_penalty", "frequencyPenalty"}} {
+		if v := root.Get(f[0]); v.Type == gjson.Number {
+			t.setRaw("generationConfig."+f[1], v.Raw)
+		}
+	}
+	switch stop := root.Get("stop"); {
+	case stop.Type == gjson.String:
+		t.setRaw("generationConfig.stopSequences", "["+stop.Raw+"]")
+	case stop.IsArray():
+		if n := len(stop.Array()); n > maxGeminiStops {
+			t.fail("%d stop sequences, Gemini accepts %d", n, maxGeminiStops)
+		} else if n > 0 {
+			t.setRaw("generationConfig.stopSequences", stop.Raw)
+		}
+	}
+	switch rf := root.Get("response_format"); rf.Get("type").String() {
+	case "", "text":
+	case "json_object":
+		t.setRaw("generationConfig.responseMimeType", `"application/json"`)
+	case "json_schema":
+		t.setRaw("generationConfig.responseMimeType", `"application/json"`)
+		if s := rf.Get("json_schema.schema"); s.IsObject() {
+			t.setRaw("generationConfig.responseJsonSchema", s.Raw)
+		}
+	default:
+		t.fail("response_format of type %q", rf.Get("type").String())
+	}
+	for _, k := range []string{"tools", "functions", "tool_choice"} {
+		if v := root.Get(k); v.Exists() && v.Type != gjson.Null {
+			t.fail("%s has no Gemini translation here", k)
+		}
+	}
+	return t.out, t.err
+}
+
+// object parses body as the JSON object every format's body is.
+func (t *translator) object(body []byte) (gjson.Result, bool) {
+	if !gjson.ValidBytes(body) {
+		t.fail("body is not valid JSON")
+		return gjson.Result{}, false
+	}
+	root := gjson.ParseBytes(body)
+	if !root.IsObject() {
+		t.fail("body is not a JSON object")
+		return root, false
+	}
+	return root, true
+}
+
+// geminiParts turns an OpenAI message content into Gemini parts: text
+// parts, and images given as data: URLs as inline data. Gemini reads an
+// image by URL only from its own Files API, so an http(s) image cannot be
+// sent. A system message takes text only.
+func (t *translator) geminiParts(c gjson.Result, i int64, system bool) []string {
+	switch {
+	case c.Type == gjson.String:
+		return []string{`{"text":` + c.Raw + `}`}
+	case !c.IsArray():
+		t.fail("messages[%d] has no content", i)
+		return nil
+	}
+	var parts []string
+	c.ForEach(func(_, part gjson.Result) bool {
+		switch typ := part.Get("type").String(); {
+		case typ == "text":
+			parts = append(parts, `{"text":`+t.text(part)+`}`)
+		case typ == "image_url" && !system:
+			mediaType, data, ok := parseDataURL(part.Get("image_url.url").String())
+			if !ok {
+				t.fail("messages[%d]: an image by URL (Gemini takes images inline, as data: URLs)", i)
+				return false
+			}
+			p, err := sjson.SetBytes([]byte(`{"inlineData":{}}`), "inlineData.mimeType", mediaType)
+			if err == nil {
+				p, err = sjson.SetBytes(p, "inlineData.data", data)
+			}
+			if err != nil {
+				t.fail("messages[%d]: image: %v", i, err)
+				return false
+			}
+			parts = append(parts, string(p))
+		default:
+			t.fail("messages[%d]: content part of type %q", i, typ)
+			return false
+		}
+		return true
+	})
+	return parts
+}
+
+func geminiToOpenAI(body []byte) ([]byte, error) {
+	t := translator{from: FormatGemini, to: FormatOpenAI, out: []byte(`{}`)}
+	root, ok := t.object(body)
+	if !ok {
+		return nil, t.err
+	}
+	for _, k := range []string{"tools", "toolConfig", "tool_config", "cachedContent", "cached_content"} {
+		if v := root.Get(k); v.Exists() && v.Type != gjson.Null {
+			t.fail("%s has no OpenAI translation", k)
+			return nil, t.err
+		}
+	}
+	t.copyField(root, "model", "model")
+	var msgs []string
+	sys := root.Get("systemInstruction")
+	if !sys.Exists() {
+		sys = root.Get("system_instruction")
+	}
+	if sys.Exists() && sys.Type != gjson.Null {
+		if content := t.openAIContent(sys.Get("parts"), "systemInstruction", true); t.err == nil {
+			msgs = append(msgs, `{"role":"system","content":`+content+`}`)
+		}
+	}
+	root.Get("contents").ForEach(func(i, c gjson.Result) bool {
+		role := c.Get("role").String()
+		switch role {
+		case "", "user":
+			role = "user"
+		case "model":
+			role = "assistant"
+		default:
+			t.fail("contents[%d] has role %q", i.Int(), role)
+			return false
+		}
+		content := t.openAIContent(c.Get("parts"), "contents["+i.String()+"]", false)
+		msgs = append(msgs, `{"role":"`+role+`","content":`+content+`}`)
+		return t.err == nil
+	})
+	t.setRaw("messages", "["+strings.Join(msgs, ",")+"]")
+	gc := root.Get("generationConfig")
+	if !gc.Exists() {
+		gc = root.Get("generation_config")
+	}
+	get := func(camel, snake string) gjson.Result {
+		if v := gc.Get(camel); v.Exists() {
+			return v
+		}
+		return gc.Get(snake)
+	}
+	for _, f := range [][3]string{{"maxOutputTokens", "max_output_tokens", "max_completion_tokens"}, {"temperature", "temperature", "temperature"},
+		{"topP", "top_p", "top_p"}, {"candidateCount", "candidate_count", "n"}, {"seed", "seed", "seed"},
+		{"presencePenalty", "presence_penalty", "presence_penalty"}, {"frequencyPenalty", "frequency_penalty", "frequency_penalty"}} {
+		if v := get(f[0], f[1]); v.Type == gjson.Number {
+			t.setRaw(f[2], v.Raw)
+		}
+	}
+	if stop := get("stopSequences", "stop_sequences"); stop.IsArray() {
+		if n := len(stop.Array()); n > maxOpenAIStops {
+			t.fail("%d stop sequences, OpenAI accepts %d", n, maxOpenAIStops)
+		} else if n > 0 {
+			t.setRaw("stop", stop.Raw)
+		}
+	}
+	if mt := get("responseMimeType", "response_mime_type").String(); mt == "application/json" {
+		schema := get("responseJsonSchema", "response_json_schema")
+		if schema.IsObject() {
+			t.setRaw("response_format", `{"type":"json_schema","json_schema":{"name":"response","schema":`+schema.Raw+`}}`)
+		} else if get("responseSchema", "response_schema").Exists() {
+			t.fail("responseSchema (an OpenAPI schema) has no OpenAI translation; give responseJsonSchema")
+		} else {
+			t.setRaw("response_format", `{"type":"json_object"}`)
+		}
+	} else if mt != "" && mt != "text/plain" {
+		t.fail("responseMimeType %q has no OpenAI translation", mt)
+	}
+	return t.out, t.err
+}
+
+// openAIContent turns Gemini parts into an OpenAI content: a string for
+// one text part, else an array of text and (inline image) parts. Function
+// calls and responses, files and thoughts do not translate.
+func (t *translator) openAIContent(parts gjson.Result, where string, system bool) string {
+	if !parts.IsArray() {
+		t.fail("%s has no parts", where)
+		return `""`
+	}
+	var out []string
+	texts := 0
+	parts.ForEach(func(_, p gjson.Result) bool {
+		switch {
+		case p.Get("thought").Bool():
+			t.fail("%s has a thought part", where)
+		case p.Get("text").Exists():
+			out = append(out, `{"type":"text","text":`+t.text(p)+`}`)
+			texts++
+		case p.Get("inlineData").Exists() || p.Get("inline_data").Exists():
+			d := p.Get("inlineData")
+			if !d.Exists() {
+				d = p.Get("inline_data")
+			}
+			mt := d.Get("mimeType").String()
+			if mt == "" {
+				mt = d.Get("mime_type").String()
+			}
+			if system || !strings.HasPrefix(mt, "image/") {
+				t.fail("%s has inline data of type %q", where, mt)
+				return false
+			}
+			b, err := sjson.SetBytes([]byte(`{"type":"image_url"}`), "image_url.url", "data:"+mt+";base64,"+d.Get("data").String())
+			if err != nil {
+				t.fail("%s: image: %v", where, err)
+				return false
+			}
+			out = append(out, string(b))
+		default:
+			var kind string
+			p.ForEach(func(k, _ gjson.Result) bool { kind = k.String(); return false })
+			t.fail("%s has a %s part", where, kind)
+		}
+		return t.err == nil
+	})
+	if len(out) == 1 && texts == 1 {
+		return parts.Get("0.text").Raw
+	}
+	return "[" + strings.Join(out, ",") + "]"
+}
