@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/tidwall/gjson"
 
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/limiter/redisbudget"
@@ -88,15 +87,16 @@ func (b *batch) routeAt(name string, shape providers.Format, at registry.Endpoin
 	return rt, entry, nil
 }
 
-// inputShape reports the wire format of the input's first request line:
-// Anthropic for {"params":...}, OpenAI otherwise. It reads through the
-// source, which a pipe has been spooled to, so nothing is consumed.
+// inputShape reports the wire format of the input's first request line
+// (registry.ShapeOf: Anthropic for {"params":...}, Gemini for
+// {"request":...}, OpenAI otherwise). It reads through the source, which a
+// pipe has been spooled to, so nothing is consumed.
 func inputShape(src *runner.Source) providers.Format {
 	line, err := src.FirstLine()
-	if err == nil && gjson.GetBytes(line, "params").Exists() {
-		return providers.FormatAnthropic
+	if err != nil {
+		return providers.FormatOpenAI
 	}
-	return providers.FormatOpenAI
+	return registry.ShapeOf(line)
 }
 
 // newBudget is the in-process budget, or with --redis one shared through

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -47,13 +48,13 @@ type Provider struct {
 var _ providers.Provider = (*Provider)(nil)
 
 // New returns a Provider posting to cfg.BaseURL + "/models/{model}:…"
-// with the key in x-goog-api-key. A nil cfg.HTTPClient is replaced by
+// (a bare host gets /v1beta) with the key in x-goog-api-key. A nil cfg.HTTPClient is replaced by
 // providers.NewHTTPClient, once, so every Send shares one connection pool.
 func New(cfg providers.Config) *Provider {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = providers.NewHTTPClient(0)
 	}
-	p := &Provider{cfg: cfg, base: strings.TrimRight(cfg.BaseURL, "/")}
+	p := &Provider{cfg: cfg, base: apiRoot(cfg.BaseURL)}
 	p.wire = providers.Wire{
 		Header:          header(cfg.APIKey),
 		RequestIDHeader: requestIDHeader,
@@ -69,6 +70,20 @@ func header(key string) http.Header {
 		"X-Goog-Api-Key": {key},
 		"Content-Type":   {"application/json"},
 	}
+}
+
+// apiVersion is the API version a base URL without a path gets, as
+// Google's SDKs add it to GOOGLE_GEMINI_BASE_URL.
+const apiVersion = "v1beta"
+
+// apiRoot is base without a trailing slash, with /v1beta added when base
+// is a bare host.
+func apiRoot(base string) string {
+	base = strings.TrimRight(base, "/")
+	if u, err := url.Parse(base); err == nil && u.Host != "" && u.Path == "" {
+		return base + "/" + apiVersion
+	}
+	return base
 }
 
 // Name returns "gemini".

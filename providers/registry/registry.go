@@ -15,6 +15,7 @@ import (
 	"github.com/llmrun/llmrun/providers"
 	"github.com/llmrun/llmrun/providers/anthropic"
 	"github.com/llmrun/llmrun/providers/azure"
+	"github.com/llmrun/llmrun/providers/gemini"
 	"github.com/llmrun/llmrun/providers/openai"
 )
 
@@ -110,6 +111,19 @@ var anthropicAdmission = providers.Admission{Output: providers.ReserveExpected, 
 // the deployment is expected to produce, not its max tokens.
 var azureAdmission = providers.Admission{Output: providers.ReserveExpected}
 
+func newGemini(cfg providers.Config) providers.Provider { return gemini.New(cfg) }
+
+// geminiLine reports a line in Gemini's batch shape ({"key", "request"}).
+func geminiLine(line []byte) bool { return gjson.GetBytes(line, "request").IsObject() }
+
+// geminiAdmission: Gemini meters input tokens (its TPM) and requests, not
+// max output, so a request reserves the output it is expected to produce;
+// its prompt is the contents' text.
+var geminiAdmission = providers.Admission{
+	Text:   func(req *providers.Request) []byte { return providers.ContentsText(req.Body) },
+	Output: providers.ReserveExpected,
+}
+
 // table is every provider, in the order Infer tries their keys.
 var table = []Entry{
 	{
@@ -128,6 +142,12 @@ var table = []Entry{
 		New: azure.New, NewBatch: azure.NewBatch, Admission: azureAdmission, Validate: azure.Check, Model: azure.Deployment,
 	},
 	{
+		// GOOGLE_API_KEY wins when both are set, as in Google's SDKs.
+		Name: gemini.Name, Format: providers.FormatGemini,
+		KeyEnv: []string{"GOOGLE_API_KEY", "GEMINI_API_KEY"}, BaseURLEnv: "GOOGLE_GEMINI_BASE_URL", DefaultBaseURL: gemini.DefaultBaseURL,
+		KeyOptional: providers.LocalURL, New: newGemini, Admission: geminiAdmission, Claims: geminiLine,
+	},
+	{
 		Name: "mock-openai", Format: providers.FormatOpenAI, Mock: true, MockPath: "/v1",
 		New: newOpenAI, NewBatch: newOpenAIBatch,
 	},
@@ -140,6 +160,10 @@ var table = []Entry{
 		// --api-version.
 		Name: "mock-azure", Format: providers.FormatOpenAI, Mock: true, MockPath: "/openai",
 		New: azure.New, NewBatch: azure.NewBatch, Admission: azureAdmission, Validate: azure.Check, Model: azure.Deployment,
+	},
+	{
+		Name: "mock-gemini", Format: providers.FormatGemini, Mock: true, MockPath: "/v1beta",
+		New: newGemini, Admission: geminiAdmission,
 	},
 }
 

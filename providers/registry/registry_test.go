@@ -34,10 +34,10 @@ func TestTableIsComplete(t *testing.T) {
 			t.Errorf("%s: no key variable or endpoint", e.Name)
 		}
 	}
-	if want := []string{"openai", "anthropic", "azure", "mock", "mock-openai", "mock-anthropic", "mock-azure"}; !slices.Equal(Names(), want) {
+	if want := []string{"openai", "anthropic", "azure", "gemini", "mock", "mock-openai", "mock-anthropic", "mock-azure", "mock-gemini"}; !slices.Equal(Names(), want) {
 		t.Errorf("Names() = %v, want %v", Names(), want)
 	}
-	if _, err := Lookup("gemini-ultra"); err == nil || !strings.Contains(err.Error(), "openai, anthropic, azure, mock") {
+	if _, err := Lookup("gemini-ultra"); err == nil || !strings.Contains(err.Error(), "openai, anthropic, azure, gemini, mock") {
 		t.Errorf("Lookup of an unknown name: %v", err)
 	}
 }
@@ -57,6 +57,9 @@ func TestResolveAndInfer(t *testing.T) {
 		"neutral lines: the provider with a key":  {"", providers.FormatOpenAI, env("ANTHROPIC_API_KEY", "k"), "anthropic"},
 		"neutral lines: Azure's key":              {"", providers.FormatOpenAI, env("AZURE_OPENAI_API_KEY", "k"), "azure"},
 		"neutral lines, no key: OpenAI (and ask)": {"", providers.FormatOpenAI, env(), "openai"},
+		"mock follows a Gemini input":             {"mock", providers.FormatGemini, env(), "mock-gemini"},
+		"Gemini lines go to Gemini":               {"", providers.FormatGemini, env("OPENAI_API_KEY", "k"), "gemini"},
+		"neutral lines: Gemini's key":             {"", providers.FormatOpenAI, env("GEMINI_API_KEY", "k"), "gemini"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -134,6 +137,8 @@ func TestAdmissionRules(t *testing.T) {
 		"mock-anthropic": {providers.ReserveExpected, 200},
 		"azure":          {providers.ReserveExpected, 1000}, // generated tokens count, not max tokens
 		"mock-azure":     {providers.ReserveExpected, 1000},
+		"gemini":         {providers.ReserveExpected, 1000},
+		"mock-gemini":    {providers.ReserveExpected, 1000},
 	} {
 		e, _ := Lookup(name)
 		if e.Admission.Output != want.out || e.Admission.InputCharged(u) != want.charged {
@@ -146,7 +151,8 @@ func TestShapeOf(t *testing.T) {
 	for line, want := range map[string]providers.Format{
 		`{"custom_id":"a","params":{"model":"claude-x","max_tokens":5,"messages":[]}}`:                           providers.FormatAnthropic,
 		`{"custom_id":"b","method":"POST","url":"/v1/chat/completions","body":{"model":"gpt-4o","messages":[]}}`: providers.FormatOpenAI,
-		`{"custom_id":"c","prompt":"hi"}`: providers.FormatOpenAI,
+		`{"custom_id":"c","prompt":"hi"}`:                                providers.FormatOpenAI,
+		`{"key":"d","request":{"contents":[{"parts":[{"text":"hi"}]}]}}`: providers.FormatGemini,
 	} {
 		if got := ShapeOf([]byte(line)); got != want {
 			t.Errorf("ShapeOf(%s) = %v, want %v", line, got, want)
@@ -239,5 +245,28 @@ func TestLocalServersAndNoAuth(t *testing.T) {
 	}
 	if _, err := noAuth.Provider(oa, "https://gateway.example.com/v1"); err != nil {
 		t.Errorf("--no-auth needs no key anywhere: %v", err)
+	}
+}
+
+// TestGeminiEntry: Google's SDKs' key and endpoint variables (the key in
+// GOOGLE_API_KEY wins; a bare host gets the API version), and the prompt
+// the budget counts is the contents' text.
+func TestGeminiEntry(t *testing.T) {
+	e, _ := Lookup("gemini")
+	if k := e.Key(env("GEMINI_API_KEY", "g", "GOOGLE_API_KEY", "o")); k != "o" {
+		t.Errorf("both set: key %q, want GOOGLE_API_KEY's", k)
+	}
+	if k := e.Key(env("GEMINI_API_KEY", "g")); k != "g" {
+		t.Errorf("GEMINI_API_KEY: key %q", k)
+	}
+	s := NewSet(env("GEMINI_API_KEY", "g", "GOOGLE_GEMINI_BASE_URL", "http://proxy:8080/"), providers.Config{})
+	defer s.Close()
+	p, err := s.Provider(e, "")
+	if err != nil || p.Format() != providers.FormatGemini || p.BaseURL() != "http://proxy:8080" {
+		t.Fatalf("%v %v", p, err)
+	}
+	req := &providers.Request{Body: []byte(`{"systemInstruction":{"parts":[{"text":"Be terse."}]},"contents":[{"role":"user","parts":[{"text":"Hi"},{"inlineData":{"mimeType":"image/png","data":"AA=="}}]},{"role":"model","parts":[{"text":"Yo"}]}]}`)}
+	if got := string(e.Admission.PromptText(req)); got != "Be terse.\nHi\nYo\n" {
+		t.Errorf("prompt text %q", got)
 	}
 }
