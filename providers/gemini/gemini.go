@@ -65,11 +65,13 @@ func New(cfg providers.Config) *Provider {
 	return p
 }
 
+// header carries the key, if any (a local server may take none).
 func header(key string) http.Header {
-	return http.Header{
-		"X-Goog-Api-Key": {key},
-		"Content-Type":   {"application/json"},
+	h := http.Header{"Content-Type": {"application/json"}}
+	if key != "" {
+		h.Set("X-Goog-Api-Key", key)
 	}
+	return h
 }
 
 // apiVersion is the API version a base URL without a path gets, as
