@@ -90,7 +90,7 @@ func openBatchRecords(t *testing.T, out string) []runner.BatchRecord {
 	return recs
 }
 
-var batchProviders = []string{"openai", "anthropic"}
+var batchProviders = []string{"openai", "anthropic", "gemini"}
 
 func TestBatchModeMatchesSync(t *testing.T) {
 	for _, provider := range batchProviders {

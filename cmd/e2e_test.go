@@ -92,11 +92,14 @@ func readLines(t *testing.T, path string) map[string]gjson.Result {
 	return out
 }
 
-// answerText extracts the answer text from an output line of either format.
+// answerText extracts the answer text from an output line of any format.
 func answerText(l gjson.Result) string {
 	body := l.Get("response.body")
 	if c := body.Get("choices.0.message.content"); c.Exists() {
 		return c.Str
+	}
+	if body.Get("candidates").Exists() {
+		return geminiText(l)
 	}
 	var s strings.Builder
 	body.Get("content").ForEach(func(_, b gjson.Result) bool {
@@ -110,6 +113,7 @@ func mockEnv(url string) map[string]string {
 	return map[string]string{
 		"OPENAI_API_KEY": "sk-test-openai-0123456789", "OPENAI_BASE_URL": url + "/v1",
 		"ANTHROPIC_API_KEY": "sk-ant-test-0123456789", "ANTHROPIC_BASE_URL": url,
+		"GEMINI_API_KEY": "gm-test-key-0123456789", "GOOGLE_GEMINI_BASE_URL": url,
 	}
 }
 

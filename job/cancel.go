@@ -93,7 +93,7 @@ func cancelAll(ctx context.Context, io *IO, recs []runner.BatchRecord, baseURL s
 		var pe *providers.Error
 		switch {
 		case err == nil:
-			io.infof("batch %s (%s, %d requests): %s", rec.ID, rec.Provider, len(rec.IDs), job.Status)
+			io.infof("batch %s (%s, %d requests): cancel requested; %s", rec.ID, rec.Provider, len(rec.IDs), job.Status)
 		case errors.As(err, &pe) && pe.Status == 400:
 			// Ended already (or ending): nothing left to stop.
 			io.infof("batch %s: not cancelled: %s", rec.ID, pe.Message)

@@ -55,6 +55,16 @@ type batchRow struct {
 	// resultsEarly: Results of a running batch fails (rather than finding
 	// no result files yet).
 	resultsEarly bool
+	// noErrorIDs: errored results carry no request id (Gemini's Status).
+	noErrorIDs bool
+	// omitsUnrun: an expired or cancelled batch has no results for the
+	// requests that never ran (Gemini); the runner reports those.
+	omitsUnrun bool
+	// window is how long a batch may run before it expires (0: 24 h) and
+	// windowDone how many of 10 items the mock has done by then with a
+	// 100 h BatchDelay.
+	window     time.Duration
+	windowDone int
 
 	// The wire at the mock.
 	wire batchWire
@@ -66,9 +76,19 @@ type batchWire struct {
 	// create creates a batch of reqs (custom_id → body) over raw HTTP and
 	// returns the created batch object.
 	create func(t *testing.T, srv *httptest.Server, reqs []batchReq) map[string]any
-	// get is the batch object's path; status names its status field.
-	get    func(id string) string
-	status string
+	// get is the batch object's path; status names its status field, or
+	// stateOf reads it in the client's words (where they differ);
+	// countsAt is the path of its request counts (nil: request_counts).
+	get      func(id string) string
+	status   string
+	stateOf  func(b map[string]any) any
+	countsAt []any
+	// cancel asks to cancel a batch and returns the status and the batch
+	// as then seen; nil POSTs get(id)+"/cancel", answered with the batch.
+	cancel func(t *testing.T, srv *httptest.Server, id string) (int, map[string]any)
+	// inline: the results come with the batch object, from no endpoint
+	// of their own.
+	inline bool
 	// results reads an ended batch's result lines (all of them).
 	results func(t *testing.T, srv *httptest.Server, b map[string]any) []byte
 	// bodyAt is where a result line holds the answer body.
@@ -104,7 +124,7 @@ type batchStep struct {
 	counts batchCounts
 }
 
-var batchRows = []batchRow{openAIBatchRow, anthropicBatchRow, azureBatchRow}
+var batchRows = []batchRow{openAIBatchRow, anthropicBatchRow, azureBatchRow, geminiBatchRow}
 
 // azureBatchRow is OpenAI's batch API under an Azure resource's /openai,
 // with a classic api-version in the base URL's query (merged into every

@@ -142,7 +142,7 @@ func TestBatchRoundTrip(t *testing.T) {
 					t.Errorf("%s: %+v %s", it.CustomID, got, got.Body)
 				}
 			case providers.OutcomeErrored:
-				if got.Status != 500 || got.Err.Class != providers.ClassServer || got.Err.Type != r.serverErr || got.RequestID == "" {
+				if got.Status != 500 || got.Err.Class != providers.ClassServer || got.Err.Type != r.serverErr || (!r.noErrorIDs && got.RequestID == "") {
 					t.Errorf("%s: %+v", it.CustomID, got.Err)
 				}
 			default:
@@ -185,7 +185,7 @@ func TestBatchExpiredAndCancelled(t *testing.T) {
 					t.Errorf("%+v", res.Err)
 				}
 			}
-			if n[providers.OutcomeSucceeded] != 3 || n[providers.OutcomeExpired] != 3 {
+			if n[providers.OutcomeSucceeded] != 3 || n[providers.OutcomeExpired] != 3 && !r.omitsUnrun || n[providers.OutcomeExpired] != 0 && r.omitsUnrun {
 				t.Errorf("outcomes %v", n)
 			}
 		})
@@ -203,10 +203,14 @@ func TestBatchExpiredAndCancelled(t *testing.T) {
 			if job.Status != r.cancelled || !job.Ended || job.Canceled != 4 {
 				t.Fatalf("%+v", job)
 			}
-			for _, res := range batchCollect(t, b, job) {
+			res := batchCollect(t, b, job)
+			for _, res := range res {
 				if res.Outcome != providers.OutcomeCanceled || res.Err.Code != "batch_cancelled" {
 					t.Errorf("%+v", res)
 				}
+			}
+			if r.omitsUnrun != (len(res) == 0) {
+				t.Errorf("%d results of requests that never ran", len(res))
 			}
 			if _, err := b.Cancel(ctx, job.ID); providers.ClassOf(err) != providers.ClassInvalid {
 				t.Errorf("cancel of an ended batch: %v", err)
@@ -403,11 +407,11 @@ func TestBatchMockLifecycle(t *testing.T) {
 		reqs := r.reqs(10, "row-")
 		b := r.wire.create(t, srv, reqs)
 		id := b["id"].(string)
-		if b[r.wire.status] != r.created || !strings.HasPrefix(id, r.idPrefix) || batchCountsOf(b) != r.wire.counts(batchCounts{total: 10}) {
+		if r.wire.state(b) != r.created || !strings.HasPrefix(id, r.idPrefix) || r.wire.countsOf(b) != r.wire.counts(batchCounts{total: 10}) {
 			t.Fatalf("created batch %v", b)
 		}
 		r.wire.createdFields(t, b)
-		if r.resultsEarly {
+		if r.resultsEarly && !r.wire.inline {
 			batchWant(t, batchGet(t, srv, r.wire.get(id)+"/results"), 400)
 		}
 		start, elapsed := clk.Now(), time.Duration(0)
@@ -415,8 +419,8 @@ func TestBatchMockLifecycle(t *testing.T) {
 			clk.Advance(s.at - elapsed)
 			elapsed = s.at
 			b = batchDecode(t, batchWant(t, batchGet(t, srv, r.wire.get(id)), 200))
-			if b[r.wire.status] != s.status || batchCountsOf(b) != r.wire.counts(s.counts) {
-				t.Fatalf("at %v: %s %s, want %s %s", s.at, b[r.wire.status], batchCountsOf(b), s.status, r.wire.counts(s.counts))
+			if r.wire.state(b) != s.status || r.wire.countsOf(b) != r.wire.counts(s.counts) {
+				t.Fatalf("at %v: %s %s, want %s %s", s.at, r.wire.state(b), r.wire.countsOf(b), s.status, r.wire.counts(s.counts))
 			}
 		}
 		r.wire.endedFields(t, srv, b, "completed", start.Add(100*time.Second))
@@ -445,7 +449,9 @@ func TestBatchMockLifecycle(t *testing.T) {
 		if again := batchDecode(t, batchGet(t, srv, r.wire.get(id)).body); !reflect.DeepEqual(again, b) || !bytes.Equal(r.wire.results(t, srv, again), data) || m.Stats().BatchSucceeded != 10 {
 			t.Errorf("second look %v", again)
 		}
-		batchWant(t, batchPost(t, srv, r.wire.get(id)+"/cancel", ""), 400)
+		if status, _ := r.wire.doCancel(t, srv, id); status != 400 {
+			t.Errorf("cancel of an ended batch: %d", status)
+		}
 	})
 }
 
@@ -483,15 +489,15 @@ func TestBatchMockFailures(t *testing.T) {
 		if len(lines) != 41 || errs < 5 || r.wire.outcome(lines["bad"]) != "errored" {
 			t.Fatalf("%d errors, %d outputs; bad: %v", errs, outs, lines["bad"])
 		}
-		if got := batchCountsOf(b); got != r.wire.counts(batchCounts{total: 41, ok: outs, failed: errs}) {
+		if got := r.wire.countsOf(b); got != r.wire.counts(batchCounts{total: 41, ok: outs, failed: errs}) {
 			t.Errorf("counts %s", got)
 		}
 		if st := m.Stats(); st.BatchErrored != int64(errs) || st.BatchSucceeded != int64(outs) {
 			t.Errorf("stats %+v", st)
 		}
 		// The same items fail on every server with the same seed.
-		if b2, _, _ := run(); batchCountsOf(b2) != batchCountsOf(b) {
-			t.Errorf("not deterministic: %s vs %s", batchCountsOf(b2), batchCountsOf(b))
+		if b2, _, _ := run(); r.wire.countsOf(b2) != r.wire.countsOf(b) {
+			t.Errorf("not deterministic: %s vs %s", r.wire.countsOf(b2), r.wire.countsOf(b))
 		}
 		// Not in input order: clients must join on custom_id.
 		if i1, i2, i3 := bytes.Index(data, []byte(`"row-001"`)), bytes.Index(data, []byte(`"row-002"`)), bytes.Index(data, []byte(`"row-003"`)); i1 < i2 && i2 < i3 {
@@ -500,7 +506,7 @@ func TestBatchMockFailures(t *testing.T) {
 	})
 }
 
-// TestBatchMockExpireAndCancel: expiry (BatchExpire, and the 24 h window)
+// TestBatchMockExpireAndCancel: expiry (BatchExpire, and the completion window)
 // and a cancel part-way, as the mock shows them.
 func TestBatchMockExpireAndCancel(t *testing.T) {
 	eachBatch(t, func(t *testing.T, r batchRow) {
@@ -513,7 +519,7 @@ func TestBatchMockExpireAndCancel(t *testing.T) {
 			id := r.wire.create(t, srv, r.reqs(9, "row-"))["id"].(string)
 			clk.Advance(time.Minute)
 			b := batchDecode(t, batchGet(t, srv, r.wire.get(id)).body)
-			if b[r.wire.status] != r.expired || batchCountsOf(b) != r.wire.counts(batchCounts{total: 9, ok: 4, expired: 5}) {
+			if r.wire.state(b) != r.expired || r.wire.countsOf(b) != r.wire.counts(batchCounts{total: 9, ok: 4, expired: 5}) {
 				t.Fatalf("batch %v", b)
 			}
 			r.wire.endedFields(t, srv, b, "expired", clk.Now())
@@ -521,7 +527,11 @@ func TestBatchMockExpireAndCancel(t *testing.T) {
 			for i := range 9 {
 				cid := fmt.Sprintf("row-%03d", i)
 				r.wire.check(t, lines[cid])
-				if got := r.wire.outcome(lines[cid]); i < 4 && got != "succeeded" || i >= 4 && got != "expired" {
+				want := "expired"
+				if r.omitsUnrun {
+					want = "" // no line at all
+				}
+				if got := r.wire.outcome(lines[cid]); i < 4 && got != "succeeded" || i >= 4 && got != want {
 					t.Errorf("%s: %v", cid, lines[cid])
 				}
 			}
@@ -533,10 +543,13 @@ func TestBatchMockExpireAndCancel(t *testing.T) {
 			clk := newBatchClock()
 			srv, _ := batchMock(t, mock.Config{BatchDelay: 100 * time.Hour}, clk)
 			id := r.wire.create(t, srv, r.reqs(10, "row-"))["id"].(string)
-			clk.Advance(24 * time.Hour)
 			// Done by 24 h: OpenAI works from 10 h to 90 h (1 item), Anthropic from 0 to 100 h (2).
-			done := map[bool]int{true: 1, false: 2}[r.labels]
-			if b := batchDecode(t, batchGet(t, srv, r.wire.get(id)).body); b[r.wire.status] != r.expired || batchCountsOf(b) != r.wire.counts(batchCounts{total: 10, ok: done, expired: 10 - done}) {
+			window, done := 24*time.Hour, map[bool]int{true: 1, false: 2}[r.labels]
+			if r.window != 0 {
+				window, done = r.window, r.windowDone
+			}
+			clk.Advance(window)
+			if b := batchDecode(t, batchGet(t, srv, r.wire.get(id)).body); r.wire.state(b) != r.expired || r.wire.countsOf(b) != r.wire.counts(batchCounts{total: 10, ok: done, expired: 10 - done}) {
 				t.Fatalf("batch %v", b)
 			}
 		})
@@ -545,18 +558,18 @@ func TestBatchMockExpireAndCancel(t *testing.T) {
 			srv, m := batchMock(t, mock.Config{BatchDelay: 100 * time.Second}, clk)
 			id := r.wire.create(t, srv, r.reqs(10, "c"))["id"].(string)
 			clk.Advance(35 * time.Second) // 3 of 10 done
-			b := batchDecode(t, batchWant(t, batchPost(t, srv, r.wire.get(id)+"/cancel", ""), 200))
-			if b[r.wire.status] != r.cancelling {
+			status, b := r.wire.doCancel(t, srv, id)
+			if status != 200 || r.wire.state(b) != r.cancelling {
 				t.Fatalf("cancel answer %v", b)
 			}
 			r.wire.cancelFields(t, b, clk.Now())
 			clk.Advance(5 * time.Second)
-			if b := batchDecode(t, batchGet(t, srv, r.wire.get(id)).body); b[r.wire.status] != r.cancelling {
-				t.Fatalf("status %v", b[r.wire.status])
+			if b := batchDecode(t, batchGet(t, srv, r.wire.get(id)).body); r.wire.state(b) != r.cancelling {
+				t.Fatalf("status %v", r.wire.state(b))
 			}
 			clk.Advance(5 * time.Second)
 			b = batchDecode(t, batchGet(t, srv, r.wire.get(id)).body)
-			if b[r.wire.status] != r.cancelled || batchCountsOf(b) != r.wire.counts(batchCounts{total: 10, ok: 3, canceled: 7}) {
+			if r.wire.state(b) != r.cancelled || r.wire.countsOf(b) != r.wire.counts(batchCounts{total: 10, ok: 3, canceled: 7}) {
 				t.Fatalf("batch %v", b)
 			}
 			r.wire.endedFields(t, srv, b, "cancelled", clk.Now())
@@ -567,13 +580,19 @@ func TestBatchMockExpireAndCancel(t *testing.T) {
 					canceled++
 				}
 			}
-			if canceled != 7 || r.wire.outcome(lines["c000"]) != "succeeded" || r.wire.outcome(lines["c009"]) != "canceled" {
+			want, last := 7, "canceled"
+			if r.omitsUnrun {
+				want, last = 0, "" // no lines at all
+			}
+			if canceled != want || r.wire.outcome(lines["c000"]) != "succeeded" || r.wire.outcome(lines["c009"]) != last {
 				t.Errorf("results %v", lines)
 			}
 			if st := m.Stats(); st.BatchesCanceled != 1 || st.BatchCanceledItems != 7 {
 				t.Errorf("stats %+v", st)
 			}
-			batchWant(t, batchPost(t, srv, r.wire.get(id)+"/cancel", ""), 400)
+			if status, _ := r.wire.doCancel(t, srv, id); status != 400 {
+				t.Errorf("cancel of an ended batch: %d", status)
+			}
 		})
 	})
 }
@@ -663,9 +682,36 @@ func batchPath(v any, keys ...any) any {
 	return v
 }
 
-func batchCountsOf(b map[string]any) string {
-	c, _ := json.Marshal(b["request_counts"])
+// state is the batch object's status, in the client's words.
+func (w batchWire) state(b map[string]any) any {
+	if w.stateOf != nil {
+		return w.stateOf(b)
+	}
+	return b[w.status]
+}
+
+// countsOf is the batch object's request counts, as JSON.
+func (w batchWire) countsOf(b map[string]any) string {
+	at := w.countsAt
+	if at == nil {
+		at = []any{"request_counts"}
+	}
+	c, _ := json.Marshal(batchPath(b, at...))
 	return string(c)
+}
+
+// doCancel asks to cancel batch id and returns the status and the batch
+// object the answer shows.
+func (w batchWire) doCancel(t *testing.T, srv *httptest.Server, id string) (int, map[string]any) {
+	t.Helper()
+	if w.cancel != nil {
+		return w.cancel(t, srv, id)
+	}
+	r := batchPost(t, srv, w.get(id)+"/cancel", "")
+	if r.status != 200 {
+		return r.status, nil
+	}
+	return r.status, batchDecode(t, r.body)
 }
 
 // batchLines decodes JSONL into objects by custom_id.

@@ -363,15 +363,21 @@ func (o *offline) submitPending(ctx context.Context) error {
 	first := !o.readSource
 	o.readSource, o.released = true, false
 	st := o.cfg.Store
-	// One batch holds one endpoint (OpenAI's is per batch): requests fill
-	// a batch per endpoint, each up to the limits in units (an embeddings
-	// request counts its inputs) and bytes.
+	// One batch holds one endpoint and one model (OpenAI's endpoint is per
+	// batch, Gemini's model): requests fill a batch per endpoint and
+	// model, each up to the limits in units (an embeddings request counts
+	// its inputs) and bytes.
 	type group struct {
 		items []*providers.Request
 		size  int64
 		units int
 	}
-	var groups [3]group
+	type groupKey struct {
+		ep    providers.Endpoint
+		model string
+	}
+	groups := map[groupKey]*group{}
+	var order []groupKey // first seen first, for a deterministic flush
 	flush := func(g *group) error {
 		if len(g.items) == 0 {
 			return nil
@@ -409,14 +415,20 @@ func (o *offline) submitPending(ctx context.Context) error {
 		item := providers.BatchItem{CustomID: sent, Body: req.Body, Endpoint: req.Endpoint}
 		n, u := o.cfg.Client.ItemSize(item), providers.BatchUnits(item)
 		switch {
-		case int(req.Endpoint) >= len(groups):
+		case int(req.Endpoint) >= numBatchEndpoints:
 			return o.failOne(req, "unsupported_endpoint", "the "+req.Endpoint.String()+" endpoint has no batch API")
 		case n > o.maxBytes:
 			return o.failOne(req, "too_large_for_batch", fmt.Sprintf("the request takes %d bytes in a batch, more than the batch limit of %d; run it with --mode sync", n, o.maxBytes))
 		case u > o.maxItems:
 			return o.failOne(req, "too_large_for_batch", fmt.Sprintf("the request holds %d inputs, more than a batch takes (%d); run it with --mode sync", u, o.maxItems))
 		}
-		g := &groups[req.Endpoint]
+		k := groupKey{req.Endpoint, req.Model}
+		g := groups[k]
+		if g == nil {
+			g = &group{}
+			groups[k] = g
+			order = append(order, k)
+		}
 		if g.units+u > o.maxItems || g.size+n > o.maxBytes {
 			if err := flush(g); err != nil {
 				return err
@@ -430,13 +442,17 @@ func (o *offline) submitPending(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for i := range groups {
-		if err := flush(&groups[i]); err != nil {
+	for _, k := range order {
+		if err := flush(groups[k]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// numBatchEndpoints is how many endpoints have batch APIs: chat,
+// responses and embeddings.
+const numBatchEndpoints = 3
 
 // mappedIDFor is the id a request is sent under when its own is rejected:
 // "llmrun-<line>" (made unique within its batch by submit).

@@ -440,6 +440,32 @@ func TestOfflineSplitsByItemsAndBytes(t *testing.T) {
 			t.Errorf("%d submits", fc.submits)
 		}
 	})
+	t.Run("one model per batch", func(t *testing.T) {
+		// Gemini's batch names one model (OpenAI's file takes one too):
+		// the models interleaved in the input go to a batch each.
+		fx := newOfflineFixture(t)
+		var b bytes.Buffer
+		for i := range 6 {
+			line, _ := json.Marshal(map[string]any{"custom_id": fmt.Sprint("m", i), "prompt": "q", "model": fmt.Sprint("model-", i%2)})
+			b.Write(append(line, '\n'))
+		}
+		if err := os.WriteFile(fx.in, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fc := &fakeBatches{endAfter: 1}
+		if _, err, log := fx.run(t, context.Background(), fc, nil); err != nil || fc.submits != 2 {
+			t.Fatalf("%v, %d submits\n%s", err, fc.submits, log)
+		}
+		for id, j := range fc.jobs {
+			models := map[string]bool{}
+			for _, it := range j.items {
+				models[gjson.GetBytes(it.Body, "model").Str] = true
+			}
+			if len(j.items) != 3 || len(models) != 1 {
+				t.Errorf("%s: %d items of models %v", id, len(j.items), models)
+			}
+		}
+	})
 	t.Run("bytes counted under the id sent", func(t *testing.T) {
 		// Long valid ids are sent as they are: sizing them as short mapped
 		// ids would overfill the batch, which the fake rejects.

@@ -26,13 +26,15 @@ import (
 //
 //	OpenAI     validating [0, D/10) → in_progress [D/10, 9D/10) → finalizing [9D/10, D) → completed at D
 //	Anthropic  in_progress [0, D) → ended at D
+//	Gemini     PENDING [0, D/10) → RUNNING [D/10, D) (items done over [D/10, 9D/10)) → SUCCEEDED at D
 //
 // Items are processed in input order, at an even pace over the in_progress
 // span. A cancel at time c keeps the items processed by c, shows
 // cancelling/canceling until c+D/10 and then ends the batch (cancelled,
-// ended) with the rest not executed. With BatchExpire the batch processes
+// ended; Gemini stays RUNNING, having no cancelling state) with the rest
+// not executed. With BatchExpire the batch processes
 // only the first half of its items (n/2, rounded down) and expires at D;
-// a BatchDelay past the 24 h completion window expires at 24 h with what
+// a BatchDelay past the completion window (24 h; Gemini 48 h) expires then with what
 // was processed by then.
 
 // Batch limits of the providers (Config.BatchMaxItems/BatchMaxBytes override).
@@ -43,8 +45,17 @@ const (
 	anthropicBatchMaxBytes = 256 << 20
 )
 
-// batchWindow is the completion window of both APIs.
+// batchWindow is the completion window of OpenAI's and Anthropic's
+// batches; Gemini's runs 48 hours (geminiBatchWindow).
 const batchWindow = 24 * time.Hour
+
+// window is how long b may run before it expires.
+func (b *mbatch) window() time.Duration {
+	if b.d.tag() == 'g' {
+		return geminiBatchWindow
+	}
+	return batchWindow
+}
 
 // batchStore holds the files and batches of a Server. Lock order: mu before
 // Server.mu.
@@ -129,6 +140,9 @@ type mbatch struct {
 	d       dialect
 	created time.Time
 	items   []bitem
+
+	// Gemini only: the displayName.
+	name string
 
 	// OpenAI only.
 	inputFile, endpoint string
@@ -218,7 +232,7 @@ func (s *Server) target(b *mbatch) int {
 // workSpan is when items are processed.
 func (s *Server) workSpan(b *mbatch) (from, to time.Time) {
 	d := s.cfg.BatchDelay
-	if b.d.tag() == 'o' {
+	if b.d.tag() == 'o' || b.d.tag() == 'g' {
 		return b.created.Add(d / 10), b.created.Add(d - d/10)
 	}
 	return b.created, b.created.Add(d)
@@ -246,7 +260,7 @@ func (s *Server) settle(b *mbatch, now time.Time) {
 		return
 	}
 	d := s.cfg.BatchDelay
-	end, expires := b.created.Add(d), b.created.Add(batchWindow)
+	end, expires := b.created.Add(d), b.created.Add(b.window())
 	switch {
 	case !b.cancelAt.IsZero():
 		if at := b.cancelAt.Add(d / 10); !now.Before(at) {
@@ -393,19 +407,22 @@ func errBatchTooLarge(msg string) *apiError {
 // registerBatchRoutes adds the batch endpoints of both APIs to the mux.
 func (s *Server) registerBatchRoutes() {
 	for pattern, h := range map[string]http.HandlerFunc{
-		"POST /v1/files":                        s.handleFileUpload,
-		"GET /v1/files":                         s.handleFileList,
-		"GET /v1/files/{id}":                    s.handleFileGet,
-		"GET /v1/files/{id}/content":            s.handleFileContent,
-		"POST /v1/batches":                      s.handleOABatchCreate,
-		"GET /v1/batches":                       s.handleOABatchList,
-		"GET /v1/batches/{id}":                  s.handleOABatchGet,
-		"POST /v1/batches/{id}/cancel":          s.handleOABatchCancel,
-		"POST /v1/messages/batches":             s.handleANBatchCreate,
-		"GET /v1/messages/batches":              s.handleANBatchList,
-		"GET /v1/messages/batches/{id}":         s.handleANBatchGet,
-		"GET /v1/messages/batches/{id}/results": s.handleANBatchResults,
-		"POST /v1/messages/batches/{id}/cancel": s.handleANBatchCancel,
+		"POST /v1/files":                          s.handleFileUpload,
+		"GET /v1/files":                           s.handleFileList,
+		"GET /v1/files/{id}":                      s.handleFileGet,
+		"GET /v1/files/{id}/content":              s.handleFileContent,
+		"POST /v1/batches":                        s.handleOABatchCreate,
+		"GET /v1/batches":                         s.handleOABatchList,
+		"GET /v1/batches/{id}":                    s.handleOABatchGet,
+		"POST /v1/batches/{id}/cancel":            s.handleOABatchCancel,
+		"POST /v1/messages/batches":               s.handleANBatchCreate,
+		"GET /v1/messages/batches":                s.handleANBatchList,
+		"GET /v1/messages/batches/{id}":           s.handleANBatchGet,
+		"GET /v1/messages/batches/{id}/results":   s.handleANBatchResults,
+		"POST /v1/messages/batches/{id}/cancel":   s.handleANBatchCancel,
+		"GET " + geminiPrefix + "batches":         s.handleGMBatchList,
+		"GET " + geminiPrefix + "batches/{id}":    s.handleGMBatchGet,
+		"POST " + geminiPrefix + "batches/{call}": s.handleGMBatchCancel,
 	} {
 		s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 			s.batches.inFlight.Add(1)

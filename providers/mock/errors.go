@@ -21,6 +21,8 @@ type apiError struct {
 	// retryAfter is sent as retry-after (ceil seconds) and retry-after-ms
 	// when positive (Gemini: as a RetryInfo detail).
 	retryAfter time.Duration
+	// gmStatus is Gemini's status name when not the HTTP status's own.
+	gmStatus string
 	// quotaID and quotaMetric name the Gemini quota a rate limit broke,
 	// limit its value.
 	quotaID, quotaMetric string

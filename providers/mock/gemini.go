@@ -40,6 +40,10 @@ func (s *Server) handleGemini(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.handleAPI(gemini{model: model, stream: true})(w, r)
+	case "batchGenerateContent":
+		s.batches.inFlight.Add(1)
+		defer s.batches.inFlight.Add(-1)
+		s.handleGMBatchCreate(w, r, model)
 	default:
 		s.handleNotFound(w, r)
 	}
@@ -223,7 +227,11 @@ func (g gemini) errorBody(e *apiError, _ string) []byte {
 	b = append(b, `,"message":`...)
 	b = appendString(b, msg)
 	b = append(b, `,"status":"`...)
-	b = append(b, geminiStatusName(status)...)
+	if e.gmStatus != "" {
+		b = append(b, e.gmStatus...)
+	} else {
+		b = append(b, geminiStatusName(status)...)
+	}
 	b = append(b, '"')
 	if details != "" {
 		b = append(b, `,"details":[`...)

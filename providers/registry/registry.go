@@ -111,7 +111,8 @@ var anthropicAdmission = providers.Admission{Output: providers.ReserveExpected, 
 // the deployment is expected to produce, not its max tokens.
 var azureAdmission = providers.Admission{Output: providers.ReserveExpected}
 
-func newGemini(cfg providers.Config) providers.Provider { return gemini.New(cfg) }
+func newGemini(cfg providers.Config) providers.Provider         { return gemini.New(cfg) }
+func newGeminiBatch(cfg providers.Config) providers.BatchClient { return gemini.NewBatch(cfg) }
 
 // geminiLine reports a line in Gemini's batch shape ({"key", "request"}).
 func geminiLine(line []byte) bool { return gjson.GetBytes(line, "request").IsObject() }
@@ -145,7 +146,7 @@ var table = []Entry{
 		// GOOGLE_API_KEY wins when both are set, as in Google's SDKs.
 		Name: gemini.Name, Format: providers.FormatGemini,
 		KeyEnv: []string{"GOOGLE_API_KEY", "GEMINI_API_KEY"}, BaseURLEnv: "GOOGLE_GEMINI_BASE_URL", DefaultBaseURL: gemini.DefaultBaseURL,
-		KeyOptional: providers.LocalURL, New: newGemini, Admission: geminiAdmission, Claims: geminiLine,
+		KeyOptional: providers.LocalURL, New: newGemini, NewBatch: newGeminiBatch, Admission: geminiAdmission, Claims: geminiLine,
 	},
 	{
 		Name: "mock-openai", Format: providers.FormatOpenAI, Mock: true, MockPath: "/v1",
@@ -163,7 +164,7 @@ var table = []Entry{
 	},
 	{
 		Name: "mock-gemini", Format: providers.FormatGemini, Mock: true, MockPath: "/v1beta",
-		New: newGemini, Admission: geminiAdmission,
+		New: newGemini, NewBatch: newGeminiBatch, Admission: geminiAdmission,
 	},
 }
 
