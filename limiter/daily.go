@@ -75,7 +75,9 @@ type dayCount struct {
 
 // amounts is what c takes from a day: one per request, input and output
 // tokens together.
-func dayAmounts(c Cost) [2]float64 { return [2]float64{float64(c.Requests), float64(c.Input + c.Output)} }
+func dayAmounts(c Cost) [2]float64 {
+	return [2]float64{float64(c.Requests), float64(c.Input + c.Output)}
+}
 
 // NextMidnight is the first midnight in zone after now (time.Local when
 // zone is nil): when a calendar day's budget resets.
