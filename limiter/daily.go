@@ -295,19 +295,20 @@ func (d *Days) ExhaustAt(now time.Time, key string, zone *time.Location, until t
 // DayUsage is what one key used of its own day, for a later run to carry
 // on: the rerun of a job that stopped at its daily limit must not start
 // the day afresh.
+//
+// Only the key's own counts are kept: the provider's windows and
+// refusals are the provider's to say again.
 type DayUsage struct {
 	Key string `json:"key"`
-	// Reset ends the day the counts belong to.
+	// Zone names the key's time zone; Reset ends the day the counts
+	// belong to.
+	Zone     string    `json:"zone"`
 	Reset    time.Time `json:"reset"`
 	Requests float64   `json:"requests"`
 	Tokens   float64   `json:"tokens"`
-	// Blocked is when a provider's refusal for the day lifts (zero:
-	// none).
-	Blocked time.Time `json:"blocked,omitzero"`
 }
 
-// Usage returns each key's use of its current own day and any refusal
-// still in force, sorted by key.
+// Usage returns each key's use of its current own day, sorted by key.
 func (d *Days) Usage() []DayUsage {
 	now := d.now()
 	d.mu.Lock()
@@ -315,11 +316,8 @@ func (d *Days) Usage() []DayUsage {
 	var out []DayUsage
 	for name, k := range d.keys {
 		k.roll(now)
-		u := DayUsage{Key: name, Reset: k.own[0].reset, Requests: k.own[0].used, Tokens: k.own[1].used}
-		if now.Before(k.blocked) {
-			u.Blocked = k.blocked
-		}
-		if u.Requests > 0 || u.Tokens > 0 || !u.Blocked.IsZero() {
+		u := DayUsage{Key: name, Zone: k.zone.String(), Reset: k.own[0].reset, Requests: k.own[0].used, Tokens: k.own[1].used}
+		if u.Requests > 0 || u.Tokens > 0 {
 			out = append(out, u)
 		}
 	}
@@ -327,20 +325,23 @@ func (d *Days) Usage() []DayUsage {
 	return out
 }
 
-// Restore carries on from an earlier run's Usage: the counts of a day
-// not yet over, and refusals not yet lifted. zone is the zone of keys
-// created by it.
-func (d *Days) Restore(us []DayUsage, zone func(key string) *time.Location) {
+// Restore carries on from an earlier run's Usage: the counts of a day not
+// yet over are taken up; those of a day gone are dropped. A key is
+// created in the zone Usage named (the local zone if it cannot be
+// loaded).
+func (d *Days) Restore(us []DayUsage) {
 	now := d.now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, u := range us {
-		k := d.key(u.Key, zone(u.Key), now)
+		zone, err := time.LoadLocation(u.Zone)
+		if err != nil {
+			zone = time.Local
+		}
+		k := d.key(u.Key, zone, now)
+		k.roll(now)
 		if now.Before(u.Reset) && u.Reset.Equal(k.own[0].reset) {
 			k.own[0].used, k.own[1].used = u.Requests, u.Tokens
-		}
-		if now.Before(u.Blocked) && u.Blocked.After(k.blocked) {
-			k.blocked = u.Blocked
 		}
 	}
 }

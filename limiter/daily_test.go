@@ -147,44 +147,43 @@ func TestDaysExhaust(t *testing.T) {
 }
 
 // TestDaysUsageRestore: a rerun the same day carries on from the counts
-// of the run before it and from a refusal still in force; a rerun the
-// next day starts clean.
+// of the run before it, in the zone it named; a rerun the next day starts
+// clean; a provider's refusal is not carried (the provider says it again).
 func TestDaysUsageRestore(t *testing.T) {
 	now := day0
 	clock := func() time.Time { return now }
 	run1 := NewDays(DaysOptions{Defaults: DayLimits{Requests: 5}, Now: clock})
 	for range 3 {
-		run1.Take("k", time.UTC, Cost{Requests: 1, Input: 7})
+		run1.Take("k", la, Cost{Requests: 1, Input: 7})
 	}
 	run1.Exhaust("g", time.UTC, day0.Add(3*time.Hour))
+	pacific := time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)
 	u := run1.Usage()
-	if len(u) != 2 || u[1].Key != "k" || u[1].Requests != 3 || u[1].Tokens != 21 || !u[1].Reset.Equal(midnight) || !u[0].Blocked.Equal(day0.Add(3*time.Hour)) {
+	if len(u) != 1 || u[0].Key != "k" || u[0].Zone != "America/Los_Angeles" || u[0].Requests != 3 || u[0].Tokens != 21 || !u[0].Reset.Equal(pacific) {
 		t.Fatalf("usage %+v", u)
 	}
-	utc := func(string) *time.Location { return time.UTC }
 
 	now = day0.Add(time.Hour)
 	run2 := NewDays(DaysOptions{Defaults: DayLimits{Requests: 5}, Now: clock})
-	run2.Restore(u, utc)
+	run2.Restore(u)
 	for range 2 {
-		if _, err := run2.Take("k", time.UTC, Cost{Requests: 1}); err != nil {
+		if _, err := run2.Take("k", la, Cost{Requests: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err := run2.Take("k", time.UTC, Cost{Requests: 1})
-	wantDayLimit(t, err, DimRequests, 5, midnight)
-	wantDayLimit(t, run2.Check("g", time.UTC, Cost{Requests: 1}), DimNone, 0, day0.Add(3*time.Hour))
+	_, err := run2.Take("k", la, Cost{Requests: 1})
+	wantDayLimit(t, err, DimRequests, 5, pacific)
+	if err := run2.Check("g", time.UTC, Cost{Requests: 1}); err != nil {
+		t.Fatalf("a refusal was carried: %v", err)
+	}
 
-	now = midnight.Add(time.Hour)
+	now = pacific.Add(time.Hour)
 	run3 := NewDays(DaysOptions{Defaults: DayLimits{Requests: 5}, Now: clock})
-	run3.Restore(u, utc)
+	run3.Restore(u)
 	for range 5 {
-		if _, err := run3.Take("k", time.UTC, Cost{Requests: 1}); err != nil {
+		if _, err := run3.Take("k", la, Cost{Requests: 1}); err != nil {
 			t.Fatalf("next day: %v", err)
 		}
-	}
-	if err := run3.Check("g", time.UTC, Cost{Requests: 1}); err != nil {
-		t.Fatalf("the refusal lifted: %v", err)
 	}
 }
 
