@@ -1,6 +1,10 @@
 package providers
 
-import "github.com/tidwall/gjson"
+import (
+	"time"
+
+	"github.com/tidwall/gjson"
+)
 
 // Admission is a provider's rate-limit accounting: what one request
 // reserves before it is sent, and what of its response's usage settles
@@ -17,6 +21,10 @@ type Admission struct {
 	// Charged returns the input tokens of a response that count against the
 	// provider's input limit; nil counts them all.
 	Charged func(u Usage) int64
+	// DayZone is the time zone whose midnight resets the provider's daily
+	// limits (Gemini's: Pacific time), and in which --rpd and --tpd count
+	// calendar days; nil is the local zone.
+	DayZone *time.Location
 }
 
 // OutputRule says what a request reserves against the output budget.

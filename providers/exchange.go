@@ -97,7 +97,7 @@ func (c *Config) Exchange(ctx context.Context, w *Wire, body []byte, maxTokens i
 	out := &Response{
 		Status:    resp.StatusCode,
 		RequestID: resp.Header.Get(w.RequestIDHeader),
-		Limits:    ParseRateLimits(resp.Header, at),
+		Limits:    c.RateLimits(resp.Header, at),
 		TTFT:      at.Sub(start),
 	}
 	if stream {

@@ -28,15 +28,22 @@ type RateLimits struct {
 	Tokens       Window
 	InputTokens  Window
 	OutputTokens Window
+	// DayRequests and DayTokens are x-ratelimit-* windows that count per
+	// day: their reset is DayResetOver or more away, or the provider
+	// documents them so (HeaderRules).
+	DayRequests, DayTokens Window
 }
 
 // Any reports whether any dimension is known.
 func (r RateLimits) Any() bool {
-	return r.Requests.Known() || r.Tokens.Known() || r.InputTokens.Known() || r.OutputTokens.Known()
+	return r.Requests.Known() || r.Tokens.Known() || r.InputTokens.Known() || r.OutputTokens.Known() ||
+		r.DayRequests.Known() || r.DayTokens.Known()
 }
 
 // ParseRateLimits reads both header families; now resolves Anthropic's
 // RFC 3339 reset instants into durations. Unparseable values are ignored.
+// An x-ratelimit-* window resetting DayResetOver or more away is read as a
+// day's (Config.RateLimits applies a provider's own rules on top).
 func ParseRateLimits(h http.Header, now time.Time) RateLimits {
 	r := RateLimits{
 		Requests:     window(h, now, "x-ratelimit-limit-requests", "x-ratelimit-remaining-requests", "x-ratelimit-reset-requests"),
@@ -44,6 +51,7 @@ func ParseRateLimits(h http.Header, now time.Time) RateLimits {
 		InputTokens:  Window{Limit: -1, Remaining: -1},
 		OutputTokens: Window{Limit: -1, Remaining: -1},
 	}
+	dayWindows(&r)
 	if h.Get("anthropic-ratelimit-requests-limit") != "" || h.Get("anthropic-ratelimit-requests-remaining") != "" {
 		r.Requests = window(h, now, "anthropic-ratelimit-requests-limit", "anthropic-ratelimit-requests-remaining", "anthropic-ratelimit-requests-reset")
 	}

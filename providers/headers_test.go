@@ -58,7 +58,7 @@ func TestParseRateLimits(t *testing.T) {
 		h    http.Header
 		want RateLimits
 	}{
-		"none": {hdr(), RateLimits{unknown, unknown, unknown, unknown}},
+		"none": {hdr(), RateLimits{unknown, unknown, unknown, unknown, unknown, unknown}},
 		"openai": {hdr(
 			"x-ratelimit-limit-requests", "60",
 			"x-ratelimit-remaining-requests", "59",
@@ -71,6 +71,8 @@ func TestParseRateLimits(t *testing.T) {
 			Tokens:       Window{150000, 149984, 6 * time.Minute},
 			InputTokens:  unknown,
 			OutputTokens: unknown,
+			DayRequests:  unknown,
+			DayTokens:    unknown,
 		}},
 		"openai ms and bare seconds": {hdr(
 			"x-ratelimit-remaining-requests", "3",
@@ -82,12 +84,14 @@ func TestParseRateLimits(t *testing.T) {
 			Tokens:       Window{-1, 10, 59700 * time.Millisecond},
 			InputTokens:  unknown,
 			OutputTokens: unknown,
+			DayRequests:  unknown,
+			DayTokens:    unknown,
 		}},
 		"openai zero reset and junk": {hdr(
 			"x-ratelimit-limit-requests", "lots",
 			"x-ratelimit-remaining-requests", "-4",
 			"x-ratelimit-reset-requests", "0",
-		), RateLimits{unknown, unknown, unknown, unknown}},
+		), RateLimits{unknown, unknown, unknown, unknown, unknown, unknown}},
 		"anthropic": {hdr(
 			"anthropic-ratelimit-requests-limit", "1000",
 			"anthropic-ratelimit-requests-remaining", "999",
@@ -106,6 +110,8 @@ func TestParseRateLimits(t *testing.T) {
 			Tokens:       Window{96000, 95000, time.Second},
 			InputTokens:  Window{80000, 80000, 0},
 			OutputTokens: Window{16000, 15000, 0},
+			DayRequests:  unknown,
+			DayTokens:    unknown,
 		}},
 	}
 	for name, tc := range tests {

@@ -143,6 +143,9 @@ type Config struct {
 	// with ClassTooLarge instead of exhausting the machine. 0 means
 	// DefaultMaxResponseBytes; raise it for embeddings-sized answers.
 	MaxResponseBytes int64
+	// Headers are the provider's rules for its rate-limit headers (which
+	// windows count per day).
+	Headers HeaderRules
 	// Now is the clock used for latency figures and header dates; nil means time.Now.
 	Now func() time.Time
 	// UserAgent is sent on every request ("llmrun/<version>"); "" keeps

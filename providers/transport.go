@@ -306,7 +306,7 @@ func (c *Config) StatusError(resp *http.Response, requestIDHeader string) *Error
 		HasRetryAfter: ok,
 		ShouldRetry:   parseShouldRetry(resp.Header.Get("x-should-retry")),
 		Body:          ReadErrorBody(resp.Body, c.APIKey),
-		Limits:        ParseRateLimits(resp.Header, now),
+		Limits:        c.RateLimits(resp.Header, now),
 	}
 }
 

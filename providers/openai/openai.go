@@ -167,6 +167,7 @@ func (p *Provider) statusError(resp *http.Response) error {
 	if p.d.Refine != nil {
 		p.d.Refine(e)
 	}
+	providers.MarkDaily(e) // "on requests per day (RPD)": the day, not the minute, is spent
 	return e
 }
 

@@ -9,6 +9,8 @@ package registry
 import (
 	"fmt"
 	"strings"
+	"time"
+	_ "time/tzdata" // Gemini's day resets at Pacific midnight, wherever llmrun runs
 
 	"github.com/tidwall/gjson"
 
@@ -54,8 +56,11 @@ type Entry struct {
 	// NewBatch builds the batch API client; nil when the provider has none.
 	NewBatch func(cfg providers.Config) providers.BatchClient
 	// Admission is how the provider meters requests: what one reserves
-	// and what its usage settles.
+	// and what its usage settles, and when its days reset.
 	Admission providers.Admission
+	// Headers are the provider's rules for its rate-limit headers (Groq's
+	// requests headers count per day).
+	Headers providers.HeaderRules
 	// Claims reports whether an input line is in this provider's own
 	// batch shape (Anthropic's {"params": …}), which picks the provider
 	// when none is named; nil claims none.
@@ -121,8 +126,31 @@ func geminiLine(line []byte) bool { return gjson.GetBytes(line, "request").IsObj
 // max output, so a request reserves the output it is expected to produce;
 // its prompt is the contents' text.
 var geminiAdmission = providers.Admission{
-	Text:   func(req *providers.Request) []byte { return providers.ContentsText(req.Body) },
-	Output: providers.ReserveExpected,
+	Text:    func(req *providers.Request) []byte { return providers.ContentsText(req.Body) },
+	Output:  providers.ReserveExpected,
+	DayZone: pacific,
+}
+
+// pacific is the zone of Gemini's daily reset (America/Los_Angeles; the
+// binary carries the zone data, so it needs none on the machine).
+var pacific = mustZone("America/Los_Angeles")
+
+func mustZone(name string) *time.Location {
+	z, err := time.LoadLocation(name)
+	if err != nil {
+		panic(err) // time/tzdata is linked in: only a typo gets here
+	}
+	return z
+}
+
+// groq speaks OpenAI's format; its x-ratelimit-*-requests headers count
+// requests per day (its tokens headers, per minute).
+func newGroq(cfg providers.Config) providers.Provider {
+	return openai.NewDialect(cfg, openai.Dialect{Name: "groq"})
+}
+
+func newGroqBatch(cfg providers.Config) providers.BatchClient {
+	return openai.NewBatchDialect(cfg, openai.BatchDialect{Name: "groq"})
 }
 
 // table is every provider, in the order Infer tries their keys.
@@ -147,6 +175,11 @@ var table = []Entry{
 		Name: gemini.Name, Format: providers.FormatGemini,
 		KeyEnv: []string{"GOOGLE_API_KEY", "GEMINI_API_KEY"}, BaseURLEnv: "GOOGLE_GEMINI_BASE_URL", DefaultBaseURL: gemini.DefaultBaseURL,
 		KeyOptional: providers.LocalURL, New: newGemini, NewBatch: newGeminiBatch, Admission: geminiAdmission, Claims: geminiLine,
+	},
+	{
+		Name: "groq", Format: providers.FormatOpenAI,
+		KeyEnv: []string{"GROQ_API_KEY"}, BaseURLEnv: "GROQ_BASE_URL", DefaultBaseURL: "https://api.groq.com/openai/v1",
+		New: newGroq, NewBatch: newGroqBatch, Headers: providers.HeaderRules{RequestsPerDay: true},
 	},
 	{
 		Name: "mock-openai", Format: providers.FormatOpenAI, Mock: true, MockPath: "/v1",

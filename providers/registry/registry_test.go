@@ -34,10 +34,10 @@ func TestTableIsComplete(t *testing.T) {
 			t.Errorf("%s: no key variable or endpoint", e.Name)
 		}
 	}
-	if want := []string{"openai", "anthropic", "azure", "gemini", "mock", "mock-openai", "mock-anthropic", "mock-azure", "mock-gemini"}; !slices.Equal(Names(), want) {
+	if want := []string{"openai", "anthropic", "azure", "gemini", "groq", "mock", "mock-openai", "mock-anthropic", "mock-azure", "mock-gemini"}; !slices.Equal(Names(), want) {
 		t.Errorf("Names() = %v, want %v", Names(), want)
 	}
-	if _, err := Lookup("gemini-ultra"); err == nil || !strings.Contains(err.Error(), "openai, anthropic, azure, gemini, mock") {
+	if _, err := Lookup("gemini-ultra"); err == nil || !strings.Contains(err.Error(), "openai, anthropic, azure, gemini, groq, mock") {
 		t.Errorf("Lookup of an unknown name: %v", err)
 	}
 }
@@ -268,5 +268,38 @@ func TestGeminiEntry(t *testing.T) {
 	req := &providers.Request{Body: []byte(`{"systemInstruction":{"parts":[{"text":"Be terse."}]},"contents":[{"role":"user","parts":[{"text":"Hi"},{"inlineData":{"mimeType":"image/png","data":"AA=="}}]},{"role":"model","parts":[{"text":"Yo"}]}]}`)}
 	if got := string(e.Admission.PromptText(req)); got != "Be terse.\nHi\nYo\n" {
 		t.Errorf("prompt text %q", got)
+	}
+}
+
+// TestDayRules: Gemini's days end at Pacific midnight; Groq's requests
+// headers count per day, and reach the client's rate-limit reading.
+func TestDayRules(t *testing.T) {
+	g, _ := Lookup("gemini")
+	if z := g.Admission.DayZone; z == nil || z.String() != "America/Los_Angeles" {
+		t.Errorf("gemini day zone %v", z)
+	}
+	var seen providers.RateLimits
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("x-ratelimit-limit-requests", "14400")
+		w.Header().Set("x-ratelimit-remaining-requests", "14399")
+		w.Header().Set("x-ratelimit-reset-requests", "6s")
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
+	}))
+	defer srv.Close()
+	for _, name := range []string{"groq", "openai"} {
+		e, _ := Lookup(name)
+		p, err := NewSet(env("GROQ_API_KEY", "gk", "OPENAI_API_KEY", "ok"), providers.Config{}).Provider(e, srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := p.Send(t.Context(), &providers.Request{Body: []byte(`{"model":"m","messages":[{"role":"user","content":"x"}]}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen = resp.Limits
+		if perDay := name == "groq"; seen.DayRequests.Known() != perDay || seen.Requests.Known() == perDay || p.Name() != name {
+			t.Errorf("%s (%s): %+v", name, p.Name(), seen)
+		}
 	}
 }

@@ -109,6 +109,7 @@ func (e *MissingKeyError) Error() string {
 // and key, and has e check it.
 func (s *Set) config(e Entry, at Endpoint) (cfg providers.Config, err error) {
 	cfg = s.cfg
+	cfg.Headers = e.Headers
 	baseURL := at.BaseURL
 	if at.KeyEnv != "" {
 		e.KeyEnv = []string{at.KeyEnv}
