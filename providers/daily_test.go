@@ -50,7 +50,7 @@ func TestMarkDaily(t *testing.T) {
 		daily bool
 		retry time.Duration // -1: none
 	}{
-		"OpenAI RPD": {ClassRateLimited, "Rate limit reached for gpt-4o-mini in organization org-x on requests per day (RPD): Limit 200, Used 200, Requested 1. Please try again in 7m12s. Visit https://platform.openai.com/account/rate-limits to learn more.", true, 7*time.Minute + 12*time.Second},
+		"OpenAI RPD":       {ClassRateLimited, "Rate limit reached for gpt-4o-mini in organization org-x on requests per day (RPD): Limit 200, Used 200, Requested 1. Please try again in 7m12s. Visit https://platform.openai.com/account/rate-limits to learn more.", true, 7*time.Minute + 12*time.Second},
 		"Groq TPD, spaced": {ClassRateLimited, "Rate limit reached for model `llama-3.3-70b-versatile` in organization `org_01` service tier `on_demand` on tokens per day (TPD): Limit 200000, Used 199620, Requested 3400. Please try again in 6m 11.52s.", true, 6*time.Minute + 11520*time.Millisecond},
 		"hours":            {ClassRateLimited, "... on requests per day (RPD): Limit 1000. Please try again in 1h23m45.6s.", true, time.Hour + 23*time.Minute + 45600*time.Millisecond},
 		"no wait given":    {ClassRateLimited, "You have hit your requests per day limit.", true, -1},
