@@ -182,6 +182,19 @@ func (d *Days) CheckAt(now time.Time, key string, zone *time.Location, c Cost) e
 	return nil
 }
 
+// Refused reports whether the provider refused key for the day, and
+// until when. Unlike Check it ignores the counts: an attempt already
+// charged to them asks whether it may still go.
+func (d *Days) Refused(key string) (time.Time, bool) {
+	now := d.now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if k := d.keys[key]; k != nil && now.Before(k.blocked) {
+		return k.blocked, true
+	}
+	return time.Time{}, false
+}
+
 // Take charges c to key's day (the key is created in zone on first use:
 // its calendar days are zone's) and returns the ticket of the charge, or
 // a *DayLimitError when the day cannot admit it.

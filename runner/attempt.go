@@ -208,6 +208,11 @@ func (r *run) next(h *hop, o attemptOutcome) (out outcome, done bool) {
 	if errors.As(o.err, &pe) && o.resp == nil {
 		h.res.status, h.res.errBody, h.res.reqID = pe.Status, pe.Body, pe.RequestID
 	}
+	if _, daily := r.dailyRefusal(o); daily {
+		// The key's day is spent (endDay saw to it): the next admission
+		// waits for the reset or stops the run; the request loses nothing.
+		return 0, false
+	}
 	class := o.class()
 	if class.AbortsRun() {
 		r.abortRun(o.err)

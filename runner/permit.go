@@ -45,6 +45,7 @@ var _ Breaker = (*retry.Breaker)(nil)
 type permit struct {
 	r      *run
 	h      *hop
+	day    limiter.DayTicket // the attempt's charge to its key's day
 	ticket retry.Ticket
 	gate   func()         // opens the key's gate; nil until acquired
 	resv   limiter.Ticket // nil until reserved
@@ -97,6 +98,9 @@ func (o attemptOutcome) retryAfter() (time.Duration, bool) {
 // budget), outPending (the run is stopping), with the error if any.
 func (r *run) admit(h *hop) (*permit, outcome, error) {
 	for {
+		if !r.dayOpen(h) {
+			return nil, outPending, nil
+		}
 		ff, ok := r.ff.acquire(r.admitCtx)
 		if !ok {
 			return nil, outPending, nil
@@ -120,6 +124,10 @@ func (r *run) admit(h *hop) (*permit, outcome, error) {
 			p.end(notSent)
 			return nil, outPending, nil
 		}
+		if p.day, err = r.takeDay(h); err != nil {
+			p.end(notSent) // the day was spent since dayOpen looked
+			continue
+		}
 		asked := time.Now()
 		resv, err := r.cfg.Limiter.Reserve(r.admitCtx, h.key, r.cost(h.key, h.route, h.req, h.raw))
 		if err != nil {
@@ -140,7 +148,7 @@ func (r *run) admit(h *hop) (*permit, outcome, error) {
 			p.end(notSent)
 			return nil, outPending, nil
 		}
-		if h.br.Valid(ticket) {
+		if h.br.Valid(ticket) && r.dayValid(h) {
 			return p, 0, nil
 		}
 		// The breaker opened while we waited for the budget: this attempt
@@ -182,6 +190,7 @@ func (p *permit) end(o attemptOutcome) {
 	if p.spendHeld {
 		r.spend.settle(p.spend, o.cost.cost)
 	}
+	r.endDay(p, o)
 	if p.resv != nil {
 		switch {
 		case o.sent.IsZero():
@@ -234,6 +243,13 @@ func (p *permit) observeFailure(o attemptOutcome) {
 		return
 	}
 	p.resv.Observe(observation(pe.Limits), time.Now())
+	if _, daily := p.r.dailyRefusal(o); daily {
+		// Refused for the day: no pace or pause of minutes helps.
+		p.r.c.RateLimited.Add(1)
+		p.r.dayRefused(p.h, pe)
+		p.resv.Fail()
+		return
+	}
 	switch pe.Class {
 	case providers.ClassRateLimited, providers.ClassOverloaded:
 		if pe.Class == providers.ClassRateLimited {

@@ -51,7 +51,11 @@ type Config struct {
 	Store  *checkpoint.Store
 
 	// Limiter is the budget every attempt is admitted from (in-process or shared).
-	Limiter   limiter.Budget
+	Limiter limiter.Budget
+	// Days are the per-day budgets (daily.go); nil keeps none. WaitDaily
+	// sleeps until a spent day resets instead of stopping the run.
+	Days      *limiter.Days
+	WaitDaily bool
 	Estimator *estimate.Estimator
 
 	Policy      retry.Policy
@@ -152,6 +156,8 @@ type run struct {
 	abort    error
 	signal   os.Signal
 	breakers map[string]Breaker
+	// dayNoted is, per key, the day reset last logged as waited for.
+	dayNoted map[string]time.Time
 	gates    map[string]*keyGate
 	conns    map[string]*connectWatch
 	rngMu    sync.Mutex
@@ -236,7 +242,13 @@ func (r *run) execute(ctx context.Context) (*Summary, error) {
 	if r.cfg.Observer != nil {
 		r.cfg.Observer.Start(&View{r: r})
 	}
+	if err := r.restoreDays(); err != nil {
+		r.abortRun(err)
+	}
 	prodErr := r.produce()
+	if err := r.saveDays(); err != nil && prodErr == nil {
+		prodErr = err
+	}
 	close(r.results)
 	werr := <-sinkErr
 	r.cfg.Progress.Stop()

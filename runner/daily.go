@@ -1,0 +1,195 @@
+package runner
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/llmrun/llmrun/limiter"
+	"github.com/llmrun/llmrun/providers"
+)
+
+// Per-day budgets (Config.Days): a key whose day is spent admits nothing
+// before the day's reset. The run then stops admitting, lets what is in
+// flight finish and ends with a *DailyLimitError (exit 3, resumable), or
+// with WaitDaily sleeps until the reset and goes on. A day is spent by
+// the key's own limits (--rpd, --tpd), by the per-day windows of the
+// provider's headers, or by the provider refusing for the day (a 429
+// from a per-day limit): see limiter.Days.
+
+// dayStateKey is the checkpoint state that carries the keys' own daily
+// counts to the next run on the same output, so a rerun the same day does
+// not start the day afresh.
+const dayStateKey = "daily"
+
+// minDayBlock is the shortest a refusal for the day blocks its key: a
+// "try again in 0s" must not turn into a loop of refusals.
+const minDayBlock = time.Second
+
+// DailyLimitError ends a run that reached a daily limit without
+// WaitDaily: nothing pending is lost, and the rerun after the reset
+// carries on.
+type DailyLimitError struct{ Limit *limiter.DayLimitError }
+
+func (e *DailyLimitError) Error() string {
+	return e.Limit.Error() + "; rerun the same command after then, or pass --wait-daily to wait for it"
+}
+
+func (e *DailyLimitError) Unwrap() error { return e.Limit }
+
+// dayZone is the zone whose midnight resets route's days.
+func dayZone(route Route) *time.Location { return route.Admission.DayZone }
+
+// dayOpen holds h's attempt while its key's day is spent: with WaitDaily
+// it sleeps until the reset (time held is not the request's: its deadline
+// moves on); otherwise it stops the run. It reports whether the attempt
+// may go on.
+func (r *run) dayOpen(h *hop) bool {
+	if r.cfg.Days == nil {
+		return true
+	}
+	for {
+		err := r.cfg.Days.Check(h.key, dayZone(h.route), r.cost(h.key, h.route, h.req, h.raw))
+		var de *limiter.DayLimitError
+		if !errors.As(err, &de) {
+			return true
+		}
+		if !r.cfg.WaitDaily {
+			r.abortRun(&DailyLimitError{de})
+			return false
+		}
+		r.noteDayWait(de)
+		r.c.Holding.Add(1)
+		start := time.Now()
+		ok := sleep(r.admitCtx, time.Until(de.Reset))
+		h.start = h.start.Add(time.Since(start))
+		r.c.Holding.Add(-1)
+		if !ok {
+			return false
+		}
+	}
+}
+
+// dayValid reports whether h's attempt, admitted, may still be sent: the
+// provider may have refused its key for the day meanwhile (the attempt
+// then goes back to dayOpen).
+func (r *run) dayValid(h *hop) bool {
+	if r.cfg.Days == nil {
+		return true
+	}
+	_, refused := r.cfg.Days.Refused(h.key)
+	return !refused
+}
+
+// noteDayWait logs, once per key and reset, that the run waits for a day.
+func (r *run) noteDayWait(de *limiter.DayLimitError) {
+	r.mu.Lock()
+	if r.dayNoted == nil {
+		r.dayNoted = make(map[string]time.Time)
+	}
+	seen := r.dayNoted[de.Key].Equal(de.Reset)
+	r.dayNoted[de.Key] = de.Reset
+	r.mu.Unlock()
+	if !seen {
+		r.cfg.Log.Info(de.Error() + "; --wait-daily: waiting for it")
+	}
+}
+
+// takeDay charges h's attempt to its key's day; a *limiter.DayLimitError
+// says the day was spent since dayOpen looked.
+func (r *run) takeDay(h *hop) (limiter.DayTicket, error) {
+	if r.cfg.Days == nil {
+		return limiter.DayTicket{}, nil
+	}
+	return r.cfg.Days.Take(h.key, dayZone(h.route), r.cost(h.key, h.route, h.req, h.raw))
+}
+
+// endDay settles p's day ticket with o: a request never sent is returned;
+// a sent one counts, with the tokens its answer reported (none for a
+// failure); and the day windows of the answer's headers are applied.
+func (r *run) endDay(p *permit, o attemptOutcome) {
+	days := r.cfg.Days
+	if days == nil {
+		return
+	}
+	if o.sent.IsZero() {
+		days.Cancel(p.day)
+		return
+	}
+	var limits providers.RateLimits
+	var pe *providers.Error
+	switch {
+	case o.resp != nil:
+		u := o.resp.Usage
+		days.Settle(p.day, limiter.Cost{Requests: 1, Input: u.InputTokens, Output: u.OutputTokens})
+		limits = o.resp.Limits
+	case errors.As(o.err, &pe):
+		days.Settle(p.day, limiter.Cost{Requests: 1})
+		limits = pe.Limits
+	default:
+		days.Settle(p.day, limiter.Cost{Requests: 1})
+	}
+	if limits.DayRequests.Known() || limits.DayTokens.Known() {
+		days.Observe(p.h.key, dayZone(p.h.route), limiter.DayObservation{
+			Requests: limiter.Window(limits.DayRequests), Tokens: limiter.Window(limits.DayTokens)})
+	}
+}
+
+// dailyRefusal reports a failure that is the provider refusing for the
+// day, with daily budgets kept.
+func (r *run) dailyRefusal(o attemptOutcome) (*providers.Error, bool) {
+	var pe *providers.Error
+	if r.cfg.Days == nil || !errors.As(o.err, &pe) || !pe.Daily {
+		return nil, false
+	}
+	return pe, true
+}
+
+// dayRefused spends h's key's day: until the provider's word on when,
+// else the next midnight in the route's day zone (Gemini's Pacific).
+func (r *run) dayRefused(h *hop, pe *providers.Error) {
+	until := time.Time{}
+	if pe.HasRetryAfter {
+		until = time.Now().Add(max(pe.RetryAfter, minDayBlock))
+	}
+	r.cfg.Days.Exhaust(h.key, dayZone(h.route), until)
+}
+
+// restoreDays takes up the daily counts an earlier run on this output
+// left.
+func (r *run) restoreDays() error {
+	if r.cfg.Days == nil || r.cfg.Store == nil {
+		return nil
+	}
+	raw, ok := r.cfg.Store.State(dayStateKey)
+	if !ok {
+		return nil
+	}
+	var us []limiter.DayUsage
+	if err := json.Unmarshal(raw, &us); err != nil {
+		return fmt.Errorf("state %q: %w", dayStateKey, err)
+	}
+	r.cfg.Days.Restore(us)
+	return nil
+}
+
+// saveDays leaves the daily counts for the next run (none: the state is
+// removed).
+func (r *run) saveDays() error {
+	if r.cfg.Days == nil || r.cfg.Store == nil {
+		return nil
+	}
+	us := r.cfg.Days.Usage()
+	if len(us) == 0 {
+		if _, ok := r.cfg.Store.State(dayStateKey); !ok {
+			return nil
+		}
+		return r.cfg.Store.SetState(dayStateKey, nil)
+	}
+	raw, err := json.Marshal(us)
+	if err != nil {
+		return err
+	}
+	return r.cfg.Store.SetState(dayStateKey, raw)
+}
