@@ -46,6 +46,8 @@ type BatchOptions struct {
 
 	Concurrency                     int
 	RPM, ITPM, OTPM, TPM, Headroom  float64
+	// Daily holds --rpd, --tpd and --wait-daily (daily.go).
+	Daily DailyOptions
 	Burst, Skew, MaxPause           time.Duration
 	Pool, Shard, Redis              string
 	MaxAttempts                     int
@@ -416,6 +418,9 @@ func (b *batch) runConfig() runner.Config {
 		ConnectDeadline: o.ConnectDeadline,
 		FailFast:        o.FailFast,
 		MaxFailures:     b.maxFailures,
+
+		Days:      o.Daily.days(b.io),
+		WaitDaily: o.Daily.WaitDaily,
 	}
 }
 

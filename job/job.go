@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/llmrun/llmrun/logging"
 )
@@ -31,6 +32,9 @@ type IO struct {
 	// never drawn.
 	Log      *slog.Logger
 	JSONLogs bool
+	// Now reads the clock the daily budgets count days by; nil means
+	// time.Now.
+	Now func() time.Time
 }
 
 // logger is io.Log, or a logger of plain lines on io.Err.

@@ -30,6 +30,8 @@ func (o *BatchOptions) validate() error {
 		{o.ITPM >= 0, "--itpm", nonNegative, o.ITPM},
 		{o.OTPM >= 0, "--otpm", nonNegative, o.OTPM},
 		{o.TPM >= 0, "--tpm", nonNegative, o.TPM},
+		{o.Daily.RPD >= 0, "--rpd", nonNegative, o.Daily.RPD},
+		{o.Daily.TPD >= 0, "--tpd", nonNegative, o.Daily.TPD},
 		{o.Burst > 0, "--burst", positive, o.Burst},
 		{o.Headroom > 0 && o.Headroom <= 1, "--headroom", "must be in (0, 1]", o.Headroom},
 		{o.Skew >= 0, "--skew", nonNegative, o.Skew},

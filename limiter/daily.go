@@ -64,6 +64,9 @@ type dayKey struct {
 	seen [2]dayCount // the provider's windows, as its headers last said
 	// blocked: a provider refused for the day; nothing before this.
 	blocked time.Time
+	// cum is the net of every charge to the key: what was charged after
+	// an admission is what its response's headers cannot know about.
+	cum [2]float64
 }
 
 // dayCount is one dimension's use of one window.
@@ -147,6 +150,8 @@ type DayTicket struct {
 	own, seen [2]time.Time
 	// charged marks the dimensions of seen that were charged.
 	charged [2]bool
+	// after is the key's cum right after this charge.
+	after [2]float64
 }
 
 // check reports why k cannot admit a, if it cannot. Requires d.mu held.
@@ -214,6 +219,8 @@ func (d *Days) TakeAt(now time.Time, key string, zone *time.Location, c Cost) (D
 	}
 	t := DayTicket{key: key, cost: c}
 	for i, amt := range a {
+		k.cum[i] += amt
+		t.after[i] = k.cum[i]
 		k.own[i].used += amt
 		t.own[i] = k.own[i].reset
 		if k.seen[i].limit > 0 {
@@ -243,6 +250,7 @@ func (d *Days) adjust(t DayTicket, actual Cost, refundRequest bool) {
 		delta[0] = -float64(t.cost.Requests)
 	}
 	for i, dv := range delta {
+		k.cum[i] += dv
 		if k.own[i].reset.Equal(t.own[i]) {
 			k.own[i].used = max(k.own[i].used+dv, 0)
 		}
@@ -254,7 +262,8 @@ func (d *Days) adjust(t DayTicket, actual Cost, refundRequest bool) {
 
 // Observe applies the per-day windows of a response's headers to key:
 // the provider's limit, what it says remains, and when it is whole again.
-// Unknown windows are ignored.
+// Unknown windows are ignored. Prefer ObserveTicket, which knows what was
+// charged after the observed request.
 func (d *Days) Observe(key string, zone *time.Location, o DayObservation) {
 	d.ObserveAt(d.now(), key, zone, o)
 }
@@ -264,6 +273,26 @@ func (d *Days) ObserveAt(now time.Time, key string, zone *time.Location, o DayOb
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	k := d.key(key, zone, now)
+	d.observe(now, k, o, k.cum)
+}
+
+// ObserveTicket is Observe for the response of t's attempt: what remains
+// is lowered by everything charged to the key after t, which the
+// provider had not seen when it answered (a bare remaining count would
+// forget it and let the key overrun the day by what is in flight).
+func (d *Days) ObserveTicket(t DayTicket, zone *time.Location, o DayObservation) {
+	if t.key == "" {
+		return
+	}
+	now := d.now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.observe(now, d.key(t.key, zone, now), o, t.after)
+}
+
+// observe applies o to k; after is the key's cum when the observed
+// request was charged. Requires d.mu held.
+func (d *Days) observe(now time.Time, k *dayKey, o DayObservation, after [2]float64) {
 	k.roll(now)
 	for i, w := range [2]Window{o.Requests, o.Tokens} {
 		if !known(w) {
@@ -274,7 +303,7 @@ func (d *Days) ObserveAt(now time.Time, key string, zone *time.Location, o DayOb
 			c.limit = float64(w.Limit)
 		}
 		if w.Remaining >= 0 && c.limit > 0 {
-			c.used = max(c.limit-float64(w.Remaining), 0)
+			c.used = max(c.limit-float64(w.Remaining)+k.cum[i]-after[i], 0)
 		}
 		switch {
 		case w.Reset > 0:

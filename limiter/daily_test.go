@@ -199,3 +199,28 @@ func TestDaysStatsLowerLimitWins(t *testing.T) {
 		t.Fatalf("no limits, no stats: %+v", s)
 	}
 }
+
+// TestDaysObserveTicket: a response's headers cannot know of the charges
+// made after its request; they count on top of what the headers say
+// remains, so the requests in flight do not overrun the day.
+func TestDaysObserveTicket(t *testing.T) {
+	d := NewDays(DaysOptions{Now: func() time.Time { return day0 }})
+	win := func(remaining int64) DayObservation {
+		return DayObservation{Requests: Window{Limit: 3, Remaining: remaining, Reset: time.Hour}, Tokens: Window{Limit: -1, Remaining: -1}}
+	}
+	d.Observe("k", time.UTC, win(3))
+	a, _ := d.Take("k", time.UTC, Cost{Requests: 1})
+	if _, err := d.Take("k", time.UTC, Cost{Requests: 1}); err != nil { // b, in flight
+		t.Fatal(err)
+	}
+	d.ObserveTicket(a, time.UTC, win(2)) // a's answer: 2 left, b unseen
+	if _, err := d.Take("k", time.UTC, Cost{Requests: 1}); err != nil {
+		t.Fatalf("the third: %v", err)
+	}
+	_, err := d.Take("k", time.UTC, Cost{Requests: 1})
+	wantDayLimit(t, err, DimRequests, 3, day0.Add(time.Hour))
+	d.Observe("k", time.UTC, win(2)) // without the ticket: b and the third forgotten
+	if _, err := d.Take("k", time.UTC, Cost{Requests: 1}); err != nil {
+		t.Fatalf("a bare observation forgets what is in flight: %v", err)
+	}
+}

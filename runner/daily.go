@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/llmrun/llmrun/limiter"
@@ -38,6 +39,19 @@ func (e *DailyLimitError) Error() string {
 
 func (e *DailyLimitError) Unwrap() error { return e.Limit }
 
+// dayKey names a budget key's day: the key with any credentials of its
+// base URL taken out, since the day is written to the checkpoint state
+// and named in messages.
+func dayKey(key string) string {
+	parts := strings.Split(key, "|")
+	for i, p := range parts {
+		if strings.Contains(p, "://") {
+			parts[i] = providers.StripUserinfo(p)
+		}
+	}
+	return strings.Join(parts, "|")
+}
+
 // dayZone is the zone whose midnight resets route's days.
 func dayZone(route Route) *time.Location { return route.Admission.DayZone }
 
@@ -50,12 +64,22 @@ func (r *run) dayOpen(h *hop) bool {
 		return true
 	}
 	for {
-		err := r.cfg.Days.Check(h.key, dayZone(h.route), r.cost(h.key, h.route, h.req, h.raw))
+		err := r.cfg.Days.Check(dayKey(h.key), dayZone(h.route), r.cost(h.key, h.route, h.req, h.raw))
 		var de *limiter.DayLimitError
 		if !errors.As(err, &de) {
 			return true
 		}
 		if !r.cfg.WaitDaily {
+			// Attempts that took the day's last units go first: one that
+			// is never sent gives its units back.
+			if wake, held := r.dayHeld(); held {
+				select {
+				case <-wake:
+					continue
+				case <-r.admitCtx.Done():
+					return false
+				}
+			}
 			r.abortRun(&DailyLimitError{de})
 			return false
 		}
@@ -78,7 +102,7 @@ func (r *run) dayValid(h *hop) bool {
 	if r.cfg.Days == nil {
 		return true
 	}
-	_, refused := r.cfg.Days.Refused(h.key)
+	_, refused := r.cfg.Days.Refused(dayKey(h.key))
 	return !refused
 }
 
@@ -97,12 +121,41 @@ func (r *run) noteDayWait(de *limiter.DayLimitError) {
 }
 
 // takeDay charges h's attempt to its key's day; a *limiter.DayLimitError
-// says the day was spent since dayOpen looked.
+// says the day was spent since dayOpen looked. A ticket taken is held
+// (dayHeld) until the attempt's end is settled.
 func (r *run) takeDay(h *hop) (limiter.DayTicket, error) {
 	if r.cfg.Days == nil {
 		return limiter.DayTicket{}, nil
 	}
-	return r.cfg.Days.Take(h.key, dayZone(h.route), r.cost(h.key, h.route, h.req, h.raw))
+	t, err := r.cfg.Days.Take(dayKey(h.key), dayZone(h.route), r.cost(h.key, h.route, h.req, h.raw))
+	if err == nil {
+		r.mu.Lock()
+		r.dayTickets++
+		r.mu.Unlock()
+	}
+	return t, err
+}
+
+// dayHeld reports whether attempts hold day tickets not yet settled, and
+// a channel closed when one is.
+func (r *run) dayHeld() (<-chan struct{}, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.dayWake == nil {
+		r.dayWake = make(chan struct{})
+	}
+	return r.dayWake, r.dayTickets > 0
+}
+
+// dayReleased marks a day ticket settled and wakes those waiting on it.
+func (r *run) dayReleased() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.dayTickets--
+	if r.dayWake != nil {
+		close(r.dayWake)
+		r.dayWake = nil
+	}
 }
 
 // endDay settles p's day ticket with o: a request never sent is returned;
@@ -110,30 +163,30 @@ func (r *run) takeDay(h *hop) (limiter.DayTicket, error) {
 // failure); and the day windows of the answer's headers are applied.
 func (r *run) endDay(p *permit, o attemptOutcome) {
 	days := r.cfg.Days
-	if days == nil {
+	if days == nil || p.day == (limiter.DayTicket{}) {
 		return
 	}
+	defer r.dayReleased()
 	if o.sent.IsZero() {
 		days.Cancel(p.day)
 		return
 	}
-	var limits providers.RateLimits
+	// The headers first: they know this attempt's own usage, and nothing
+	// of what was charged after it (settling moves that count).
+	actual, limits := limiter.Cost{Requests: 1}, providers.RateLimits{}
 	var pe *providers.Error
 	switch {
 	case o.resp != nil:
-		u := o.resp.Usage
-		days.Settle(p.day, limiter.Cost{Requests: 1, Input: u.InputTokens, Output: u.OutputTokens})
+		actual.Input, actual.Output = o.resp.Usage.InputTokens, o.resp.Usage.OutputTokens
 		limits = o.resp.Limits
 	case errors.As(o.err, &pe):
-		days.Settle(p.day, limiter.Cost{Requests: 1})
 		limits = pe.Limits
-	default:
-		days.Settle(p.day, limiter.Cost{Requests: 1})
 	}
 	if limits.DayRequests.Known() || limits.DayTokens.Known() {
-		days.Observe(p.h.key, dayZone(p.h.route), limiter.DayObservation{
+		days.ObserveTicket(p.day, dayZone(p.h.route), limiter.DayObservation{
 			Requests: limiter.Window(limits.DayRequests), Tokens: limiter.Window(limits.DayTokens)})
 	}
+	days.Settle(p.day, actual)
 }
 
 // dailyRefusal reports a failure that is the provider refusing for the
@@ -153,7 +206,7 @@ func (r *run) dayRefused(h *hop, pe *providers.Error) {
 	if pe.HasRetryAfter {
 		until = time.Now().Add(max(pe.RetryAfter, minDayBlock))
 	}
-	r.cfg.Days.Exhaust(h.key, dayZone(h.route), until)
+	r.cfg.Days.Exhaust(dayKey(h.key), dayZone(h.route), until)
 }
 
 // restoreDays takes up the daily counts an earlier run on this output
@@ -192,4 +245,32 @@ func (r *run) saveDays() error {
 		return err
 	}
 	return r.cfg.Store.SetState(dayStateKey, raw)
+}
+
+// DayLimits is one key's day in the summary.
+type DayLimits struct {
+	Key string `json:"key"`
+	// Requests and Tokens are what the key used of its own day; RPD and
+	// TPD the per-day limits in force (its own or, lower, the
+	// provider's), 0 for none.
+	Requests float64 `json:"requests"`
+	Tokens   float64 `json:"tokens"`
+	RPD      float64 `json:"rpd"`
+	TPD      float64 `json:"tpd"`
+	// Reset ends the day counted; RefusedUntil, when set, is when the
+	// provider's refusal for the day lifts.
+	Reset        time.Time `json:"reset"`
+	RefusedUntil time.Time `json:"refused_until,omitzero"`
+}
+
+// dailySummary lists the keys with a day limit or a refusal.
+func (r *run) dailySummary() []DayLimits {
+	if r.cfg.Days == nil {
+		return nil
+	}
+	var out []DayLimits
+	for _, st := range r.cfg.Days.Stats() {
+		out = append(out, DayLimits{Key: st.Key, Requests: st.Requests, Tokens: st.Tokens, RPD: st.RPD, TPD: st.TPD, Reset: st.Reset, RefusedUntil: st.Blocked})
+	}
+	return out
 }

@@ -156,11 +156,15 @@ type run struct {
 	abort    error
 	signal   os.Signal
 	breakers map[string]Breaker
-	// dayNoted is, per key, the day reset last logged as waited for.
-	dayNoted map[string]time.Time
-	gates    map[string]*keyGate
-	conns    map[string]*connectWatch
-	rngMu    sync.Mutex
+	// dayNoted is, per key, the day reset last logged as waited for;
+	// dayTickets counts the day tickets not yet settled, and dayWake is
+	// closed when one is (daily.go).
+	dayNoted   map[string]time.Time
+	dayTickets int
+	dayWake    chan struct{}
+	gates      map[string]*keyGate
+	conns      map[string]*connectWatch
+	rngMu      sync.Mutex
 
 	// ff holds back attempts beyond the first FailFast until one says the
 	// setup works (see failFast).

@@ -46,7 +46,9 @@ type Summary struct {
 	BreakerOpenings int64            `json:"breaker_openings"`
 	HeldSeconds     float64          `json:"held_seconds"`
 	Limits          []KeyLimits      `json:"limits,omitempty"`
-	Aborted         string           `json:"aborted,omitempty"`
+	// Daily are the keys' days: what they used and their per-day limits.
+	Daily   []DayLimits `json:"daily,omitempty"`
+	Aborted string      `json:"aborted,omitempty"`
 
 	// CostUSD is what this run's answers cost, from the usage the
 	// providers reported, at batch prices for batch results; answers of
@@ -103,6 +105,7 @@ func (r *run) summarize(wall time.Duration) *Summary {
 		s.PricesDate = r.cfg.Prices.Date()
 	}
 	s.Limits = keyLimits(r.cfg.Limiter.Stats())
+	s.Daily = r.dailySummary()
 	r.mu.Lock()
 	for _, b := range r.breakers {
 		st := b.Stats(time.Now())

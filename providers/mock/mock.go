@@ -128,6 +128,13 @@ type Config struct {
 	// NoRetryAfter sends rate-limit 429s without retry-after and
 	// retry-after-ms, as many proxies do.
 	NoRetryAfter bool
+
+	// RPD limits the requests admitted per calendar day of DayZone (nil:
+	// UTC) by Now; 0 means unlimited. See daily.go. DayHeaders reports
+	// the day in the x-ratelimit-*-requests headers, as Groq does.
+	RPD        float64
+	DayZone    *time.Location
+	DayHeaders bool
 	// NoUsage answers OpenAI Chat Completions without usage, plain and
 	// streamed (whatever stream_options asks), as some local servers do.
 	NoUsage bool
@@ -153,6 +160,7 @@ type Stats struct {
 	// (the stream flag and stream_options are ignored when comparing).
 	Duplicates   int64 `json:"duplicates"`
 	RateLimited  int64 `json:"rate_limited"`
+	DayLimited   int64 `json:"day_limited"` // of RateLimited: refused for the day (RPD)
 	Overloaded   int64 `json:"overloaded"`
 	ServerErrors int64 `json:"server_errors"` // ServerErrorRate faults and Outage answers
 	MidStream    int64 `json:"mid_stream"`    // error events, and MidStreamRate 500s of non-streams
@@ -210,6 +218,7 @@ type Server struct {
 
 	mu            sync.Mutex
 	reqs, in, out *bucket // nil when unlimited
+	day           dayState
 	inFlight      int64
 	bodies        *fifo[bodyState] // see memory.go
 	prefixes      *fifo[struct{}]  // the prompt cache
@@ -383,6 +392,13 @@ func (s *Server) handleAPI(d dialect) http.HandlerFunc {
 			s.fail(w, d, reqID, errQuota())
 			return
 		}
+		s.mu.Lock()
+		dayRefusal := s.admitDay(s.now(), req.model)
+		s.mu.Unlock()
+		if dayRefusal != nil {
+			s.fail(w, d, reqID, dayRefusal)
+			return
+		}
 
 		s.mu.Lock()
 		read := s.cacheLookup(req)
@@ -545,6 +561,7 @@ func (s *Server) writeLimitHeaders(w http.ResponseWriter, d dialect) {
 	l := s.limitsAt(now)
 	s.mu.Unlock()
 	d.setLimitHeaders(w.Header(), l, now)
+	s.writeDayHeaders(w.Header(), now)
 }
 
 // sentKey returns the credential of r: x-api-key, api-key (Azure) or
