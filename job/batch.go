@@ -44,10 +44,10 @@ type BatchOptions struct {
 	// values are never logged.
 	Headers []string
 
-	Concurrency                     int
-	RPM, ITPM, OTPM, TPM, Headroom  float64
+	Concurrency                    int
+	RPM, ITPM, OTPM, TPM, Headroom float64
 	// Daily holds --rpd, --tpd and --wait-daily (daily.go).
-	Daily DailyOptions
+	Daily                           DailyOptions
 	Burst, Skew, MaxPause           time.Duration
 	Pool, Shard, Redis              string
 	MaxAttempts                     int
