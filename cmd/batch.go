@@ -31,10 +31,12 @@ whose line (or whose settings: provider, base URL, model, system, max tokens) ch
 their new answer replacing the old. Regenerate the input and run the same command.
 
 Input lines may be OpenAI batch lines {"custom_id","method","url","body"}, Anthropic batch lines
-{"custom_id","params"} or simple lines {"custom_id"?,"prompt","system"?,"model"?,"max_tokens"?}.
+{"custom_id","params"}, Gemini batch lines {"key","request"} or simple lines
+{"custom_id"?,"prompt","system"?,"model"?,"max_tokens"?}.
 
-Keys come from OPENAI_API_KEY / ANTHROPIC_API_KEY / AZURE_OPENAI_API_KEY, endpoints from
-OPENAI_BASE_URL / ANTHROPIC_BASE_URL / AZURE_OPENAI_ENDPOINT (or --base-url). --provider mock runs
+Keys come from OPENAI_API_KEY / ANTHROPIC_API_KEY / AZURE_OPENAI_API_KEY / GOOGLE_API_KEY or
+GEMINI_API_KEY / GROQ_API_KEY, endpoints from OPENAI_BASE_URL / ANTHROPIC_BASE_URL /
+AZURE_OPENAI_ENDPOINT / GOOGLE_GEMINI_BASE_URL / GROQ_BASE_URL (or --base-url). --provider mock runs
 against a built-in mock server.
 
 ` + exitCodesHelp,

@@ -35,6 +35,8 @@ GET /mock/stats returns its counters as JSON.`,
 	f.DurationVar(&cfg.Burst, "burst", time.Second, "bucket capacity in seconds of refill")
 	f.BoolVar(&cfg.NoLimitHeaders, "no-limit-headers", false, "send no rate-limit headers (the limits still apply), like a gateway or proxy")
 	f.BoolVar(&cfg.NoRetryAfter, "no-retry-after", false, "send 429s without retry-after / retry-after-ms")
+	f.Float64Var(&cfg.RPD, "rpd", 0, "requests per calendar day (UTC); past it, each dialect's 429 for the day (0: unlimited)")
+	f.BoolVar(&cfg.DayHeaders, "day-headers", false, "report the --rpd day in x-ratelimit-*-requests, as Groq does")
 	f.Float64Var(&cfg.OverloadRate, "overload-rate", 0, "fraction of attempts answered 529/503 overloaded")
 	f.Float64Var(&cfg.MidStreamRate, "midstream-rate", 0, "fraction of attempts failing after some content")
 	f.Float64Var(&cfg.ResetRate, "reset-rate", 0, "fraction of attempts whose connection is cut")

@@ -36,8 +36,8 @@ const exitCodesHelp = `Exit codes:
   2    usage or input error (bad flag, bad input line, corrupt checkpoint or state file): nothing
        was sent; a corrupt checkpoint names the llmrun repair command that fixes it
   3    aborted by a fatal provider condition (bad key, spend cap, outage longer than --max-outage,
-       a server never reached within --connect-deadline), by --fail-fast, --max-failures or
-       --max-cost; rerun the same command to resume
+       a server never reached within --connect-deadline), by a daily limit (--rpd, --tpd or the
+       provider's), by --fail-fast, --max-failures or --max-cost; rerun the same command to resume
   130  interrupted by SIGINT (143: SIGTERM) after draining; rerun the same command to resume`
 
 // IO is where commands read and write, and their environment; tests
