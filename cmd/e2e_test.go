@@ -65,7 +65,7 @@ func promptFile(t *testing.T, n int) (string, map[string]string) {
 }
 
 // readLines reads a JSONL file into custom_id → line, failing on a repeated id.
-func readLines(t *testing.T, path string) map[string]gjson.Result {
+func readLines(t testing.TB, path string) map[string]gjson.Result {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {

@@ -64,9 +64,10 @@ type hop struct {
 	// canFallBack lets an open breaker send the request onwards instead
 	// of holding it.
 	canFallBack bool
-	// judged counts the attempts the retry policy judged; attempts that
-	// failed because the provider is down (the breaker opened) do not
-	// count, as the request is held, not failed, while it recovers.
+	// judged counts the attempts that count toward --max-attempts;
+	// attempts that failed because the provider is down (the breaker
+	// opened) do not, as the request is held, not failed, while it
+	// recovers, nor do rate-limited or overloaded ones (retry.Paced).
 	judged int
 	res    hopResult
 }
@@ -223,14 +224,26 @@ func (r *run) next(h *hop, o attemptOutcome) (out outcome, done bool) {
 		r.c.retried(class)
 		return 0, false
 	}
-	h.judged++
-	d := r.cfg.Policy.Decide(retry.AttemptOf(h.judged, o.err, h.start), time.Now(), r.int64n)
+	// A rate limit or an overload is the key's to answer: the permit told
+	// the limiter, which pauses or slows every request on the key. It
+	// counts neither toward the request's --max-attempts nor against the
+	// retry budget; the deadline still bounds it.
+	paced := retry.Paced(class)
+	if !paced {
+		h.judged++
+	}
+	a := retry.AttemptOf(h.judged, o.err, h.start)
+	a.Paced = paced
+	d := r.cfg.Policy.Decide(a, time.Now(), r.int64n)
 	if !d.Retry {
 		return outFailed, true
 	}
 	r.c.retried(class)
 	if !sleep(r.admitCtx, d.Delay) {
 		return outPending, true
+	}
+	if paced {
+		return 0, false
 	}
 	if out, ok := r.waitRetryBudget(r.cfg.Policy.DeadlineAt(h.start)); !ok {
 		return out, true

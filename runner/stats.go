@@ -6,6 +6,7 @@ import (
 
 	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/providers"
+	"github.com/llmrun/llmrun/runner/retry"
 )
 
 // Counters are the live figures of a run, updated by workers and the sink
@@ -17,6 +18,7 @@ type Counters struct {
 	Failed       atomic.Int64
 	Attempts     atomic.Int64
 	Retries      atomic.Int64
+	PacedRetries atomic.Int64 // retries after a 429 or an overload (retry.Paced)
 	RateLimited  atomic.Int64 // 429s seen
 	InFlight     atomic.Int64
 	InputTokens  atomic.Int64
@@ -45,6 +47,9 @@ func (c *Counters) Spent() pricing.Cost { return c.costs.spent() }
 // retried records one retry and its cause.
 func (c *Counters) retried(class providers.Class) {
 	c.Retries.Add(1)
+	if retry.Paced(class) {
+		c.PacedRetries.Add(1)
+	}
 	c.mu.Lock()
 	if c.byCause == nil {
 		c.byCause = make(map[string]int64)

@@ -17,13 +17,17 @@ import (
 // Summary is the end-of-run report: printed as one line on stderr and, with
 // --summary, written as JSON.
 type Summary struct {
-	Requests     int64   `json:"requests"`
-	Skipped      int64   `json:"skipped"`
-	Succeeded    int64   `json:"succeeded"`
-	Failed       int64   `json:"failed"`
-	Pending      int64   `json:"pending"`
-	Attempts     int64   `json:"attempts"`
-	Retries      int64   `json:"retries"`
+	Requests  int64 `json:"requests"`
+	Skipped   int64 `json:"skipped"`
+	Succeeded int64 `json:"succeeded"`
+	Failed    int64 `json:"failed"`
+	Pending   int64 `json:"pending"`
+	Attempts  int64 `json:"attempts"`
+	Retries   int64 `json:"retries"`
+	// PacedRetries are the retries after a 429 or an overload: paced by
+	// the key's admission control, they do not count toward
+	// --max-attempts or the retry budget.
+	PacedRetries int64   `json:"paced_retries"`
 	RateLimited  int64   `json:"rate_limited"`
 	InputTokens  int64   `json:"input_tokens"`
 	OutputTokens int64   `json:"output_tokens"`
@@ -83,6 +87,7 @@ func (c *Counters) summary(wall time.Duration) *Summary {
 		RetriesByCause:  c.RetriesByCause(),
 		FailuresByCause: c.FailuresByCause(),
 		FellBack:        c.FellBack.Load(),
+		PacedRetries:    c.PacedRetries.Load(),
 	}
 	s.Pending = max(s.Requests-s.Skipped-s.Succeeded-s.Failed, 0)
 	var total pricing.Cost
@@ -169,9 +174,9 @@ func (s *Summary) OneLine() string { return "llmrun: " + s.Text() }
 
 // Text is the one-line summary without the "llmrun: " a log line adds.
 func (s *Summary) Text() string {
-	line := fmt.Sprintf("%s: %d succeeded, %d failed, %d skipped, %d pending; %s (%s, %d rate-limited); %d in / %d out tokens; %.1fs",
+	line := fmt.Sprintf("%s: %d succeeded, %d failed, %d skipped, %d pending; %s (%s, %d of them after 429s or overloads; %d rate-limited); %d in / %d out tokens; %.1fs",
 		plural(s.Requests, "request", "requests"), s.Succeeded, s.Failed, s.Skipped, s.Pending,
-		plural(s.Attempts, "attempt", "attempts"), plural(s.Retries, "retry", "retries"), s.RateLimited, s.InputTokens, s.OutputTokens, s.WallSeconds)
+		plural(s.Attempts, "attempt", "attempts"), plural(s.Retries, "retry", "retries"), s.PacedRetries, s.RateLimited, s.InputTokens, s.OutputTokens, s.WallSeconds)
 	if s.FellBack > 0 {
 		line += fmt.Sprintf("; %d fell back", s.FellBack)
 	}

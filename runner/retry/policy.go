@@ -51,11 +51,12 @@ const (
 // plain value, safe to share between goroutines; a zero field takes its
 // Default constant, so the zero Policy is the default policy.
 //
-// Every failed attempt counts toward MaxAttempts, rate-limited ones
-// included: the runner's limiter pauses admissions on a 429, so
-// rate-limited retries are rare, and a provider that keeps answering 429
-// to one request past six attempts is better reported than waited on.
-// The Deadline still bounds the total time.
+// Every failed attempt counts toward MaxAttempts unless the caller marks
+// it Paced: a rate limit or an overload says the key is congested, not
+// that this request is bad, and a caller that answers it for the whole key
+// (the runner's limiter pauses or slows it) bounds such attempts by the
+// Deadline alone. Otherwise a provider shedding 40% of calls at random
+// would fail one request in 200 after six refusals in a row.
 type Policy struct {
 	// MaxAttempts is the most attempts one request gets, the first included.
 	// 1 means never retry.
@@ -85,14 +86,27 @@ type Attempt struct {
 	ShouldRetry int8
 	// Start is when the request's first attempt started.
 	Start time.Time
+	// Paced marks a failure the caller answers for every request on the
+	// key (see Paced): MaxAttempts does not apply, only the Deadline. N is
+	// then the number of attempts that counted, so the backoff does not
+	// grow with refusals either: the key's pause or slowdown paces them.
+	Paced bool
 }
 
-// AttemptOf builds the Attempt for attempt n of a request started at start
-// that failed with err: class and retry-after come from err's
-// *providers.Error, if any (otherwise the class is ClassUnknown, which
-// retries).
+// Paced reports whether a failure of class c is the key's to answer rather
+// than the request's: a rate limit (429) or an overload (503/529). The
+// runner hands those to the key's admission control, which pauses or
+// slows every request on the key, and marks their Attempt Paced.
+func Paced(c providers.Class) bool {
+	return c == providers.ClassRateLimited || c == providers.ClassOverloaded
+}
+
+// AttemptOf builds the Attempt numbered n (at least 1) of a request
+// started at start that failed with err: class and retry-after come from
+// err's *providers.Error, if any (otherwise the class is ClassUnknown,
+// which retries).
 func AttemptOf(n int, err error, start time.Time) Attempt {
-	a := Attempt{N: n, Start: start}
+	a := Attempt{N: max(n, 1), Start: start}
 	var pe *providers.Error
 	if errors.As(err, &pe) {
 		a.Class = pe.Class
@@ -147,8 +161,8 @@ func (p Policy) DeadlineAt(start time.Time) time.Time {
 // every draw takes its upper bound, the longest wait.
 //
 // The checks, in order: a failure that is not retryable (by its class, or
-// the server's x-should-retry verdict) never retries; the
-// attempt numbered MaxAttempts (or later) is the last; otherwise the delay
+// the server's x-should-retry verdict) never retries; the attempt numbered
+// MaxAttempts (or later) is the last, unless it is Paced; otherwise the delay
 // is a full-jitter backoff draw, uniform in [0, min(Max, Base·2^(N-1))];
 // a retry-after hint, clamped to MaxServerDelay, is a floor: when the hint
 // plus its jitter (see MinHintJitter) is longer than the draw, it is the
@@ -160,7 +174,7 @@ func (p Policy) Decide(a Attempt, now time.Time, int63n func(int64) int64) Decis
 	if !e.Retryable() {
 		return Decision{Reason: ReasonNotRetryable}
 	}
-	if a.N >= p.MaxAttempts {
+	if a.N >= p.MaxAttempts && !a.Paced {
 		return Decision{Reason: ReasonMaxAttempts}
 	}
 	delay := draw(int63n, backoffCap(p.Base, p.Max, a.N))

@@ -49,6 +49,11 @@ func TestDecideExamples(t *testing.T) {
 		"attempt MaxAttempts is the last":    {Attempt{N: 6, Class: providers.ClassTimeout}, t0, nil, Decision{Reason: ReasonMaxAttempts}},
 		"attempt past MaxAttempts":           {Attempt{N: 60, Class: providers.ClassTimeout}, t0, nil, Decision{Reason: ReasonMaxAttempts}},
 		"attempt 0 counts as 1":              {Attempt{N: 0, Class: providers.ClassServer}, t0, nil, Decision{true, 500 * time.Millisecond, ReasonBackoff}},
+		"overload past MaxAttempts":          {Attempt{N: 6, Class: providers.ClassOverloaded}, t0, nil, Decision{Reason: ReasonMaxAttempts}},
+		"paced past MaxAttempts":             {Attempt{N: 6, Class: providers.ClassOverloaded, Paced: true}, t0, nil, Decision{true, 16 * time.Second, ReasonBackoff}},
+		"paced 429 far past MaxAttempts":     {Attempt{N: 60, Class: providers.ClassRateLimited, Paced: true}, t0, nil, Decision{true, 30 * time.Second, ReasonBackoff}},
+		"paced: only the deadline ends it":   {Attempt{N: 9, Class: providers.ClassOverloaded, Paced: true, Start: t0}, t0.Add(10*time.Minute - time.Second), nil, Decision{Reason: ReasonDeadline}},
+		"paced: not retryable still never":   {Attempt{N: 1, Class: providers.ClassInvalid, Paced: true}, t0, nil, Decision{Reason: ReasonNotRetryable}},
 		"invalid never":                      {Attempt{N: 1, Class: providers.ClassInvalid}, t0, nil, Decision{Reason: ReasonNotRetryable}},
 		"auth never":                         {Attempt{N: 1, Class: providers.ClassAuth, RetryAfter: time.Second, HasRetryAfter: true}, t0, nil, Decision{Reason: ReasonNotRetryable}},
 		"quota never":                        {Attempt{N: 1, Class: providers.ClassQuota}, t0, nil, Decision{Reason: ReasonNotRetryable}},
@@ -83,6 +88,19 @@ func TestDecideExamples(t *testing.T) {
 				t.Errorf("Decide = %+v, want %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestPacedEveryClass(t *testing.T) {
+	for _, c := range allClasses(t) {
+		if want := c == providers.ClassRateLimited || c == providers.ClassOverloaded; Paced(c) != want {
+			t.Errorf("Paced(%v) = %v", c, !want)
+		}
+	}
+	// AttemptOf: at least 1, class and hint from the error.
+	a := AttemptOf(0, fmt.Errorf("x: %w", &providers.Error{Class: providers.ClassOverloaded, RetryAfter: time.Second, HasRetryAfter: true}), t0)
+	if a != (Attempt{N: 1, Class: providers.ClassOverloaded, RetryAfter: time.Second, HasRetryAfter: true, Start: t0}) {
+		t.Errorf("AttemptOf = %+v", a)
 	}
 }
 
@@ -176,7 +194,7 @@ func checkDecision(t *testing.T, name string, p Policy, a Attempt, now time.Time
 			t.Errorf("%s: %+v, want not retryable", name, d)
 		}
 		return
-	case a.N >= p.MaxAttempts:
+	case a.N >= p.MaxAttempts && !a.Paced:
 		if d != (Decision{Reason: ReasonMaxAttempts}) {
 			t.Errorf("%s: %+v, want max attempts", name, d)
 		}
