@@ -49,9 +49,9 @@ type keyState struct {
 	cutSeq         uint64 // seq at the last multiplicative cut
 	cutArmed       bool   // a request admitted after the last cut has finished
 	caCount        int    // successes since the last additive increase
-	// Overload outcomes of attempts admitted since the last cut: the
-	// window is cut only when most of them were overloads.
-	ovlCount, okCount int
+	// ovlCount counts the overloads of attempts admitted since the last
+	// cut: the window is cut only when they are most of those admitted.
+	ovlCount int
 
 	// rc learns request and token rates from 429s where no headers
 	// describe the key; rcRate is what applyLimits last took from it
@@ -358,9 +358,6 @@ func (k *keyState) finishAt(now time.Time, mask uint8, seq uint64, reserved, act
 	if k.conf.Auto {
 		if seq > k.cutSeq {
 			k.cutArmed = true
-			if success {
-				k.okCount++
-			}
 		}
 		if success && k.inflight >= k.concLimit() {
 			// Grow only when the window was full: a paced key whose slots
@@ -420,13 +417,17 @@ func (k *keyState) cutWindow(f float64) {
 	k.caCount = 0
 	k.cutSeq = k.seq
 	k.cutArmed = false
-	k.ovlCount, k.okCount = 0, 0
+	k.ovlCount = 0
 }
 
 // Overloads cut the window only when at least overloadMin attempts admitted
 // since the last cut were overloads and they were at least overloadShare of
-// those that ended: a provider that fails a share of calls at random is
-// degraded, not congested, and slowing down would not help it.
+// those admitted: a provider that fails a share of calls at random is
+// degraded, not congested, and slowing down would not help it. The share is
+// of those admitted, not of those ended: a refusal comes back at once and
+// an answer seconds later, so among the attempts ended so far the
+// refusals of a round are overrepresented (at 42% shed at random they
+// read as most of it and cut the window every round).
 const (
 	overloadMin   = 4
 	overloadShare = 0.5
@@ -450,7 +451,7 @@ func (k *keyState) refusedAt(now time.Time, mask uint8, seq uint64, mark AIMDMar
 		k.overloaded++
 		if seq > k.cutSeq {
 			k.ovlCount++
-			if ended := k.ovlCount + k.okCount; k.ovlCount >= overloadMin && float64(k.ovlCount) >= overloadShare*float64(ended) {
+			if admitted := k.seq - k.cutSeq; k.ovlCount >= overloadMin && float64(k.ovlCount) >= overloadShare*float64(admitted) {
 				k.cutWindow(overloadCut)
 			}
 		}
