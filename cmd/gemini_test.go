@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -160,6 +161,41 @@ func TestGeminiMockAndTranslation(t *testing.T) {
 	}
 	if msg := c.stderr.String(); !strings.Contains(msg, bad+":2:") || !strings.Contains(msg, "functionCall") {
 		t.Errorf("stderr %q", msg)
+	}
+	if m.Stats().Attempts != 0 {
+		t.Errorf("%d requests sent", m.Stats().Attempts)
+	}
+}
+
+// TestGeminiLearnsFromBare429s (issue 16): Gemini sends no rate-limit
+// headers and its 429s may carry no RetryInfo; such 429s and its 503
+// UNAVAILABLE overloads are paced by the key, not failed: every request
+// ends answered.
+func TestGeminiLearnsFromBare429s(t *testing.T) {
+	m, url := mockServer(t, mock.Config{RPM: 600, Burst: time.Second, NoRetryAfter: true, OverloadRate: 0.1, Seed: 4})
+	in, prompts := geminiFile(t, 30)
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	c := &cli{env: geminiEnv(url)}
+	if code := c.run(t, "batch", in, "--provider", "gemini", "--model", "gemini-2.5-flash", "-o", out, "--quiet", "--concurrency", "16"); code != 0 {
+		t.Fatalf("exit %d: %s", code, c.stderr.String())
+	}
+	if n := len(readLines(t, out)); n != len(prompts) {
+		t.Fatalf("%d answers, want %d", n, len(prompts))
+	}
+	if st := m.Stats(); st.RateLimited == 0 || st.Overloaded == 0 || st.Completed != int64(len(prompts)) {
+		t.Fatalf("the limits and overloads were not exercised: %+v", st)
+	}
+}
+
+// TestGeminiRefusesEmbeddings: an embeddings line sent to Gemini is an
+// input error naming its line, not a request sent wrong.
+func TestGeminiRefusesEmbeddings(t *testing.T) {
+	m, url := mockServer(t, mock.Config{})
+	in := filepath.Join(t.TempDir(), "in.jsonl")
+	os.WriteFile(in, []byte(`{"custom_id":"e1","method":"POST","url":"/v1/embeddings","body":{"model":"text-embedding-004","input":"hi"}}`+"\n"), 0o644)
+	c := &cli{env: geminiEnv(url)}
+	if code := c.run(t, "batch", in, "--provider", "gemini", "--quiet"); code != ExitUsage || !strings.Contains(c.stderr.String(), in+":1:") || !strings.Contains(c.stderr.String(), "embeddings") {
+		t.Fatalf("exit %d: %s", code, c.stderr.String())
 	}
 	if m.Stats().Attempts != 0 {
 		t.Errorf("%d requests sent", m.Stats().Attempts)

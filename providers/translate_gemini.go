@@ -46,6 +46,10 @@ func openAIToGemini(body []byte) ([]byte, error) {
 	if !ok {
 		return nil, t.err
 	}
+	if !root.Get("messages").Exists() && root.Get("input").Exists() {
+		t.fail("an embeddings or Responses body, not a chat one (llmrun sends Gemini chat requests only)")
+		return nil, t.err
+	}
 	t.copyField(root, "model", "model")
 	var system []string // Gemini parts
 	var contents []string

@@ -94,6 +94,7 @@ func TestTranslateGeminiRefuses(t *testing.T) {
 		"five stops to OpenAI":    {FormatGemini, FormatOpenAI, `{"contents":[{"parts":[{"text":"x"}]}],"generationConfig":{"stopSequences":["1","2","3","4","5"]}}`, "OpenAI accepts 4"},
 		"odd role":                {FormatGemini, FormatAnthropic, `{"contents":[{"role":"function","parts":[{"text":"x"}]}]}`, `role "function"`},
 		"not an object":           {FormatGemini, FormatOpenAI, `[1]`, "not a JSON object"},
+		"embeddings body":         {FormatOpenAI, FormatGemini, `{"model":"m","input":["a","b"]}`, "embeddings"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -100,6 +100,9 @@ func (p *Provider) BaseURL() string { return p.cfg.BaseURL }
 // Send makes one attempt of req. It never retries. Errors are
 // *providers.Error, except that a done ctx yields ctx.Err() itself.
 func (p *Provider) Send(ctx context.Context, req *providers.Request) (*providers.Response, error) {
+	if req.Endpoint != providers.EndpointChat {
+		return nil, &providers.Error{Class: providers.ClassInvalid, Message: "the " + req.Endpoint.String() + " endpoint is not supported on Gemini (chat requests only)"}
+	}
 	body, model, err := prepare(req.Body)
 	if err != nil {
 		return nil, &providers.Error{Class: providers.ClassInvalid, Message: "request body: " + err.Error(), Err: err}
