@@ -1,5 +1,6 @@
 // Package mock is a fake LLM provider: an http.Handler that speaks the
-// OpenAI Chat Completions and Anthropic Messages wire formats, plain and
+// OpenAI Chat Completions, Anthropic Messages and Gemini generateContent
+// wire formats, plain and
 // streamed, with deterministic answers, server-side rate limits and
 // injectable faults. llmrun's end-to-end tests, `llmrun mock` and
 // `llmrun batch --provider mock` run it over loopback HTTP.
@@ -10,6 +11,8 @@
 //	POST /v1/messages                                   Anthropic format
 //	POST /v1/responses                                  OpenAI Responses API (responses.go)
 //	POST /v1/embeddings                                 OpenAI embeddings (embeddings.go)
+//	POST /v1beta/models/{model}:generateContent         Gemini format (gemini.go);
+//	     …:streamGenerateContent?alt=sse, …:batchGenerateContent
 //	GET  /mock/stats                                    Stats as JSON
 //
 // Azure OpenAI's dialect under /openai (azure.go), and the batch APIs
@@ -17,15 +20,17 @@
 // and /v1/files/{id}/content, POST /v1/batches, GET /v1/batches/{id}, POST
 // /v1/batches/{id}/cancel; Anthropic POST /v1/messages/batches, GET
 // /v1/messages/batches/{id} and /v1/messages/batches/{id}/results, POST
-// /v1/messages/batches/{id}/cancel.
+// /v1/messages/batches/{id}/cancel; Gemini GET /v1beta/batches and
+// /v1beta/batches/{id}, POST /v1beta/batches/{id}:cancel (batch_gemini.go).
 //
-// Anything else is a 404 in the OpenAI format, or in the Anthropic format
-// when the request carries x-api-key or anthropic-version.
+// Anything else is a 404 in the OpenAI format, in the Anthropic format
+// when the request carries x-api-key or anthropic-version, in Gemini's
+// under /v1beta/ or with x-goog-api-key.
 //
 // An API request goes through these stages, in order; the first that
 // answers ends it: read the body (413 past 32 MiB); Outage (500); APIKey
-// (401); parse and validate the body (400); SpendCap (429); rate limits
-// (429); faults (503/529, 500, reset, mid-stream error); the answer.
+// (401); parse and validate the body (400); SpendCap (429); the day's
+// requests (RPD, 429, daily.go); rate limits (429); faults (503/529, 500, reset, mid-stream error); the answer.
 package mock
 
 import (
