@@ -203,6 +203,9 @@ func ListSince(since time.Time, page func(after string) ([]BatchJob, bool, error
 func StripUserinfo(raw string) string {
 	u, err := url.Parse(raw)
 	if err == nil && u.Opaque == "" {
+		if u.User == nil {
+			return raw // as given: keys and fingerprints made from it stay stable
+		}
 		u.User = nil
 		return u.String()
 	}

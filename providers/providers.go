@@ -110,7 +110,8 @@ type Provider interface {
 	Name() string
 	// Format is the wire format of the bodies Send accepts.
 	Format() Format
-	// BaseURL identifies the endpoint, for limiter keys.
+	// BaseURL identifies the endpoint, for limiter keys, fingerprints and
+	// messages: without userinfo, as it may be written anywhere.
 	BaseURL() string
 	// Send makes one attempt. A non-nil error is a *Error whenever the
 	// provider could classify it.

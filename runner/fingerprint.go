@@ -1,8 +1,6 @@
 package runner
 
 import (
-	"net/url"
-
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/llmrun/llmrun/checkpoint"
@@ -32,7 +30,7 @@ func newFingerprinter(route Route) *fingerprinter {
 	f.route.Reset()
 	endpoint := route.Endpoint
 	if endpoint == "" {
-		endpoint = withoutCredentials(route.Provider.BaseURL())
+		endpoint = route.Provider.BaseURL()
 	}
 	for _, s := range []string{route.Provider.Name(), endpoint, route.Model} {
 		f.route.WriteString(s)
@@ -55,14 +53,4 @@ func (f *fingerprinter) of(req *providers.Request) checkpoint.Fingerprint {
 		return fp
 	}
 	return 1
-}
-
-// withoutCredentials removes a URL's user and password.
-func withoutCredentials(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return s
-	}
-	u.User = nil
-	return u.String()
 }

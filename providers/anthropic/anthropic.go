@@ -74,7 +74,7 @@ func (p *Provider) Name() string { return "anthropic" }
 func (p *Provider) Format() providers.Format { return providers.FormatAnthropic }
 
 // BaseURL returns the configured API root.
-func (p *Provider) BaseURL() string { return p.cfg.BaseURL }
+func (p *Provider) BaseURL() string { return providers.StripUserinfo(p.cfg.BaseURL) }
 
 // Send makes one attempt of req. It never retries. Errors are *providers.Error,
 // except that a done ctx yields ctx.Err() itself.

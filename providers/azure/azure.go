@@ -258,7 +258,7 @@ type broken struct {
 
 func (b broken) Name() string             { return Name }
 func (b broken) Format() providers.Format { return providers.FormatOpenAI }
-func (b broken) BaseURL() string          { return b.base }
+func (b broken) BaseURL() string          { return providers.StripUserinfo(b.base) }
 func (b broken) Send(context.Context, *providers.Request) (*providers.Response, error) {
 	return nil, &providers.Error{Class: providers.ClassInvalid, Message: b.err.Error(), Err: b.err}
 }

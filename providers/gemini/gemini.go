@@ -95,7 +95,7 @@ func (p *Provider) Name() string { return Name }
 func (p *Provider) Format() providers.Format { return providers.FormatGemini }
 
 // BaseURL returns the configured API root.
-func (p *Provider) BaseURL() string { return p.cfg.BaseURL }
+func (p *Provider) BaseURL() string { return providers.StripUserinfo(p.cfg.BaseURL) }
 
 // Send makes one attempt of req. It never retries. Errors are
 // *providers.Error, except that a done ctx yields ctx.Err() itself.

@@ -113,7 +113,7 @@ func (p *Provider) Name() string { return p.d.Name }
 func (p *Provider) Format() providers.Format { return providers.FormatOpenAI }
 
 // BaseURL returns the API root (the dialect's, for a dialect that has one).
-func (p *Provider) BaseURL() string { return p.d.BaseURL }
+func (p *Provider) BaseURL() string { return providers.StripUserinfo(p.d.BaseURL) }
 
 // Send makes one attempt of req at its endpoint. It never retries. Errors
 // are *providers.Error, except that a done ctx yields ctx.Err() itself.
