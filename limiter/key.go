@@ -607,6 +607,11 @@ func (k *keyState) statsAt(now time.Time) KeyStats {
 		RefusalRPM:   k.refusalRate(0),
 		RefusalTPM:   k.refusalRate(3),
 	}
+	if k.rc.Cuts() == 0 {
+		// A ramp from the first answer is a guess, not a rate learned
+		// from 429s: only a cut measures what the server sustains.
+		s.RefusalRPM, s.RefusalTPM = 0, 0
+	}
 	for _, w := range k.q {
 		s.Wait += max(now.Sub(w.arrived), 0)
 	}

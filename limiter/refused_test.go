@@ -131,8 +131,8 @@ func TestHeadersTakeOverFromLearnedRates(t *testing.T) {
 		l := New(Options{Defaults: Limits{Auto: true}})
 		c := Cost{Requests: 1}
 		mustReserve(t, l, "k", c).Settle(c) // starts the ramp: no headers yet
-		if s := l.Stats()[0]; s.RefusalRPM != DefaultAIMD.StartRate*60 {
-			t.Fatalf("ramp: %v rpm, want %v", s.RefusalRPM, DefaultAIMD.StartRate*60)
+		if s := l.Stats()[0]; s.Effective.RPM != DefaultAIMD.StartRate*60 || s.RefusalRPM != 0 {
+			t.Fatalf("ramp: effective %v rpm (%v from 429s), want %v (0: a ramp is no 429)", s.Effective.RPM, s.RefusalRPM, DefaultAIMD.StartRate*60)
 		}
 		r := mustReserve(t, l, "k", c)
 		r.Settle(c)
@@ -201,4 +201,27 @@ func TestOverloadsAtRandomDoNotSlowTheKey(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestNoRatesFrom429sWithoutA429: a key with no rate-limit headers ramps
+// its rate up from its first answer, but until a 429 cuts it nothing was
+// learned from 429s, and Stats must not say so (the summary printed
+// "learned from 429s" for an unlimited local server that sent none).
+func TestNoRatesFrom429sWithoutA429(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Options{Defaults: Limits{Auto: true, Concurrency: 8}})
+		c := Cost{Requests: 1, Input: 100, Output: 10}
+		for range 50 {
+			r, err := l.Reserve(context.Background(), "k", c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(10 * time.Millisecond)
+			r.Settle(c)
+			r.Observe(Observation{Requests: Window{-1, -1, 0}, Tokens: Window{-1, -1, 0}}, time.Now())
+		}
+		if s := l.Stats()[0]; s.RefusalRPM != 0 || s.RefusalTPM != 0 {
+			t.Errorf("no 429 yet, but Stats says %v rpm / %v tpm learned from 429s", s.RefusalRPM, s.RefusalTPM)
+		}
+	})
 }
