@@ -183,6 +183,10 @@ func TestSummaryText(t *testing.T) {
 	if got := s.Text(); strings.Contains(got, "in.errors.jsonl") {
 		t.Errorf("nothing failed, yet the errors file is named: %q", got)
 	}
+	s.Retries = 0
+	if got := s.Text(); !strings.Contains(got, "1 attempt;") || strings.Contains(got, "retr") {
+		t.Errorf("no retries, yet they are detailed: %q", got)
+	}
 	if got := (&Summary{Requests: 2}).OneLine(); !strings.HasPrefix(got, "llmrun: 2 requests:") {
 		t.Errorf("OneLine %q", got)
 	}

@@ -169,14 +169,23 @@ func keyLimits(stats []limiter.KeyStats) []KeyLimits {
 	return out
 }
 
+// retryString details the retries, if any: how many were paced by the key
+// (after 429s or overloads) and how many attempts were rate-limited.
+func (s *Summary) retryString() string {
+	if s.Retries == 0 && s.RateLimited == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%s, %d of them after 429s or overloads; %d rate-limited)", plural(s.Retries, "retry", "retries"), s.PacedRetries, s.RateLimited)
+}
+
 // OneLine is the summary as the single line printed at the end of every run.
 func (s *Summary) OneLine() string { return "llmrun: " + s.Text() }
 
 // Text is the one-line summary without the "llmrun: " a log line adds.
 func (s *Summary) Text() string {
-	line := fmt.Sprintf("%s: %d succeeded, %d failed, %d skipped, %d pending; %s (%s, %d of them after 429s or overloads; %d rate-limited); %d in / %d out tokens; %.1fs",
+	line := fmt.Sprintf("%s: %d succeeded, %d failed, %d skipped, %d pending; %s%s; %d in / %d out tokens; %.1fs",
 		plural(s.Requests, "request", "requests"), s.Succeeded, s.Failed, s.Skipped, s.Pending,
-		plural(s.Attempts, "attempt", "attempts"), plural(s.Retries, "retry", "retries"), s.PacedRetries, s.RateLimited, s.InputTokens, s.OutputTokens, s.WallSeconds)
+		plural(s.Attempts, "attempt", "attempts"), s.retryString(), s.InputTokens, s.OutputTokens, s.WallSeconds)
 	if s.FellBack > 0 {
 		line += fmt.Sprintf("; %d fell back", s.FellBack)
 	}
