@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"strconv"
 	"strings"
 	"time"
 
@@ -103,8 +104,31 @@ func addLimitFlags(f *pflag.FlagSet, o *BatchOptions) {
 	f.DurationVar(&o.MaxPause, "max-pause", limiter.DefaultMaxPause, "longest wait a server's retry-after may impose, on one request or (after a 429) on the whole key")
 	f.StringVar(&o.Pool, "pool", "", "share one budget under this name instead of per provider+model")
 	f.StringVar(&o.Redis, "redis", "", "redis://[user:pass@]host:port/db: share the budget (buckets, pauses, --concurrency) with every llmrun using this Redis; needs explicit --rpm/--itpm/--otpm/--tpm")
+	f.Var(&priorityValue{&o.Priority}, "priority", "this run's priority among the requests waiting for the same budget (with --redis, of every process): an integer from -1000 to 1000, higher first, or high (1), normal (0), low (-1); a line's \"priority\" field overrides it")
+	f.DurationVar(&o.PriorityAging, "priority-aging", limiter.DefaultAging, "a waiting request rises one priority per this much waiting, so low-priority work always progresses (0: strictly by priority)")
 	f.StringVar(&o.Shard, "shard", "", "I/N: run only shard I of N of the input (by custom_id hash), for N machines sharing one file; outputs default to INPUT.shard-I-of-N.out.jsonl")
 }
+
+// priorityValue is --priority: an integer, or high, normal or low.
+type priorityValue struct{ p *int }
+
+func (v *priorityValue) String() string {
+	if v.p == nil {
+		return "0"
+	}
+	return strconv.Itoa(*v.p)
+}
+
+func (v *priorityValue) Set(s string) error {
+	p, err := limiter.ParsePriority(s)
+	if err != nil {
+		return err
+	}
+	*v.p = p
+	return nil
+}
+
+func (v *priorityValue) Type() string { return "priority" }
 
 // addRetryFlags adds the flags of the retry policy, timeouts, breaker and
 // answer guard.

@@ -105,7 +105,7 @@ func inputShape(src *runner.Source) providers.Format {
 func newBudget(ctx context.Context, io *IO, o *BatchOptions, limits limiter.Limits, pools map[string]limiter.Limits, seed uint64) (budget limiter.Budget, closeBudget func(), err error) {
 	warn := func(msg string) { io.warnf("%s", msg) }
 	if o.Redis == "" {
-		l := limiter.New(limiter.Options{Defaults: limits, MaxPause: o.MaxPause, Warn: warn})
+		l := limiter.New(limiter.Options{Defaults: limits, MaxPause: o.MaxPause, Warn: warn, Aging: o.PriorityAging})
 		for name, lim := range pools {
 			l.SetLimits(name, lim)
 		}

@@ -50,7 +50,7 @@ func (s *SourceOptions) load(input string) error {
 func (o *BatchOptions) parser(format providers.Format) runner.Parser {
 	return runner.Parser{
 		Format:    format,
-		Defaults:  runner.LineDefaults{Model: o.Model, MaxTokens: o.MaxTokens, System: o.System},
+		Defaults:  runner.LineDefaults{Model: o.Model, MaxTokens: o.MaxTokens, System: o.System, Priority: o.Priority},
 		LossyUTF8: o.Source.LossyUTF8,
 		Template:  o.Source.tmpl,
 	}

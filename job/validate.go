@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/runner"
 )
 
@@ -56,6 +57,8 @@ func (o *BatchOptions) validate() error {
 		{o.Cost.MaxCost >= 0, "--max-cost", nonNegative, o.Cost.MaxCost},
 		{o.ConnectDeadline >= 0, "--connect-deadline", nonNegative + " (0: hold for --max-outage)", o.ConnectDeadline},
 		{o.FailFast >= 0, "--fail-fast", nonNegative + " (0: off)", o.FailFast},
+		{o.Priority >= limiter.MinPriority && o.Priority <= limiter.MaxPriority, "--priority", fmt.Sprintf("must be from %d to %d", limiter.MinPriority, limiter.MaxPriority), o.Priority},
+		{o.PriorityAging >= 0, "--priority-aging", nonNegative + " (0: no aging)", o.PriorityAging},
 	}
 	for _, c := range checks {
 		if !c.ok {

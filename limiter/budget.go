@@ -9,7 +9,7 @@ import (
 // a budget shared by several processes (a Redis-backed one, say). The
 // methods mean what they mean on *Limiter.
 type Budget interface {
-	Reserve(ctx context.Context, key string, c Cost) (Ticket, error)
+	ReservePriority(ctx context.Context, key string, c Cost, priority int) (Ticket, error)
 	Observe(key string, o Observation)
 	Pause(key string, until time.Time)
 	RateLimited(key string)
@@ -39,8 +39,8 @@ type budgetOf struct{ l *Limiter }
 // AsBudget returns l as a Budget.
 func AsBudget(l *Limiter) Budget { return budgetOf{l} }
 
-func (b budgetOf) Reserve(ctx context.Context, key string, c Cost) (Ticket, error) {
-	r, err := b.l.Reserve(ctx, key, c)
+func (b budgetOf) ReservePriority(ctx context.Context, key string, c Cost, p int) (Ticket, error) {
+	r, err := b.l.ReservePriority(ctx, key, c, p)
 	if err != nil {
 		return nil, err
 	}

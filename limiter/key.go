@@ -2,7 +2,6 @@ package limiter
 
 import (
 	"math"
-	"slices"
 	"sync"
 	"time"
 )
@@ -19,6 +18,11 @@ type waiter struct {
 	cost    Cost
 	arrived time.Time
 	wake    chan struct{} // buffered 1: "re-evaluate", never lost
+	// vt is the virtual arrival (UnixNano) and seq the call's place in
+	// the key's calls: the queue's order (see waitQueue).
+	vt  int64
+	seq uint64
+	idx int // index in the queue, -1 when not queued
 }
 
 // keyState is the budget of one key. Every method requires k.mu to be held
@@ -34,7 +38,8 @@ type keyState struct {
 	b       [numBuckets]bucket  // the buckets in force
 	last    time.Time           // instant the buckets were last refilled to
 	pause   time.Time           // no admissions before this instant
-	q       []*waiter           // FIFO; q[0] is the only one that may be admitted
+	q       waitQueue           // by priority, then arrival; q[0] is the only one that may be admitted
+	calls   uint64              // Reserve calls queued so far: FIFO within a priority
 	acctAt  time.Time           // wait accounting is up to date until here
 	blocked Dimension           // what blocks q[0], for wait accounting
 
@@ -550,14 +555,18 @@ func (k *keyState) observeAt(now time.Time, o Observation, headersAt time.Time, 
 // known reports whether a header said anything about w.
 func known(w Window) bool { return w != (Window{}) && (w.Limit >= 0 || w.Remaining >= 0) }
 
+// enqueue queues w, arrived at now with priority p under aging: the
+// queue's order is fixed at arrival (see waitQueue).
+func (k *keyState) enqueue(w *waiter, p int, aging time.Duration) {
+	k.calls++
+	w.seq = k.calls
+	w.vt = VirtualArrival(w.arrived, p, aging).UnixNano()
+	k.q.push(w)
+}
+
 // popHead removes the admitted head at now and wakes the next one.
 func (k *keyState) popHead(now time.Time) {
-	w := k.q[0]
-	k.q[0] = nil
-	k.q = k.q[1:]
-	if len(k.q) == 0 {
-		k.q = nil
-	}
+	w := k.q.removeAt(0)
 	k.wait += max(now.Sub(w.arrived), 0)
 	k.wakeHead()
 }
@@ -565,13 +574,12 @@ func (k *keyState) popHead(now time.Time) {
 // remove takes a waiter that gives up out of the queue.
 func (k *keyState) remove(w *waiter, now time.Time) {
 	k.syncAt(now)
-	i := slices.Index(k.q, w)
-	if i < 0 {
+	wasHead, ok := k.q.remove(w)
+	if !ok {
 		return
 	}
-	k.q = slices.Delete(k.q, i, i+1)
 	k.wait += max(now.Sub(w.arrived), 0)
-	if i == 0 {
+	if wasHead {
 		k.wakeHead()
 	}
 }

@@ -77,6 +77,10 @@ type Options struct {
 	// hint cut to MaxPause); nil drops them. It is called without locks
 	// held.
 	Warn func(msg string)
+	// Aging is how long a waiting attempt waits to rise one priority (see
+	// ReservePriority); 0 (or more than MaxAging) means no aging: strictly
+	// by priority, first come first served within one.
+	Aging time.Duration
 }
 
 // DefaultMaxPause caps a key-wide pause as retry policies cap one
@@ -151,12 +155,13 @@ type Limiter struct {
 	newTimer func(time.Duration) (<-chan time.Time, func() bool)
 	maxPause time.Duration
 	warn     func(string)
+	aging    time.Duration
 	keys     sync.Map // string → *keyState
 }
 
 // New returns a Limiter configured by o.
 func New(o Options) *Limiter {
-	l := &Limiter{defaults: o.Defaults, now: o.Now, newTimer: o.NewTimer, maxPause: o.MaxPause, warn: o.Warn}
+	l := &Limiter{defaults: o.Defaults, now: o.Now, newTimer: o.NewTimer, maxPause: o.MaxPause, warn: o.Warn, aging: agingOf(o.Aging)}
 	if l.maxPause <= 0 {
 		l.maxPause = DefaultMaxPause
 	}
@@ -291,16 +296,24 @@ func (r *Reservation) end(fn func(k *keyState, now time.Time)) {
 	fn(k, r.l.now())
 }
 
-// Reserve blocks until key has a free concurrency slot, is not paused and
-// every bucket covers c, then takes c from all buckets at once and returns
-// the reservation. Waiters are served first come, first served, so a large
-// request is not starved by a stream of small ones (it holds up those
-// behind it instead). A cost larger than a bucket's burst capacity raises
-// that capacity to it for good (topping the bucket up if it was full, so an
-// idle key admits it at once); a cost that exceeds a bucket's per-minute
-// limit fails at once with a *TooLargeError. If ctx ends first, Reserve
-// returns ctx.Err() and the buckets are untouched.
+// Reserve is shorthand for ReservePriority(ctx, key, c, PriorityNormal).
 func (l *Limiter) Reserve(ctx context.Context, key string, c Cost) (*Reservation, error) {
+	return l.ReservePriority(ctx, key, c, PriorityNormal)
+}
+
+// ReservePriority blocks until key has a free concurrency slot, is not
+// paused and every bucket covers c, then takes c from all buckets at once
+// and returns the reservation. Waiters are served highest effective
+// priority first (priority p, rising by one per Options.Aging of waiting;
+// see MinPriority), first come first served within one, and only the first
+// in that order may be admitted, so a large request is not starved by a
+// stream of small ones (it holds up those behind it instead) nor, thanks to
+// aging, by a stream of higher priority. A cost larger than a bucket's
+// burst capacity raises that capacity to it for good (topping the bucket
+// up if it was full, so an idle key admits it at once); a cost that exceeds
+// a bucket's per-minute limit fails at once with a *TooLargeError. If ctx
+// ends first, it returns ctx.Err() and the buckets are untouched.
+func (l *Limiter) ReservePriority(ctx context.Context, key string, c Cost, p int) (*Reservation, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -323,7 +336,7 @@ func (l *Limiter) Reserve(ctx context.Context, key string, c Cost) (*Reservation
 	}
 	k.syncAt(now)
 	w := &waiter{cost: c, arrived: now, wake: make(chan struct{}, 1)}
-	k.q = append(k.q, w)
+	k.enqueue(w, p, l.aging)
 	return l.wait(ctx, k, w, now)
 }
 

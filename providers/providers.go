@@ -61,6 +61,10 @@ type Request struct {
 	// object), carried to the output line so answers join back without the
 	// input; nil for lines that are requests themselves.
 	Vars []byte
+	// Priority orders the request's attempts among those waiting for the
+	// same budget, higher first (the line's priority, else the run's);
+	// providers ignore it.
+	Priority int
 }
 
 // Usage is the token usage a provider reports for one response.

@@ -129,7 +129,7 @@ func (r *run) admit(h *hop) (*permit, outcome, error) {
 			continue
 		}
 		asked := time.Now()
-		resv, err := r.cfg.Limiter.Reserve(r.admitCtx, h.key, r.cost(h.key, h.route, h.req, h.raw))
+		resv, err := r.cfg.Limiter.ReservePriority(r.admitCtx, h.key, r.cost(h.key, h.route, h.req, h.raw), h.req.Priority)
 		if err != nil {
 			p.end(notSent)
 			return nil, r.refused(err), err

@@ -29,7 +29,7 @@ type countingBudget struct {
 	rateLimited int
 }
 
-func (b *countingBudget) Reserve(ctx context.Context, key string, c limiter.Cost) (limiter.Ticket, error) {
+func (b *countingBudget) ReservePriority(ctx context.Context, key string, c limiter.Cost, p int) (limiter.Ticket, error) {
 	b.mu.Lock()
 	b.reserves++
 	n := b.reserves
@@ -39,7 +39,7 @@ func (b *countingBudget) Reserve(ctx context.Context, key string, c limiter.Cost
 			return nil, err
 		}
 	}
-	t, err := b.Budget.Reserve(ctx, key, c)
+	t, err := b.Budget.ReservePriority(ctx, key, c, p)
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/providers"
 )
 
@@ -45,6 +46,8 @@ type LineDefaults struct {
 	Model     string
 	MaxTokens int
 	System    string
+	// Priority is the priority of lines without a priority field.
+	Priority int
 }
 
 // maxLine bounds one input line; a longer one is an input error, not an
@@ -109,7 +112,12 @@ func (p *Parser) parseValid(line []byte, lineNo int) (*providers.Request, error)
 	if !root.IsObject() {
 		return nil, errors.New("not a JSON object")
 	}
-	req := &providers.Request{Line: lineNo}
+	req := &providers.Request{Line: lineNo, Priority: p.Defaults.Priority}
+	if p.Template == nil && bytes.Contains(line, priorityField) { // skips a scan of every line without one
+		if err := linePriority(root, req); err != nil {
+			return nil, err
+		}
+	}
 	idv := root.Get("custom_id")
 	if !idv.Exists() {
 		idv = root.Get("key") // Gemini's batch lines name their request "key"
@@ -220,6 +228,29 @@ func (p *Parser) parseValid(line []byte, lineNo int) (*providers.Request, error)
 		return nil, err
 	}
 	return req, nil
+}
+
+// priorityField is how a line's priority field starts.
+var priorityField = []byte(`"priority"`)
+
+// linePriority reads a line's top-level priority field into req: an
+// integer, or high, normal or low (see limiter.ParsePriority). A
+// template's records are not read: their fields are the prompt's.
+func linePriority(root gjson.Result, req *providers.Request) error {
+	v := root.Get("priority")
+	switch {
+	case !v.Exists() || v.Type == gjson.Null:
+		return nil
+	case v.Type == gjson.Number && v.Num == math.Trunc(v.Num) && v.Num >= limiter.MinPriority && v.Num <= limiter.MaxPriority:
+		req.Priority = int(v.Num)
+		return nil
+	case v.Type == gjson.String:
+		if p, err := limiter.ParsePriority(v.Str); err == nil {
+			req.Priority = p
+			return nil
+		}
+	}
+	return fmt.Errorf("priority must be an integer from %d to %d, or \"high\", \"normal\" or \"low\", not %s", limiter.MinPriority, limiter.MaxPriority, v.Raw)
 }
 
 // checkBody rejects a body its endpoint would answer with a 400 for want

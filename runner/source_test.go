@@ -250,3 +250,34 @@ func TestParseShard(t *testing.T) {
 		t.Error("the zero Shard must take everything")
 	}
 }
+
+// TestParsePriority: a line's priority field overrides the run's, in
+// every shape, by number or name; a bad one is an input error; a body's
+// own "priority" (a provider parameter) is not the line's.
+func TestParsePriority(t *testing.T) {
+	p := Parser{Format: providers.FormatOpenAI, Defaults: LineDefaults{Model: "m", Priority: -1}}
+	for line, want := range map[string]int{
+		`{"prompt":"x"}`:                   -1,
+		`{"prompt":"x","priority":5}`:      5,
+		`{"prompt":"x","priority":"high"}`: 1,
+		`{"prompt":"x","priority":null}`:   -1,
+		`{"custom_id":"a","body":{"messages":[{"role":"user","content":"x"}]},"priority":-3}`:                                 -3,
+		`{"custom_id":"a","body":{"messages":[{"role":"user","content":"x"}],"priority":9}}`:                                  -1,
+		`{"custom_id":"b","params":{"model":"c","max_tokens":5,"messages":[{"role":"user","content":"x"}]},"priority":"low"}`: -1,
+		`{"custom_id":"c","params":{"model":"c","max_tokens":5,"messages":[{"role":"user","content":"x"}]},"priority":1000}`:  1000,
+	} {
+		req, err := p.Parse([]byte(line), 1)
+		if err != nil {
+			t.Errorf("%s: %v", line, err)
+			continue
+		}
+		if req.Priority != want {
+			t.Errorf("%s: priority %d, want %d", line, req.Priority, want)
+		}
+	}
+	for _, line := range []string{`{"prompt":"x","priority":1.5}`, `{"prompt":"x","priority":"urgent"}`, `{"prompt":"x","priority":1001}`, `{"prompt":"x","priority":true}`} {
+		if _, err := p.Parse([]byte(line), 1); err == nil || !strings.Contains(err.Error(), "priority must be") {
+			t.Errorf("%s: err = %v, want a priority error", line, err)
+		}
+	}
+}

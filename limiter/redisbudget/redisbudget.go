@@ -369,6 +369,12 @@ func (b *Budget) Reserve(ctx context.Context, key string, c limiter.Cost) (limit
 	}
 }
 
+// ReservePriority is Reserve; priorities are not yet ordered across
+// processes.
+func (b *Budget) ReservePriority(ctx context.Context, key string, c limiter.Cost, _ int) (limiter.Ticket, error) {
+	return b.Reserve(ctx, key, c)
+}
+
 // try runs the reservation script once: it returns the ticket, or how long
 // to wait and for what. The script runs even if ctx ends meanwhile (an
 // admission whose answer was lost would leak its charge); Reserve cancels a
