@@ -47,14 +47,14 @@ type BatchOptions struct {
 	Concurrency                    int
 	RPM, ITPM, OTPM, TPM, Headroom float64
 	// Daily holds --rpd, --tpd and --wait-daily (daily.go).
-	Daily                           DailyOptions
-	Burst, Skew, MaxPause           time.Duration
-	Pool, Shard, Redis              string
+	Daily                 DailyOptions
+	Burst, Skew, MaxPause time.Duration
+	Pool, Shard, Redis    string
 	// Priority orders this run's requests among those waiting for the same
 	// budget (higher first; a line's priority field overrides it), and
 	// PriorityAging is how long a waiting request waits to rise one.
-	Priority      int
-	PriorityAging time.Duration
+	Priority                        int
+	PriorityAging                   time.Duration
 	MaxAttempts                     int
 	BackoffBase, BackoffMax         time.Duration
 	RequestTimeout, FirstByte, Idle time.Duration
