@@ -146,7 +146,9 @@ func parse(data []byte, name string, strict bool) (map[string]*Price, snapshotMe
 	return models, meta, nil
 }
 
-// entry turns one list entry into a Price.
+// entry turns one list entry into a Price. Its checks run in a fixed order
+// (fields in name order, then input, output, batch) so a bad entry always
+// gets the same error.
 func entry(model string, raw json.RawMessage) (*Price, error) {
 	var fields map[string]any
 	d := json.NewDecoder(bytes.NewReader(raw))
@@ -160,25 +162,38 @@ func entry(model string, raw json.RawMessage) (*Price, error) {
 	if p.Provider == "" {
 		p.Provider = str("litellm_provider")
 	}
-	rate := func(k string, v any, scale float64) (Rate, error) {
-		n, ok := v.(json.Number)
-		if !ok {
-			return 0, fmt.Errorf("%s: want a number", k)
-		}
-		f, err := n.Float64()
-		if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
-			return 0, fmt.Errorf("%s: want a price of 0 or more, have %s", k, n)
-		}
-		// dollars per (token × scale) → picodollars per token
-		return Rate(math.Round(f * perUSD / scale)), nil
+	got, tiers, err := entryRates(fields)
+	if err != nil {
+		return nil, err
 	}
-	got := map[string]Rate{}
-	tiers := map[int64]map[string]Rate{}
+	in, ok := got["input"]
+	if !ok {
+		return nil, fmt.Errorf("no input price (input_cost_per_token or input_per_mtok)")
+	}
+	out, hasOut := got["output"]
+	if !hasOut && str("mode") != "embedding" {
+		return nil, fmt.Errorf("no output price (output_cost_per_token or output_per_mtok); an embedding model says \"mode\": \"embedding\"")
+	}
+	p.Sync = overlayRates(got, Rates{Input: in, Output: out, CacheRead: in, CacheWrite: in})
+	if err := p.setBatch(got, hasOut); err != nil {
+		return nil, err
+	}
+	p.setTiers(tiers)
+	return p, nil
+}
+
+// entryRates reads an entry's price fields into slots ("input",
+// "cache_read", …) and its long-context tiers by their threshold in tokens.
+// Other fields are ignored, so a whole LiteLLM file reads. Keys are visited
+// in sorted order so that errors are deterministic.
+func entryRates(fields map[string]any) (got map[string]Rate, tiers map[int64]map[string]Rate, err error) {
+	got = map[string]Rate{}
+	tiers = map[int64]map[string]Rate{}
 	keys := make([]string, 0, len(fields))
 	for k := range fields {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys) // deterministic errors
+	sort.Strings(keys)
 	for _, k := range keys {
 		v := fields[k]
 		var slot string
@@ -189,9 +204,9 @@ func entry(model string, raw json.RawMessage) (*Price, error) {
 			slot, scale = s, 1e6
 		} else if m := tierField.FindStringSubmatch(k); m != nil {
 			above, _ := strconv.ParseInt(m[2], 10, 64)
-			r, err := rate(k, v, 1)
+			r, err := parseRate(k, v, 1)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if tiers[above*1000] == nil {
 				tiers[above*1000] = map[string]Rate{}
@@ -202,46 +217,59 @@ func entry(model string, raw json.RawMessage) (*Price, error) {
 			continue
 		}
 		if _, dup := got[slot]; dup {
-			return nil, fmt.Errorf("%s: the %s price is given twice (per token and per million tokens)", k, strings.ReplaceAll(slot, "_", " "))
+			return nil, nil, fmt.Errorf("%s: the %s price is given twice (per token and per million tokens)", k, strings.ReplaceAll(slot, "_", " "))
 		}
-		r, err := rate(k, v, scale)
+		r, err := parseRate(k, v, scale)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		got[slot] = r
 	}
-	in, ok := got["input"]
+	return got, tiers, nil
+}
+
+// parseRate reads field k's price v, in dollars per (token × scale), as
+// picodollars per token: integers, so costs add up exactly.
+func parseRate(k string, v any, scale float64) (Rate, error) {
+	n, ok := v.(json.Number)
 	if !ok {
-		return nil, fmt.Errorf("no input price (input_cost_per_token or input_per_mtok)")
+		return 0, fmt.Errorf("%s: want a number", k)
 	}
-	out, hasOut := got["output"]
-	if !hasOut && str("mode") != "embedding" {
-		return nil, fmt.Errorf("no output price (output_cost_per_token or output_per_mtok); an embedding model says \"mode\": \"embedding\"")
+	f, err := n.Float64()
+	if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+		return 0, fmt.Errorf("%s: want a price of 0 or more, have %s", k, n)
 	}
-	// rates lays the listed rates over base: a base lists none for the
-	// cache (they default to the input rate), a tier keeps the base's
-	// cache rates where it lists none of its own.
-	rates := func(g map[string]Rate, base Rates) Rates {
-		r := base
-		if v, ok := g["input"]; ok {
-			r.Input = v
-		}
-		if v, ok := g["output"]; ok {
-			r.Output = v
-		}
-		if v, ok := g["cache_read"]; ok {
-			r.CacheRead = v
-		}
-		if v, ok := g["cache_write"]; ok {
-			r.CacheWrite = v
-		}
-		return r
+	return Rate(math.Round(f * perUSD / scale)), nil
+}
+
+// overlayRates lays the listed rates g over base: a base lists none for the
+// cache (they default to the input rate), a tier keeps the base's cache
+// rates where it lists none of its own.
+func overlayRates(g map[string]Rate, base Rates) Rates {
+	r := base
+	if v, ok := g["input"]; ok {
+		r.Input = v
 	}
-	p.Sync = rates(got, Rates{Input: in, Output: out, CacheRead: in, CacheWrite: in})
+	if v, ok := g["output"]; ok {
+		r.Output = v
+	}
+	if v, ok := g["cache_read"]; ok {
+		r.CacheRead = v
+	}
+	if v, ok := g["cache_write"]; ok {
+		r.CacheWrite = v
+	}
+	return r
+}
+
+// setBatch sets p's batch rates: the listed ones (with the provider's rule
+// for cache hits, which lists rarely give), else the provider's documented
+// discount, else none. Half a listed batch price is an error, not a guess.
+func (p *Price) setBatch(got map[string]Rate, hasOut bool) error {
 	if bi, ok := got["batch_input"]; ok {
 		bo, ok := got["batch_output"]
 		if !ok && hasOut {
-			return nil, fmt.Errorf("a batch input price without a batch output price")
+			return fmt.Errorf("a batch input price without a batch output price")
 		}
 		b := Rates{Input: bi, Output: bo, CacheRead: p.Sync.CacheRead, CacheWrite: p.Sync.CacheWrite}
 		if rule, _, ok := batchRule(p.Provider, p.Sync); ok {
@@ -249,21 +277,27 @@ func entry(model string, raw json.RawMessage) (*Price, error) {
 		}
 		p.Batch, p.BatchRule = &b, "listed batch price"
 	} else if _, ok := got["batch_output"]; ok {
-		return nil, fmt.Errorf("a batch output price without a batch input price")
+		return fmt.Errorf("a batch output price without a batch input price")
 	} else if b, why, ok := batchRule(p.Provider, p.Sync); ok {
 		p.Batch, p.BatchRule = &b, why
 	}
+	return nil
+}
+
+// setTiers appends p's long-context tiers in ascending order of threshold,
+// each with batch rates by the provider's rule or, failing one, scaled as
+// p's listed batch price scales its base.
+func (p *Price) setTiers(tiers map[int64]map[string]Rate) {
 	aboves := make([]int64, 0, len(tiers))
 	for a := range tiers {
 		aboves = append(aboves, a)
 	}
 	sort.Slice(aboves, func(i, j int) bool { return aboves[i] < aboves[j] })
 	for _, a := range aboves {
-		t := Tier{Above: a, Sync: rates(tiers[a], p.Sync)}
+		t := Tier{Above: a, Sync: overlayRates(tiers[a], p.Sync)}
 		if b, _, ok := batchRule(p.Provider, t.Sync); ok {
 			t.Batch = &b
 		} else if p.Batch != nil && p.Sync.Input > 0 {
-			// A listed batch price with no rule: scale the tier like the base.
 			f := float64(p.Batch.Input) / float64(p.Sync.Input)
 			s := func(r Rate) Rate { return Rate(math.Round(float64(r) * f)) }
 			b := Rates{Input: s(t.Sync.Input), Output: s(t.Sync.Output), CacheRead: s(t.Sync.CacheRead), CacheWrite: s(t.Sync.CacheWrite)}
@@ -271,7 +305,6 @@ func entry(model string, raw json.RawMessage) (*Price, error) {
 		}
 		p.Tiers = append(p.Tiers, t)
 	}
-	return p, nil
 }
 
 // lineIndex maps byte offsets to 1-based line numbers.

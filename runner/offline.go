@@ -362,45 +362,9 @@ func (o *offline) submitPending(ctx context.Context) error {
 	}
 	first := !o.readSource
 	o.readSource, o.released = true, false
-	st := o.cfg.Store
-	// One batch holds one endpoint and one model (OpenAI's endpoint is per
-	// batch, Gemini's model): requests fill a batch per endpoint and
-	// model, each up to the limits in units (an embeddings request counts
-	// its inputs) and bytes.
-	type group struct {
-		items []*providers.Request
-		size  int64
-		units int
-	}
-	type groupKey struct {
-		ep    providers.Endpoint
-		model string
-	}
-	groups := map[groupKey]*group{}
-	var order []groupKey // first seen first, for a deterministic flush
-	flush := func(g *group) error {
-		if len(g.items) == 0 {
-			return nil
-		}
-		err := o.submit(ctx, g.items)
-		g.items, g.size, g.units = g.items[:0], 0, 0
-		return err
-	}
+	b := &batcher{o: o, groups: map[batchKey]*batchGroup{}}
 	err := o.cfg.Source.Each(func(req *providers.Request) error {
-		switch {
-		case o.wrote[req.ID]:
-			return nil // collected from a batch earlier in this run
-		case st.Done(req.ID):
-			if first {
-				o.c.Skipped.Add(1)
-			}
-			return nil
-		case st.Failed(req.ID):
-			if first {
-				o.c.Failed.Add(1) // failed before, and kept failed (--no-retry-failed)
-			}
-			return nil
-		case o.inBat[req.ID] > 0:
+		if !o.pending(req, first) {
 			return nil
 		}
 		if err := ctx.Err(); err != nil {
@@ -414,36 +378,111 @@ func (o *offline) submitPending(ctx context.Context) error {
 		}
 		item := providers.BatchItem{CustomID: sent, Body: req.Body, Endpoint: req.Endpoint}
 		n, u := o.cfg.Client.ItemSize(item), providers.BatchUnits(item)
-		switch {
-		case int(req.Endpoint) >= numBatchEndpoints:
-			return o.failOne(req, "unsupported_endpoint", "the "+req.Endpoint.String()+" endpoint has no batch API")
-		case n > o.maxBytes:
-			return o.failOne(req, "too_large_for_batch", fmt.Sprintf("the request takes %d bytes in a batch, more than the batch limit of %d; run it with --mode sync", n, o.maxBytes))
-		case u > o.maxItems:
-			return o.failOne(req, "too_large_for_batch", fmt.Sprintf("the request holds %d inputs, more than a batch takes (%d); run it with --mode sync", u, o.maxItems))
+		if code, msg := o.unbatchable(req, n, u); code != "" {
+			return o.failOne(req, code, msg)
 		}
-		k := groupKey{req.Endpoint, req.Model}
-		g := groups[k]
-		if g == nil {
-			g = &group{}
-			groups[k] = g
-			order = append(order, k)
-		}
-		if g.units+u > o.maxItems || g.size+n > o.maxBytes {
-			if err := flush(g); err != nil {
-				return err
-			}
-		}
-		g.items = append(g.items, req)
-		g.size += n
-		g.units += u
-		return nil
+		return b.add(ctx, req, n, u)
 	})
 	if err != nil {
 		return err
 	}
-	for _, k := range order {
-		if err := flush(groups[k]); err != nil {
+	return b.flushAll(ctx)
+}
+
+// pending says whether req still needs a batch, and counts, on the first
+// read of the source only, those answered or kept failed by an earlier run.
+func (o *offline) pending(req *providers.Request, first bool) bool {
+	switch {
+	case o.wrote[req.ID]:
+		return false // collected from a batch earlier in this run
+	case o.cfg.Store.Done(req.ID):
+		if first {
+			o.c.Skipped.Add(1)
+		}
+		return false
+	case o.cfg.Store.Failed(req.ID):
+		if first {
+			o.c.Failed.Add(1) // failed before, and kept failed (--no-retry-failed)
+		}
+		return false
+	case o.inBat[req.ID] > 0:
+		return false
+	}
+	return true
+}
+
+// unbatchable gives the errors-file code and message of a request no batch
+// can take (n bytes and u units as sent), or "" when one can.
+func (o *offline) unbatchable(req *providers.Request, n int64, u int) (code, msg string) {
+	switch {
+	case int(req.Endpoint) >= numBatchEndpoints:
+		return "unsupported_endpoint", "the " + req.Endpoint.String() + " endpoint has no batch API"
+	case n > o.maxBytes:
+		return "too_large_for_batch", fmt.Sprintf("the request takes %d bytes in a batch, more than the batch limit of %d; run it with --mode sync", n, o.maxBytes)
+	case u > o.maxItems:
+		return "too_large_for_batch", fmt.Sprintf("the request holds %d inputs, more than a batch takes (%d); run it with --mode sync", u, o.maxItems)
+	}
+	return "", ""
+}
+
+// batcher fills batches for submitPending. One batch holds one endpoint and
+// one model (OpenAI's endpoint is per batch, Gemini's model): requests fill
+// a batch per endpoint and model, each up to the limits in units (an
+// embeddings request counts its inputs) and bytes.
+type batcher struct {
+	o      *offline
+	groups map[batchKey]*batchGroup
+	order  []batchKey // first seen first, for a deterministic flush
+}
+
+type batchKey struct {
+	ep    providers.Endpoint
+	model string
+}
+
+// batchGroup is the batch being filled for one key.
+type batchGroup struct {
+	items []*providers.Request
+	size  int64
+	units int
+}
+
+// add puts req (n bytes, u units) in its key's batch, submitting that batch
+// first when req would take it past a limit.
+func (b *batcher) add(ctx context.Context, req *providers.Request, n int64, u int) error {
+	k := batchKey{req.Endpoint, req.Model}
+	g := b.groups[k]
+	if g == nil {
+		g = &batchGroup{}
+		b.groups[k] = g
+		b.order = append(b.order, k)
+	}
+	if g.units+u > b.o.maxItems || g.size+n > b.o.maxBytes {
+		if err := b.flush(ctx, g); err != nil {
+			return err
+		}
+	}
+	g.items = append(g.items, req)
+	g.size += n
+	g.units += u
+	return nil
+}
+
+// flush submits g's requests, if any, and empties it.
+func (b *batcher) flush(ctx context.Context, g *batchGroup) error {
+	if len(g.items) == 0 {
+		return nil
+	}
+	err := b.o.submit(ctx, g.items)
+	g.items, g.size, g.units = g.items[:0], 0, 0
+	return err
+}
+
+// flushAll submits every partly filled batch, in the order their keys were
+// first seen.
+func (b *batcher) flushAll(ctx context.Context) error {
+	for _, k := range b.order {
+		if err := b.flush(ctx, b.groups[k]); err != nil {
 			return err
 		}
 	}

@@ -356,6 +356,10 @@ func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
 	s.fail(w, d, reqID, errNotFound(r.Method, r.URL.Path))
 }
 
+// handleAPI serves one dialect's completion routes. A request passes the
+// server-wide refusals (check), then the limits (grant), then the faults, in
+// the order a real provider meets them, so that each failure is counted
+// once and a refused request holds no slot.
 func (s *Server) handleAPI(d dialect) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s.bump(&s.stats.Attempts)
@@ -371,89 +375,24 @@ func (s *Server) handleAPI(d dialect) http.HandlerFunc {
 		reqID := s.arrive(h)
 		w.Header().Set(d.requestIDHeader(), reqID)
 
-		if s.cfg.Outage {
-			s.bump(&s.stats.ServerErrors)
-			s.fail(w, d, reqID, errOutage())
+		req, e := s.check(r, d, body)
+		if e != nil {
+			s.fail(w, d, reqID, e)
 			return
 		}
-		if s.cfg.APIKey != "" {
-			if sent := sentKey(r); sent != s.cfg.APIKey {
-				s.bump(&s.stats.Unauthorized)
-				s.fail(w, d, reqID, errAuth(sent))
-				return
-			}
-		}
-		req, aerr := d.parse(body)
-		if aerr != nil {
-			s.bump(&s.stats.BadRequests)
-			s.fail(w, d, reqID, aerr)
-			return
-		}
-		if req.model == "" {
-			req.model = defaultModel
-		}
-		if s.cfg.SpendCap {
-			s.bump(&s.stats.SpendCapped)
-			s.fail(w, d, reqID, errQuota())
-			return
-		}
-		s.mu.Lock()
-		dayRefusal := s.admitDay(s.now(), req.model)
-		s.mu.Unlock()
-		if dayRefusal != nil {
-			s.fail(w, d, reqID, dayRefusal)
-			return
-		}
-
-		s.mu.Lock()
-		read := s.cacheLookup(req)
-		charged := req.inTokens
-		if req.cacheWrites {
-			charged -= read // Anthropic: cache reads do not count toward ITPM
-		}
-		ref := s.admit(s.now(), charged)
-		attempt, written := 0, 0
-		if ref == nil {
-			bs := s.body(h)
-			attempt = int(bs.admitted)
-			bs.admitted++
-			s.setBody(h, bs)
-			written = s.cacheStore(req, read)
-			s.stats.CacheReadTokens += int64(read)
-			s.stats.CacheWriteTokens += int64(written)
-		}
-		s.mu.Unlock()
-		if ref != nil {
-			s.fail(w, d, reqID, errRateLimited(ref, req.model, req.inTokens))
+		g, e := s.grant(h, req)
+		if e != nil {
+			s.fail(w, d, reqID, e)
 			return
 		}
 
 		c := newCompletion(d, h, req, reqID)
-		c.cacheRead, c.cacheWrite = read, written
+		c.cacheRead, c.cacheWrite = g.read, g.written
 		a := &admission{s: s, h: h}
 		defer a.release(0, false) // a no-op unless something panicked
 
-		f, cut := s.pickFault(h, attempt, len(c.chunks))
-		switch {
-		case f == faultOverload:
-			a.release(0, false)
-			s.bump(&s.stats.Overloaded)
-			s.fail(w, d, reqID, errOverloaded())
-			return
-		case f == faultServer:
-			a.release(0, false)
-			s.bump(&s.stats.ServerErrors)
-			s.fail(w, d, reqID, errServer())
-			return
-		case f == faultMidStream && !req.stream:
-			a.release(0, false)
-			s.bump(&s.stats.MidStream)
-			s.fail(w, d, reqID, errServer())
-			return
-		case f == faultReset && !req.stream:
-			a.release(0, false)
-			s.bump(&s.stats.Resets)
-			resetConn(w)
+		f, cut := s.pickFault(h, g.attempt, len(c.chunks))
+		if s.failAtOnce(w, d, reqID, a, f, req.stream) {
 			return
 		}
 		if req.stream {
@@ -462,6 +401,104 @@ func (s *Server) handleAPI(d dialect) http.HandlerFunc {
 			s.plain(r.Context(), w, d, c, a)
 		}
 	}
+}
+
+// check parses a request and applies the refusals that come before any
+// limit (outage, key, body, spend cap, the day's quota), counting each in
+// Stats as it refuses.
+func (s *Server) check(r *http.Request, d dialect, body []byte) (*request, *apiError) {
+	if s.cfg.Outage {
+		s.bump(&s.stats.ServerErrors)
+		return nil, errOutage()
+	}
+	if s.cfg.APIKey != "" {
+		if sent := sentKey(r); sent != s.cfg.APIKey {
+			s.bump(&s.stats.Unauthorized)
+			return nil, errAuth(sent)
+		}
+	}
+	req, aerr := d.parse(body)
+	if aerr != nil {
+		s.bump(&s.stats.BadRequests)
+		return nil, aerr
+	}
+	if req.model == "" {
+		req.model = defaultModel
+	}
+	if s.cfg.SpendCap {
+		s.bump(&s.stats.SpendCapped)
+		return nil, errQuota()
+	}
+	s.mu.Lock()
+	dayRefusal := s.admitDay(s.now(), req.model)
+	s.mu.Unlock()
+	if dayRefusal != nil {
+		return nil, dayRefusal
+	}
+	return req, nil
+}
+
+// granted is what admission gave a request: its cached input tokens read and
+// written, and how many times this body was admitted before (faults are
+// chosen per body and attempt).
+type granted struct {
+	read, written, attempt int
+}
+
+// grant admits req against the limits under one lock, so the prompt-cache
+// lookup, the charge and the cache store agree: cache reads do not count
+// toward Anthropic's ITPM, and a refused request stores nothing.
+func (s *Server) grant(h [32]byte, req *request) (granted, *apiError) {
+	s.mu.Lock()
+	read := s.cacheLookup(req)
+	charged := req.inTokens
+	if req.cacheWrites {
+		charged -= read // Anthropic: cache reads do not count toward ITPM
+	}
+	ref := s.admit(s.now(), charged)
+	g := granted{read: read}
+	if ref == nil {
+		bs := s.body(h)
+		g.attempt = int(bs.admitted)
+		bs.admitted++
+		s.setBody(h, bs)
+		g.written = s.cacheStore(req, read)
+		s.stats.CacheReadTokens += int64(read)
+		s.stats.CacheWriteTokens += int64(g.written)
+	}
+	s.mu.Unlock()
+	if ref != nil {
+		return granted{}, errRateLimited(ref, req.model, req.inTokens)
+	}
+	return g, nil
+}
+
+// failAtOnce answers the faults that strike before the first byte (a
+// mid-stream fault on a plain request is a 500, a reset is a reset) and
+// reports whether it did; it releases the admission before answering.
+func (s *Server) failAtOnce(w http.ResponseWriter, d dialect, reqID string, a *admission, f fault, stream bool) bool {
+	var counter *int64
+	var e *apiError
+	switch {
+	case f == faultOverload:
+		counter, e = &s.stats.Overloaded, errOverloaded()
+	case f == faultServer:
+		counter, e = &s.stats.ServerErrors, errServer()
+	case f == faultMidStream && !stream:
+		counter, e = &s.stats.MidStream, errServer()
+	case f == faultReset && !stream:
+		counter = &s.stats.Resets
+	default:
+		return false
+	}
+	a.release(0, false)
+	s.bump(counter)
+	if e == nil {
+		resetConn(w)
+	} else {
+		s.fail(w, d, reqID, e)
+	}
+	return true
 }
 
 // admission is one admitted request until it is released.
