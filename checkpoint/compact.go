@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,37 +61,58 @@ func (s *Store) compact() error {
 // rewrite replaces path with the lines keep accepts, and returns how many it
 // kept. The file was validated when the Store opened it and only the Store
 // appended since, so lines are not validated again. With removeEmpty a file
-// left without lines is removed.
+// left without lines is removed. The dropped lines' tally is recorded as
+// pending while the new file is durable but not yet in place.
 func (s *Store) rewrite(path string, needID, removeEmpty bool, keep func(l *scanLine) bool) (int, error) {
 	in, err := os.Open(path)
 	if err != nil {
 		return 0, fmt.Errorf("checkpoint: compact: %w", err)
 	}
 	defer in.Close()
-	fi, err := in.Stat()
+	rw, err := startRewrite(in, path, "compact")
 	if err != nil {
-		return 0, fmt.Errorf("checkpoint: compact: %w", err)
+		return 0, err
 	}
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
+	defer rw.abort()
+	kept, size, dropped, err := s.copyKept(in, path, needID, rw.w, keep)
+	if err == nil {
+		err = rw.w.Flush()
 	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp*")
 	if err != nil {
-		return 0, fmt.Errorf("checkpoint: compact: %w", err)
+		return 0, rw.errorf(err)
 	}
-	defer func() {
-		if tmp != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
+	remove := kept == 0 && removeEmpty
+	if !remove {
+		if err := rw.sync(); err != nil {
+			return 0, err
 		}
-	}()
-	w := bufio.NewWriterSize(tmp, 1<<20)
-	var (
-		kept    int
-		size    int64
-		dropped float64
-	)
+	}
+	if dropped != 0 {
+		if err := s.setDropped(&droppedPending{File: path, Sum: dropped, Size: size}); err != nil {
+			return 0, err
+		}
+	}
+	if remove {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return 0, fmt.Errorf("checkpoint: compact: %w", err)
+		}
+	} else if err := rw.replace(); err != nil {
+		return 0, err
+	}
+	if err := syncDir(rw.dir); err != nil {
+		return 0, err
+	}
+	if dropped != 0 {
+		if err := s.setDropped(nil); err != nil {
+			return 0, err
+		}
+	}
+	return kept, nil
+}
+
+// copyKept copies the lines of in that keep accepts to w. It returns how
+// many it kept and their size, and the Options.Tally of those it dropped.
+func (s *Store) copyKept(in io.Reader, path string, needID bool, w *bufio.Writer, keep func(l *scanLine) bool) (kept int, size int64, dropped float64, err error) {
 	_, err = scan(in, scanOpts{path: path, needID: needID, keys: true, trusted: true}, func(l *scanLine) error {
 		if !keep(l) {
 			if s.opts.Tally != nil {
@@ -103,47 +125,7 @@ func (s *Store) rewrite(path string, needID, removeEmpty bool, keep func(l *scan
 		w.Write(l.Line)
 		return w.WriteByte('\n')
 	})
-	if err == nil {
-		err = w.Flush()
-	}
-	if err != nil {
-		return 0, fmt.Errorf("checkpoint: compact %s: %w", path, err)
-	}
-	remove := kept == 0 && removeEmpty
-	if !remove {
-		for _, step := range []func() error{func() error { return tmp.Chmod(fi.Mode().Perm()) }, tmp.Sync} {
-			if err := step(); err != nil {
-				return 0, fmt.Errorf("checkpoint: compact %s: %w", path, err)
-			}
-		}
-	}
-	if dropped != 0 {
-		if err := s.setDropped(&droppedPending{File: path, Sum: dropped, Size: size}); err != nil {
-			return 0, err
-		}
-	}
-	if remove {
-		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return 0, fmt.Errorf("checkpoint: compact: %w", err)
-		}
-	} else {
-		if err := tmp.Close(); err != nil {
-			return 0, fmt.Errorf("checkpoint: compact %s: %w", path, err)
-		}
-		if err := os.Rename(tmp.Name(), path); err != nil {
-			return 0, fmt.Errorf("checkpoint: compact %s: %w", path, err)
-		}
-		tmp = nil
-	}
-	if err := syncDir(dir); err != nil {
-		return 0, err
-	}
-	if dropped != 0 {
-		if err := s.setDropped(nil); err != nil {
-			return 0, err
-		}
-	}
-	return kept, nil
+	return kept, size, dropped, err
 }
 
 // setDropped records a compaction under way (p), or settles the one

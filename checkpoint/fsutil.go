@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -73,4 +74,69 @@ func syncDir(dir string) error {
 		return fmt.Errorf("checkpoint: fsync dir %s: %w", dir, err)
 	}
 	return nil
+}
+
+// rewriteFile is a file being replaced by a filtered copy of itself (Repair,
+// compaction): a temp file beside it with the old file's mode, fsynced and
+// renamed over it, so a kill leaves the old file or the new one. op names
+// the operation in errors.
+type rewriteFile struct {
+	op, path, dir string
+	mode          os.FileMode
+	tmp           *os.File
+	w             *bufio.Writer // the new content goes here
+}
+
+// startRewrite starts replacing path, whose current content in is open for
+// reading. The caller defers abort.
+func startRewrite(in *os.File, path, op string) (*rewriteFile, error) {
+	fi, err := in.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %s: %w", op, err)
+	}
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	tmp, err := os.CreateTemp(dir, "."+base+".tmp*")
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %s: %w", op, err)
+	}
+	return &rewriteFile{op: op, path: path, dir: dir, mode: fi.Mode().Perm(), tmp: tmp, w: bufio.NewWriterSize(tmp, 1<<20)}, nil
+}
+
+// abort removes the temp file unless replace has renamed it.
+func (r *rewriteFile) abort() {
+	if r.tmp != nil {
+		r.tmp.Close()
+		os.Remove(r.tmp.Name())
+	}
+}
+
+// sync makes the new content durable with the old file's mode, before
+// anything that must happen only once it is safe on disk.
+func (r *rewriteFile) sync() error {
+	for _, step := range []func() error{r.w.Flush, func() error { return r.tmp.Chmod(r.mode) }, r.tmp.Sync} {
+		if err := step(); err != nil {
+			return r.errorf(err)
+		}
+	}
+	return nil
+}
+
+// replace renames the new content over the file. The rename is durable only
+// once the caller has synced the directory (syncDir(r.dir)).
+func (r *rewriteFile) replace() error {
+	if err := r.tmp.Close(); err != nil {
+		return r.errorf(err)
+	}
+	if err := os.Rename(r.tmp.Name(), r.path); err != nil {
+		return r.errorf(err)
+	}
+	r.tmp = nil
+	return nil
+}
+
+func (r *rewriteFile) errorf(err error) error {
+	return fmt.Errorf("checkpoint: %s %s: %w", r.op, r.path, err)
 }

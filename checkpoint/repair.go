@@ -1,7 +1,6 @@
 package checkpoint
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -64,7 +63,8 @@ func Repair(output, errorsPath string) ([]Repaired, error) {
 }
 
 // repairFile splits path into its well-formed lines, which replace it, and
-// the rest, appended to its rejected file.
+// the rest, appended to its rejected file. The rejected lines are durable
+// before the file is replaced, so a crash loses none.
 func repairFile(path string, needID bool) (Repaired, error) {
 	rep := Repaired{Path: path, Rejected: RejectedPath(path)}
 	in, err := os.Open(path)
@@ -75,42 +75,49 @@ func repairFile(path string, needID bool) (Repaired, error) {
 		return rep, fmt.Errorf("checkpoint: repair: %w", err)
 	}
 	defer in.Close()
-	fi, err := in.Stat()
+	rw, err := startRewrite(in, path, "repair")
 	if err != nil {
-		return rep, fmt.Errorf("checkpoint: repair: %w", err)
+		return rep, err
 	}
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp*")
+	defer rw.abort()
+	bad, err := sortLines(in, needID, rw.w, &rep)
 	if err != nil {
-		return rep, fmt.Errorf("checkpoint: repair: %w", err)
+		return rep, rw.errorf(err)
 	}
-	defer func() {
-		if tmp != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
+	if rep.Lines == 0 {
+		return rep, nil
+	}
+	if err := flushRejected(rep.Rejected, &bad); err != nil {
+		return rep, err
+	}
+	if err := rw.sync(); err != nil {
+		return rep, err
+	}
+	if err := rw.replace(); err != nil {
+		return rep, err
+	}
+	return rep, syncDir(rw.dir)
+}
+
+// sortLines copies in's well-formed lines to good and returns the malformed
+// ones, a torn last line included (given a newline), counting them in rep.
+// The malformed lines are few unless the file is garbage; past 1 MiB they
+// are appended to the rejected file as they come.
+func sortLines(in *os.File, needID bool, good io.Writer, rep *Repaired) (bad []byte, err error) {
+	var werr error
+	writeL := func(b []byte) {
+		if werr == nil {
+			_, werr = good.Write(b)
 		}
-	}()
-	var (
-		good   = bufio.NewWriterSize(tmp, 1<<20)
-		bad    []byte // malformed lines: few, unless the file is garbage
-		werr   error
-		writeL = func(w io.Writer, b []byte) {
-			if werr == nil {
-				_, werr = w.Write(b)
-			}
-		}
-	)
-	res, err := scan(in, scanOpts{path: path, needID: needID}, func(l *scanLine) error {
+	}
+	res, err := scan(in, scanOpts{path: rep.Path, needID: needID}, func(l *scanLine) error {
 		if l.Bad != "" {
 			rep.Lines++
 			rep.Bytes += int64(len(l.Line)) + 1
 			bad = append(append(bad, l.Line...), '\n')
 		} else {
-			writeL(good, l.Line)
-			writeL(good, []byte{'\n'})
+			writeL(l.Line)
+			writeL([]byte{'\n'})
 		}
 		if len(bad) >= 1<<20 {
 			return flushRejected(rep.Rejected, &bad)
@@ -131,32 +138,7 @@ func repairFile(path string, needID bool) (Repaired, error) {
 	if err == nil {
 		err = werr
 	}
-	if err != nil {
-		return rep, fmt.Errorf("checkpoint: repair %s: %w", path, err)
-	}
-	if rep.Lines == 0 {
-		return rep, nil
-	}
-	if err := flushRejected(rep.Rejected, &bad); err != nil {
-		return rep, err
-	}
-	if err := good.Flush(); err != nil {
-		return rep, fmt.Errorf("checkpoint: repair %s: %w", path, err)
-	}
-	if err := tmp.Chmod(fi.Mode().Perm()); err != nil {
-		return rep, fmt.Errorf("checkpoint: repair %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return rep, fmt.Errorf("checkpoint: repair %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return rep, fmt.Errorf("checkpoint: repair %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return rep, fmt.Errorf("checkpoint: repair %s: %w", path, err)
-	}
-	tmp = nil
-	return rep, syncDir(dir)
+	return bad, err
 }
 
 // flushRejected appends b to the rejected file durably and empties it.
