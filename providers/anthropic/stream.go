@@ -57,6 +57,31 @@ func (a *assembler) event(name, data []byte) (bool, *providers.Error) {
 	if len(data) > 0 && !gjson.Valid(s) {
 		return false, midStream("stream event is not valid JSON", data)
 	}
+	switch eventName(name, s) {
+	case "ping":
+	case "message_start":
+		a.messageStart(s)
+	case "content_block_start":
+		return false, a.blockStart(s, data)
+	case "content_block_delta":
+		return false, a.blockDelta(s, data)
+	case "message_delta":
+		a.messageDelta(s)
+	case "message_stop":
+		if !a.started {
+			return false, midStream("message_stop without message_start", data)
+		}
+		return true, nil
+	case "error":
+		return false, streamError(s, data)
+	}
+	// content_block_stop and unknown events carry nothing to keep.
+	return false, nil
+}
+
+// eventName is the SSE event's name, or its JSON "type" when the event:
+// line is missing.
+func eventName(name []byte, s string) string {
 	n := view(name)
 	if n == "" {
 		providers.EachMember(s, func(k, v string) bool {
@@ -67,79 +92,90 @@ func (a *assembler) event(name, data []byte) (bool, *providers.Error) {
 			return true
 		})
 	}
-	switch n {
-	case "ping":
-	case "message_start":
-		a.started = true
-		providers.EachMember(s, func(k, v string) bool {
-			if k == `"message"` {
-				a.message = append(a.message[:0], v...)
-				providers.EachMember(v, func(k, v string) bool {
-					if k == `"usage"` {
-						a.usage = merge(a.usage, v)
-					}
-					return true
-				})
-				return false
-			}
-			return true
-		})
-	case "content_block_start":
-		idx, blk := -1, ""
-		providers.EachMember(s, func(k, v string) bool {
-			switch k {
-			case `"index"`:
-				idx = atoi(v)
-			case `"content_block"`:
-				blk = v
-			}
-			return true
-		})
-		if idx < 0 || blk == "" {
-			return false, midStream("content_block_start without index or block", data)
+	return n
+}
+
+// messageStart keeps the message shell and its opening usage.
+func (a *assembler) messageStart(s string) {
+	a.started = true
+	providers.EachMember(s, func(k, v string) bool {
+		if k == `"message"` {
+			a.message = append(a.message[:0], v...)
+			providers.EachMember(v, func(k, v string) bool {
+				if k == `"usage"` {
+					a.usage = merge(a.usage, v)
+				}
+				return true
+			})
+			return false
 		}
-		a.blocks = append(a.blocks, &block{index: idx, start: []byte(blk)})
-	case "content_block_delta":
-		idx, delta := -1, ""
-		providers.EachMember(s, func(k, v string) bool {
-			switch k {
-			case `"index"`:
-				idx = atoi(v)
-			case `"delta"`:
-				delta = v
-			}
-			return true
-		})
-		a.cur = a.block(idx)
-		if a.cur == nil {
-			return false, midStream("content_block_delta for a block that never started", data)
+		return true
+	})
+}
+
+// blockStart opens a content block; its raw start is copied, since s
+// aliases the decoder's buffer.
+func (a *assembler) blockStart(s string, data []byte) *providers.Error {
+	idx, blk := -1, ""
+	providers.EachMember(s, func(k, v string) bool {
+		switch k {
+		case `"index"`:
+			idx = atoi(v)
+		case `"content_block"`:
+			blk = v
 		}
-		providers.EachMember(delta, a.deltaField)
-	case "message_delta":
-		providers.EachMember(s, func(k, v string) bool {
-			switch k {
-			case `"delta"`:
-				a.delta = merge(a.delta, v)
-			case `"usage"`:
-				a.usage = merge(a.usage, v)
-			}
-			return true
-		})
-	case "message_stop":
-		if !a.started {
-			return false, midStream("message_stop without message_start", data)
-		}
-		return true, nil
-	case "error":
-		e := &providers.Error{Class: providers.ClassMidStream, Body: append([]byte(nil), data...)}
-		fillError(e, gjson.Parse(s))
-		if e.Message == "" {
-			e.Message = "error event in stream"
-		}
-		return false, e
+		return true
+	})
+	if idx < 0 || blk == "" {
+		return midStream("content_block_start without index or block", data)
 	}
-	// content_block_stop and unknown events carry nothing to keep.
-	return false, nil
+	a.blocks = append(a.blocks, &block{index: idx, start: []byte(blk)})
+	return nil
+}
+
+// blockDelta grows the block the delta names; a delta for a block that
+// never started means the stream lost events.
+func (a *assembler) blockDelta(s string, data []byte) *providers.Error {
+	idx, delta := -1, ""
+	providers.EachMember(s, func(k, v string) bool {
+		switch k {
+		case `"index"`:
+			idx = atoi(v)
+		case `"delta"`:
+			delta = v
+		}
+		return true
+	})
+	a.cur = a.block(idx)
+	if a.cur == nil {
+		return midStream("content_block_delta for a block that never started", data)
+	}
+	providers.EachMember(delta, a.deltaField)
+	return nil
+}
+
+// messageDelta merges the stop reason and the running usage.
+func (a *assembler) messageDelta(s string) {
+	providers.EachMember(s, func(k, v string) bool {
+		switch k {
+		case `"delta"`:
+			a.delta = merge(a.delta, v)
+		case `"usage"`:
+			a.usage = merge(a.usage, v)
+		}
+		return true
+	})
+}
+
+// streamError is an error event's failure, classed mid-stream: the answer
+// so far is discarded and the request retried whole.
+func streamError(s string, data []byte) *providers.Error {
+	e := &providers.Error{Class: providers.ClassMidStream, Body: append([]byte(nil), data...)}
+	fillError(e, gjson.Parse(s))
+	if e.Message == "" {
+		e.Message = "error event in stream"
+	}
+	return e
 }
 
 // deltaField applies one member of a content_block_delta's delta. Every
