@@ -443,8 +443,7 @@ func (s *Server) listBatches(w http.ResponseWriter, r *http.Request, d dialect, 
 	}
 	limit, aerr := listLimit(r, 20, maxLimit)
 	if aerr != nil {
-		s.bump(&s.stats.BadRequests)
-		s.fail(w, d, reqID, aerr)
+		s.badRequest(w, d, reqID, aerr)
 		return
 	}
 	now := s.now()

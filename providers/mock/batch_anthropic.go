@@ -29,8 +29,7 @@ func (s *Server) handleANBatchCreate(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBytes))
 	if err != nil {
 		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
-			s.bump(&s.stats.BadRequests)
-			s.fail(w, d, reqID, errBatchTooLarge("Request exceeds the maximum batch size of "+strconv.FormatInt(maxBytes, 10)+" bytes."))
+			s.badRequest(w, d, reqID, errBatchTooLarge("Request exceeds the maximum batch size of "+strconv.FormatInt(maxBytes, 10)+" bytes."))
 		}
 		return
 	}
@@ -41,18 +40,15 @@ func (s *Server) handleANBatchCreate(w http.ResponseWriter, r *http.Request) {
 		} `json:"requests"`
 	}
 	if err := json.Unmarshal(body, &in); err != nil {
-		s.bump(&s.stats.BadRequests)
-		s.fail(w, d, reqID, errInvalid("", "invalid request body: "+err.Error()))
+		s.badRequest(w, d, reqID, errInvalid("", "invalid request body: "+err.Error()))
 		return
 	}
 	if len(in.Requests) > maxItems {
-		s.bump(&s.stats.BadRequests)
-		s.fail(w, d, reqID, errBatchTooLarge("requests: a batch holds at most "+strconv.Itoa(maxItems)+" requests, got "+strconv.Itoa(len(in.Requests))))
+		s.badRequest(w, d, reqID, errBatchTooLarge("requests: a batch holds at most "+strconv.Itoa(maxItems)+" requests, got "+strconv.Itoa(len(in.Requests))))
 		return
 	}
 	if len(in.Requests) == 0 {
-		s.bump(&s.stats.BadRequests)
-		s.fail(w, d, reqID, errInvalid("requests", "requests: List should have at least 1 item after validation, not 0"))
+		s.badRequest(w, d, reqID, errInvalid("requests", "requests: List should have at least 1 item after validation, not 0"))
 		return
 	}
 	items := make([]bitem, 0, len(in.Requests))
@@ -71,8 +67,7 @@ func (s *Server) handleANBatchCreate(w http.ResponseWriter, r *http.Request) {
 			aerr = errInvalid("", at+".params: Input should be a valid dictionary")
 		}
 		if aerr != nil {
-			s.bump(&s.stats.BadRequests)
-			s.fail(w, d, reqID, aerr)
+			s.badRequest(w, d, reqID, aerr)
 			return
 		}
 		seen[*rq.CustomID] = true
@@ -122,8 +117,7 @@ func (s *Server) anBatch(w http.ResponseWriter, r *http.Request, cancel bool) {
 		return
 	}
 	if cancel && !s.cancel(b, now) && b.ended {
-		s.bump(&s.stats.BadRequests)
-		s.fail(w, d, reqID, errInvalid("", "Batch "+id+" has already ended and cannot be canceled."))
+		s.badRequest(w, d, reqID, errInvalid("", "Batch "+id+" has already ended and cannot be canceled."))
 		return
 	}
 	writeJSON(w, s.appendANBatch(nil, b, now, resultsBase(r)))
@@ -149,8 +143,7 @@ func (s *Server) handleANBatchResults(w http.ResponseWriter, r *http.Request) {
 	}
 	if !b.ended {
 		s.batches.mu.Unlock()
-		s.bump(&s.stats.BadRequests)
-		s.fail(w, d, reqID, errInvalid("", "Batch "+id+" is still processing; its results are available once processing_status is ended."))
+		s.badRequest(w, d, reqID, errInvalid("", "Batch "+id+" is still processing; its results are available once processing_status is ended."))
 		return
 	}
 	s.batches.mu.Unlock() // an ended batch's results never change

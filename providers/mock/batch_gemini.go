@@ -34,6 +34,7 @@ const (
 	geminiOutputType = "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatchOutput"
 )
 
+// handleGMBatchCreate serves POST models/{model}:batchGenerateContent.
 func (s *Server) handleGMBatchCreate(w http.ResponseWriter, r *http.Request, model string) {
 	d := gemini{model: model}
 	reqID := s.batchReqID()
@@ -41,17 +42,35 @@ func (s *Server) handleGMBatchCreate(w http.ResponseWriter, r *http.Request, mod
 		return
 	}
 	maxItems, maxBytes := s.batchLimits(geminiBatchMaxItems, geminiBatchMaxBytes)
-	tooLarge := func() {
-		s.bump(&s.stats.BadRequests)
-		s.fail(w, d, reqID, errBatchTooLarge("Request payload size exceeds the limit: "+strconv.FormatInt(maxBytes, 10)+" bytes."))
-	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBytes+geminiEnvelope))
 	if err != nil {
 		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
-			tooLarge()
+			s.badRequest(w, d, reqID, gmPayloadTooLarge(maxBytes))
 		}
+		return // otherwise the client is gone
+	}
+	name, items, e := parseGMBatch(body, maxItems, maxBytes)
+	if e != nil {
+		s.badRequest(w, d, reqID, e)
 		return
 	}
+	now := s.now()
+	s.batches.mu.Lock()
+	b := &mbatch{d: d, created: now, items: items, name: name}
+	s.register(b, "batches/")
+	body = s.appendGMOperation(nil, b, now)
+	s.batches.mu.Unlock()
+	s.holdAnswer(r)
+	writeJSON(w, body)
+}
+
+func gmPayloadTooLarge(maxBytes int64) *apiError {
+	return errBatchTooLarge("Request payload size exceeds the limit: " + strconv.FormatInt(maxBytes, 10) + " bytes.")
+}
+
+// parseGMBatch reads a create call's body into its display name and items,
+// or the error Gemini answers, checked in the order Gemini checks them.
+func parseGMBatch(body []byte, maxItems int, maxBytes int64) (string, []bitem, *apiError) {
 	var in struct {
 		Batch struct {
 			DisplayName *string `json:"displayName"`
@@ -69,52 +88,34 @@ func (s *Server) handleGMBatchCreate(w http.ResponseWriter, r *http.Request, mod
 			Key string `json:"key"`
 		} `json:"metadata"`
 	}
-	bad := func(msg string) {
-		s.bump(&s.stats.BadRequests)
-		s.fail(w, d, reqID, errInvalid("", msg))
-	}
+	bad := func(msg string) (string, []bitem, *apiError) { return "", nil, errInvalid("", msg) }
 	raw := &in.Batch.InputConfig.Requests.Requests
-	if err := json.Unmarshal(body, &in); err == nil && *raw != nil {
+	err := json.Unmarshal(body, &in)
+	if err == nil && *raw != nil {
 		err = json.Unmarshal(*raw, &reqs)
 	}
-	if err != nil {
-		bad("Invalid JSON payload received. " + err.Error())
-		return
-	}
 	switch {
+	case err != nil:
+		return bad("Invalid JSON payload received. " + err.Error())
 	case int64(len(*raw))-2 > maxBytes: // the requests, without the brackets
-		tooLarge()
-		return
+		return "", nil, gmPayloadTooLarge(maxBytes)
 	case in.Batch.DisplayName == nil || *in.Batch.DisplayName == "":
-		bad("* BatchGenerateContentRequest.batch.display_name: display_name is required")
-		return
+		return bad("* BatchGenerateContentRequest.batch.display_name: display_name is required")
 	case in.Batch.InputConfig.FileName != "":
-		bad("this mock takes inline requests only, not input files")
-		return
+		return bad("this mock takes inline requests only, not input files")
 	case len(reqs) == 0:
-		bad("* BatchGenerateContentRequest.batch.input_config: requests must not be empty")
-		return
+		return bad("* BatchGenerateContentRequest.batch.input_config: requests must not be empty")
 	case len(reqs) > maxItems:
-		s.bump(&s.stats.BadRequests)
-		s.fail(w, d, reqID, errBatchTooLarge("a batch holds at most "+strconv.Itoa(maxItems)+" requests, got "+strconv.Itoa(len(reqs))))
-		return
+		return "", nil, errBatchTooLarge("a batch holds at most " + strconv.Itoa(maxItems) + " requests, got " + strconv.Itoa(len(reqs)))
 	}
 	items := make([]bitem, len(reqs))
 	for i, rq := range reqs {
 		if len(rq.Request) == 0 || rq.Request[0] != '{' {
-			bad("* BatchGenerateContentRequest.batch.input_config.requests.requests[" + strconv.Itoa(i) + "].request: must be an object")
-			return
+			return bad("* BatchGenerateContentRequest.batch.input_config.requests.requests[" + strconv.Itoa(i) + "].request: must be an object")
 		}
 		items[i] = bitem{customID: rq.Metadata.Key, body: rq.Request, h: bodyHash('g', rq.Request)}
 	}
-	now := s.now()
-	s.batches.mu.Lock()
-	b := &mbatch{d: d, created: now, items: items, name: *in.Batch.DisplayName}
-	s.register(b, "batches/")
-	body = s.appendGMOperation(nil, b, now)
-	s.batches.mu.Unlock()
-	s.holdAnswer(r)
-	writeJSON(w, body)
+	return *in.Batch.DisplayName, items, nil
 }
 
 func (s *Server) handleGMBatchGet(w http.ResponseWriter, r *http.Request) {
@@ -173,8 +174,7 @@ func (s *Server) handleGMBatchList(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("pageSize"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			s.bump(&s.stats.BadRequests)
-			s.fail(w, d, reqID, errInvalid("pageSize", "page_size must be positive, got '"+v+"'"))
+			s.badRequest(w, d, reqID, errInvalid("pageSize", "page_size must be positive, got '"+v+"'"))
 			return
 		}
 		size = min(n, 1000)

@@ -30,8 +30,7 @@ func (s *Server) handleFileUpload(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxBytes+multipartSlack)
 	mr, err := r.MultipartReader()
 	if err != nil {
-		s.bump(&s.stats.BadRequests)
-		s.fail(w, d, reqID, errInvalid("file", "Expected a multipart/form-data body: "+err.Error()))
+		s.badRequest(w, d, reqID, errInvalid("file", "Expected a multipart/form-data body: "+err.Error()))
 		return
 	}
 	var purpose, filename string
@@ -78,8 +77,7 @@ func (s *Server) handleFileUpload(w http.ResponseWriter, r *http.Request) {
 		aerr = errInvalid("file", "Invalid file format for Batch API. Must be .jsonl")
 	}
 	if aerr != nil {
-		s.bump(&s.stats.BadRequests)
-		s.fail(w, d, reqID, aerr)
+		s.badRequest(w, d, reqID, aerr)
 		return
 	}
 	f := &mfile{filename: filename, purpose: purpose, created: s.now(), data: data}
@@ -104,8 +102,7 @@ func (s *Server) handleFileList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	limit, aerr := listLimit(r, 10_000, 10_000)
 	if aerr != nil {
-		s.bump(&s.stats.BadRequests)
-		s.fail(w, d, reqID, aerr)
+		s.badRequest(w, d, reqID, aerr)
 		return
 	}
 	s.batches.mu.Lock()
@@ -225,8 +222,7 @@ func (s *Server) handleOABatchCreate(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
 	if err != nil {
-		s.bump(&s.stats.BadRequests)
-		s.fail(w, d, reqID, errTooLarge())
+		s.badRequest(w, d, reqID, errTooLarge())
 		return
 	}
 	var in struct {
@@ -236,8 +232,7 @@ func (s *Server) handleOABatchCreate(w http.ResponseWriter, r *http.Request) {
 		Metadata         json.RawMessage `json:"metadata"`
 	}
 	if err := json.Unmarshal(body, &in); err != nil {
-		s.bump(&s.stats.BadRequests)
-		s.fail(w, d, reqID, errInvalid("", "We could not parse the JSON body of your request: "+err.Error()))
+		s.badRequest(w, d, reqID, errInvalid("", "We could not parse the JSON body of your request: "+err.Error()))
 		return
 	}
 	var aerr *apiError
@@ -250,8 +245,7 @@ func (s *Server) handleOABatchCreate(w http.ResponseWriter, r *http.Request) {
 		aerr = errInvalid("completion_window", "Invalid 'completion_window': expected '24h'.")
 	}
 	if aerr != nil {
-		s.bump(&s.stats.BadRequests)
-		s.fail(w, d, reqID, aerr)
+		s.badRequest(w, d, reqID, aerr)
 		return
 	}
 	now := s.now()
@@ -364,8 +358,7 @@ func (s *Server) oaBatch(w http.ResponseWriter, r *http.Request, cancel bool) {
 	}
 	if cancel && !s.cancel(b, now) {
 		if b.ended {
-			s.bump(&s.stats.BadRequests)
-			s.fail(w, d, reqID, errInvalid("", "Cannot cancel a batch with status '"+b.endState+"'."))
+			s.badRequest(w, d, reqID, errInvalid("", "Cannot cancel a batch with status '"+b.endState+"'."))
 			return
 		}
 		// Already cancelling: the same answer again.

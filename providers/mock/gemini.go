@@ -35,8 +35,7 @@ func (s *Server) handleGemini(w http.ResponseWriter, r *http.Request) {
 		s.handleAPI(gemini{model: model})(w, r)
 	case "streamGenerateContent":
 		if r.URL.Query().Get("alt") != "sse" {
-			s.bump(&s.stats.BadRequests)
-			s.fail(w, gemini{}, "", errInvalid("alt", "this mock streams only server-sent events: add ?alt=sse"))
+			s.badRequest(w, gemini{}, "", errInvalid("alt", "this mock streams only server-sent events: add ?alt=sse"))
 			return
 		}
 		s.handleAPI(gemini{model: model, stream: true})(w, r)

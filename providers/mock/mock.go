@@ -329,6 +329,13 @@ type chunk struct {
 	n    int
 }
 
+// badRequest counts a request refused as malformed or too large, and
+// answers e.
+func (s *Server) badRequest(w http.ResponseWriter, d dialect, reqID string, e *apiError) {
+	s.bump(&s.stats.BadRequests)
+	s.fail(w, d, reqID, e)
+}
+
 func (s *Server) bump(p *int64) {
 	s.mu.Lock()
 	*p++
@@ -366,8 +373,7 @@ func (s *Server) handleAPI(d dialect) http.HandlerFunc {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 		if err != nil {
 			if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
-				s.bump(&s.stats.BadRequests)
-				s.fail(w, d, "", errTooLarge())
+				s.badRequest(w, d, "", errTooLarge())
 			}
 			return // otherwise the client is gone
 		}
