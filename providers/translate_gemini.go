@@ -40,6 +40,8 @@ func translateGemini(body []byte, from, to Format, defaultMaxTokens int) ([]byte
 	return body, err
 }
 
+// openAIToGemini translates a Chat Completions body; what Gemini cannot
+// be told (tools, images by URL, too many stops) fails the translation.
 func openAIToGemini(body []byte) ([]byte, error) {
 	t := translator{from: FormatOpenAI, to: FormatGemini, out: []byte(`{}`)}
 	root, ok := t.object(body)
@@ -51,9 +53,22 @@ func openAIToGemini(body []byte) ([]byte, error) {
 		return nil, t.err
 	}
 	t.copyField(root, "model", "model")
+	t.geminiContents(root.Get("messages"))
+	t.geminiGenerationConfig(root)
+	for _, k := range []string{"tools", "functions", "tool_choice"} {
+		if v := root.Get(k); v.Exists() && v.Type != gjson.Null {
+			t.fail("%s has no Gemini translation here", k)
+		}
+	}
+	return t.out, t.err
+}
+
+// geminiContents sets systemInstruction (system and developer messages)
+// and contents (user and assistant turns, assistant as "model").
+func (t *translator) geminiContents(messages gjson.Result) {
 	var system []string // Gemini parts
 	var contents []string
-	root.Get("messages").ForEach(func(i, m gjson.Result) bool {
+	messages.ForEach(func(i, m gjson.Result) bool {
 		role, c := m.Get("role").String(), m.Get("content")
 		switch role {
 		case "system", "developer":
@@ -79,7 +94,11 @@ func openAIToGemini(body []byte) ([]byte, error) {
 		t.setRaw("systemInstruction", `{"parts":[`+strings.Join(system, ",")+`]}`)
 	}
 	t.setRaw("contents", "["+strings.Join(contents, ",")+"]")
+}
 
+// geminiGenerationConfig maps the sampling fields, the stop sequences and
+// JSON output onto generationConfig.
+func (t *translator) geminiGenerationConfig(root gjson.Result) {
 	limit := root.Get("max_completion_tokens")
 	if !limit.Exists() || limit.Type == gjson.Null {
 		limit = root.Get("max_tokens")
@@ -115,12 +134,6 @@ func openAIToGemini(body []byte) ([]byte, error) {
 	default:
 		t.fail("response_format of type %q", rf.Get("type").String())
 	}
-	for _, k := range []string{"tools", "functions", "tool_choice"} {
-		if v := root.Get(k); v.Exists() && v.Type != gjson.Null {
-			t.fail("%s has no Gemini translation here", k)
-		}
-	}
-	return t.out, t.err
 }
 
 // object parses body as the JSON object every format's body is.
@@ -178,6 +191,9 @@ func (t *translator) geminiParts(c gjson.Result, i int64, system bool) []string 
 	return parts
 }
 
+// geminiToOpenAI translates a generateContent body (camelCase or
+// snake_case fields, as Google's REST API takes both); tools, cached
+// content and OpenAPI schemas fail the translation.
 func geminiToOpenAI(body []byte) ([]byte, error) {
 	t := translator{from: FormatGemini, to: FormatOpenAI, out: []byte(`{}`)}
 	root, ok := t.object(body)
@@ -191,6 +207,18 @@ func geminiToOpenAI(body []byte) ([]byte, error) {
 		}
 	}
 	t.copyField(root, "model", "model")
+	t.openAIMessages(root)
+	gc := root.Get("generationConfig")
+	if !gc.Exists() {
+		gc = root.Get("generation_config")
+	}
+	t.openAIGenerationConfig(gc)
+	return t.out, t.err
+}
+
+// openAIMessages sets messages: the system instruction first, then the
+// contents, "model" turns as assistant.
+func (t *translator) openAIMessages(root gjson.Result) {
 	var msgs []string
 	sys := root.Get("systemInstruction")
 	if !sys.Exists() {
@@ -217,10 +245,11 @@ func geminiToOpenAI(body []byte) ([]byte, error) {
 		return t.err == nil
 	})
 	t.setRaw("messages", "["+strings.Join(msgs, ",")+"]")
-	gc := root.Get("generationConfig")
-	if !gc.Exists() {
-		gc = root.Get("generation_config")
-	}
+}
+
+// openAIGenerationConfig maps generationConfig gc's sampling fields, stop
+// sequences and JSON output onto the top-level OpenAI fields.
+func (t *translator) openAIGenerationConfig(gc gjson.Result) {
 	get := func(camel, snake string) gjson.Result {
 		if v := gc.Get(camel); v.Exists() {
 			return v
@@ -253,7 +282,6 @@ func geminiToOpenAI(body []byte) ([]byte, error) {
 	} else if mt != "" && mt != "text/plain" {
 		t.fail("responseMimeType %q has no OpenAI translation", mt)
 	}
-	return t.out, t.err
 }
 
 // openAIContent turns Gemini parts into an OpenAI content: a string for
