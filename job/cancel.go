@@ -117,7 +117,7 @@ func collectCancelled(ctx context.Context, io *IO, client providers.BatchClient,
 	signal.Notify(interrupts, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(interrupts)
 	sum, err := runner.RunOffline(ctx, runner.OfflineConfig{Client: client, Store: store, PollInterval: poll,
-		PollMax: max(poll, time.Minute), Log: io.logLines(), Interrupts: interrupts})
+		PollMax: max(poll, time.Minute), Log: io.logLines(), Interrupts: interrupts, Now: io.Now})
 	if cerr := store.Close(); err == nil || errors.Is(err, runner.ErrFailures) {
 		if cerr != nil {
 			return cerr

@@ -32,7 +32,8 @@ type IO struct {
 	// never drawn.
 	Log      *slog.Logger
 	JSONLogs bool
-	// Now reads the clock the daily budgets count days by; nil means
+	// Now reads the clock the daily budgets count days by and the offline
+	// route stamps and ages its batches and intents with; nil means
 	// time.Now.
 	Now func() time.Time
 }

@@ -137,7 +137,7 @@ func (b *batch) runOffline(ctx context.Context) (sum *runner.Summary, handled bo
 		MaxItems: o.Offline.MaxItems, MaxBytes: o.Offline.MaxBytes,
 		PollInterval: o.Offline.PollInterval, PollMax: o.Offline.PollMax,
 		Interrupts: b.interrupts, CreateGrace: o.Offline.CreateGrace,
-		Prices: b.prices,
+		Prices: b.prices, Now: b.io.Now,
 	}
 	if !o.Quiet {
 		cfg.Log = b.io.logLines()

@@ -126,7 +126,10 @@ type OfflineConfig struct {
 	PollInterval, PollMax time.Duration
 	// Sleep waits d, reporting false if ctx ended first; nil uses a timer.
 	Sleep func(ctx context.Context, d time.Duration) bool
-	Now   func() time.Time
+	// Now stamps batch records and intents and ages them (how long a
+	// batch took, whether an interrupted create is still within
+	// CreateGrace); nil means time.Now.
+	Now func() time.Time
 	// Log receives progress and notes, one line each; nil discards them.
 	Log io.Writer
 	// Interrupts delivers SIGINT/SIGTERM: polling stops at once (the
@@ -158,7 +161,6 @@ type offline struct {
 	inBat   map[string]int  // input ids in open batches and intents, by how many hold them
 	wrote   map[string]bool // ids written by this run
 	last    map[string]string
-	now     func() time.Time
 
 	job, input string // the label's job and input name
 	// resume: an intent was found never created; the next creates may
@@ -189,38 +191,8 @@ type offline struct {
 // I/O error.
 func RunOffline(ctx context.Context, cfg OfflineConfig) (*Summary, error) {
 	started := time.Now()
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Sleep == nil {
-		cfg.Sleep = sleep
-	}
-	if cfg.PollInterval <= 0 {
-		cfg.PollInterval = DefaultPollInterval
-	}
-	if cfg.PollMax < cfg.PollInterval {
-		cfg.PollMax = max(DefaultPollMax, cfg.PollInterval)
-	}
-	if cfg.Log == nil {
-		cfg.Log = io.Discard
-	}
-	if cfg.CreateGrace <= 0 {
-		cfg.CreateGrace = DefaultCreateGrace
-	}
-	o := &offline{cfg: cfg, c: new(Counters), inBat: map[string]int{}, wrote: map[string]bool{}, last: map[string]string{}, now: cfg.Now,
-		job: jobOf(cfg.Store.Output())}
-	if cfg.Source != nil {
-		o.input = filepath.Base(cfg.Source.Path)
-	}
-	o.maxItems, o.maxBytes = cfg.Client.MaxItems(), cfg.Client.MaxBytes()
-	if cfg.MaxItems > 0 {
-		o.maxItems = min(o.maxItems, cfg.MaxItems)
-	}
-	if cfg.MaxBytes > 0 {
-		o.maxBytes = min(o.maxBytes, cfg.MaxBytes)
-	}
-	o.c.Total.Store(int64(cfg.Total))
-
+	o := newOffline(cfg)
+	cfg = o.cfg // with its defaults
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	if cfg.Interrupts != nil {
@@ -262,6 +234,43 @@ func RunOffline(ctx context.Context, cfg OfflineConfig) (*Summary, error) {
 		return sum, ErrFailures
 	}
 	return sum, nil
+}
+
+// newOffline fills cfg's defaults and sizes batches within both the
+// client's limits and cfg's caps.
+func newOffline(cfg OfflineConfig) *offline {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleep
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = DefaultPollInterval
+	}
+	if cfg.PollMax < cfg.PollInterval {
+		cfg.PollMax = max(DefaultPollMax, cfg.PollInterval)
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	if cfg.CreateGrace <= 0 {
+		cfg.CreateGrace = DefaultCreateGrace
+	}
+	o := &offline{cfg: cfg, c: new(Counters), inBat: map[string]int{}, wrote: map[string]bool{}, last: map[string]string{},
+		job: jobOf(cfg.Store.Output())}
+	if cfg.Source != nil {
+		o.input = filepath.Base(cfg.Source.Path)
+	}
+	o.maxItems, o.maxBytes = cfg.Client.MaxItems(), cfg.Client.MaxBytes()
+	if cfg.MaxItems > 0 {
+		o.maxItems = min(o.maxItems, cfg.MaxItems)
+	}
+	if cfg.MaxBytes > 0 {
+		o.maxBytes = min(o.maxBytes, cfg.MaxBytes)
+	}
+	o.c.Total.Store(int64(cfg.Total))
+	return o
 }
 
 func (o *offline) run(ctx context.Context) error {
@@ -619,7 +628,7 @@ func (o *offline) collect(ctx context.Context, rec *BatchRecord, job providers.B
 	for _, id := range rec.IDs {
 		inRec[id] = true
 	}
-	latency := max(o.now().Sub(rec.Created), 0)
+	latency := max(o.cfg.Now().Sub(rec.Created), 0)
 	if job.Error == "" {
 		err := o.cfg.Client.Results(ctx, job, func(r providers.BatchResult) error {
 			id := r.CustomID

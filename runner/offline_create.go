@@ -95,7 +95,7 @@ func jobOf(output string) string {
 // and the requests, salted.
 func (o *offline) newTag(reqs []*providers.Request, salt int) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%d\x00%d\x00%s\x00%s\x00%d", o.job, o.now().UnixNano(), len(reqs), reqs[0].ID, reqs[len(reqs)-1].ID, salt)
+	fmt.Fprintf(h, "%s\x00%d\x00%d\x00%s\x00%s\x00%d", o.job, o.cfg.Now().UnixNano(), len(reqs), reqs[0].ID, reqs[len(reqs)-1].ID, salt)
 	return hex.EncodeToString(h.Sum(nil)[:8])
 }
 
@@ -173,7 +173,7 @@ func (o *offline) intent(reqs []*providers.Request) (*BatchRecord, []providers.B
 			taken[r.ID] = true
 		}
 	}
-	rec := &BatchRecord{Provider: cl.Name(), BaseURL: providers.StripUserinfo(cl.BaseURL()), Created: o.now().UTC(),
+	rec := &BatchRecord{Provider: cl.Name(), BaseURL: providers.StripUserinfo(cl.BaseURL()), Created: o.cfg.Now().UTC(),
 		IDs: make([]string, len(reqs)), Input: o.input}
 	rec.Tag = o.newTag(reqs, 0)
 	for salt := 1; !cl.Labels() && taken[tagItemID(rec.Tag)]; salt++ {
@@ -227,13 +227,13 @@ func submitPolicy(cfg *OfflineConfig) retry.Policy {
 func (o *offline) create(ctx context.Context, in *BatchRecord, items []providers.BatchItem) (providers.BatchJob, error) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), submitTimeout)
 	defer cancel()
-	policy, start := submitPolicy(&o.cfg), o.now()
+	policy, start := submitPolicy(&o.cfg), o.cfg.Now()
 	for attempt := 1; ; attempt++ {
 		job, err := o.cfg.Client.Submit(sctx, items, o.label(in.Tag))
 		if err == nil || !answered(err) {
 			return job, err
 		}
-		d := policy.Decide(retry.AttemptOf(attempt, err, start), o.now(), nil)
+		d := policy.Decide(retry.AttemptOf(attempt, err, start), o.cfg.Now(), nil)
 		if !d.Retry {
 			return job, err
 		}
@@ -354,7 +354,7 @@ func (o *offline) dropRecordedIntents() error {
 
 // list lists the provider's batches as far back as recovery needs.
 func (o *offline) list(ctx context.Context) ([]providers.BatchJob, error) {
-	since := o.now().Add(-orphanWindow)
+	since := o.cfg.Now().Add(-orphanWindow)
 	for _, in := range o.intents {
 		if t := in.Created.Add(-createSkew); t.Before(since) {
 			since = t
@@ -384,7 +384,7 @@ func (o *offline) graceLeft(jobs []providers.BatchJob) time.Duration {
 	var wait time.Duration
 	for _, in := range o.intents {
 		if len(o.matches(in, jobs)) == 0 {
-			wait = max(wait, in.Created.Add(o.cfg.CreateGrace).Sub(o.now()))
+			wait = max(wait, in.Created.Add(o.cfg.CreateGrace).Sub(o.cfg.Now()))
 		}
 	}
 	return wait
@@ -570,7 +570,7 @@ func (o *offline) markCollected(id string) error {
 	if !o.cfg.Client.Labels() {
 		return nil
 	}
-	b, _ := json.Marshal(map[string]time.Time{"at": o.now().UTC()})
+	b, _ := json.Marshal(map[string]time.Time{"at": o.cfg.Now().UTC()})
 	return o.cfg.Store.SetState(collectedStatePrefix+id, b)
 }
 
@@ -582,7 +582,7 @@ func (o *offline) pruneCollected() error {
 		}
 		v, _ := o.cfg.Store.State(k)
 		var m struct{ At time.Time }
-		if json.Unmarshal(v, &m) == nil && o.now().Sub(m.At) < orphanWindow {
+		if json.Unmarshal(v, &m) == nil && o.cfg.Now().Sub(m.At) < orphanWindow {
 			continue
 		}
 		if err := o.cfg.Store.SetState(k, nil); err != nil {

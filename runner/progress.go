@@ -201,77 +201,96 @@ func (s snapshot) bar(width int) string {
 		pct = int(100 * s.done / s.total)
 	}
 	head := fmt.Sprintf("%3d%%", pct)
-	counts := fmt.Sprintf("%d/%d", s.done, s.total)
-	segs := s.segments()
-	const sep = " · "
-	text := func(short, drop map[int]bool) string {
-		t := counts
-		for i, seg := range segs {
-			switch {
-			case drop[i]:
-			case short[i]:
-				t += sep + seg.short
-			default:
-				t += sep + seg.full
-			}
-		}
-		return t
-	}
+	l := &partsLine{counts: fmt.Sprintf("%d/%d", s.done, s.total), segs: s.segments(), short: map[int]bool{}, drop: map[int]bool{}}
 	// The status needs room for a few words to be worth showing, and
 	// parts given back must leave it a few more.
 	status, roomy := 0, 0
 	if s.status != "" {
-		status = runes(sep) + min(runes(s.status), 16)
-		roomy = runes(sep) + min(runes(s.status), 32)
+		status = runes(partSep) + min(runes(s.status), 16)
+		roomy = runes(partSep) + min(runes(s.status), 32)
 	}
 	fitsWith := func(t string, room int) bool { return runes(head)+1+minBar+1+runes(t)+room <= width }
 	fits := func(t string) bool { return fitsWith(t, status) }
-	// Shorten, then drop, lowest rank first, until the line and a bar fit.
-	short, drop := map[int]bool{}, map[int]bool{}
-	for _, step := range []map[int]bool{short, drop} {
-		for rank := 0; rank <= 9 && !fits(text(short, drop)); rank++ {
-			for i, seg := range segs {
+	l.shrink(fits)
+	l.giveBack(func(t string) bool { return fitsWith(t, roomy) })
+	t := l.text()
+	if !fits(t) {
+		line := head + " " + t
+		if s.status != "" {
+			line += partSep + s.status
+		}
+		return cut(line, width)
+	}
+	barWidth := width - runes(head) - 1 - runes(t) - 1
+	if s.status != "" {
+		barWidth -= runes(partSep) + runes(s.status)
+	}
+	barWidth = min(max(barWidth, minBar), 40)
+	line := head + " " + drawBar(s.done, s.total, barWidth) + " " + t
+	if s.status != "" {
+		line += partSep + s.status
+	}
+	return cut(line, width)
+}
+
+// partSep separates the parts of the progress line.
+const partSep = " · "
+
+// partsLine is the text after the bar: the counts, then each segment in
+// its full or short form, or dropped.
+type partsLine struct {
+	counts      string
+	segs        []segment
+	short, drop map[int]bool // by index in segs
+}
+
+func (l *partsLine) text() string {
+	t := l.counts
+	for i, seg := range l.segs {
+		switch {
+		case l.drop[i]:
+		case l.short[i]:
+			t += partSep + seg.short
+		default:
+			t += partSep + seg.full
+		}
+	}
+	return t
+}
+
+// shrink shortens, then drops, the parts lowest rank first, a whole rank
+// at a time, until the text fits.
+func (l *partsLine) shrink(fits func(string) bool) {
+	for _, step := range []map[int]bool{l.short, l.drop} {
+		for rank := 0; rank <= 9 && !fits(l.text()); rank++ {
+			for i, seg := range l.segs {
 				if seg.rank == rank {
 					step[i] = true
 				}
 			}
 		}
 	}
-	// Then give back what still fits, most important first: a dropped
-	// part in its short form, a short part at full length.
+}
+
+// giveBack restores what still fits, most important first: a dropped part
+// in its short form, a short part at full length. Shrinking by whole ranks
+// takes more than it must; this takes back the surplus part by part.
+func (l *partsLine) giveBack(fits func(string) bool) {
 	for rank := 9; rank >= 0; rank-- {
-		for i, seg := range segs {
+		for i, seg := range l.segs {
 			if seg.rank != rank {
 				continue
 			}
-			for _, m := range []map[int]bool{drop, short} {
+			for _, m := range []map[int]bool{l.drop, l.short} {
 				if m[i] {
 					m[i] = false
-					if !fitsWith(text(short, drop), roomy) {
+					if !fits(l.text()) {
 						m[i] = true
 					}
 				}
 			}
 		}
 	}
-	t := text(short, drop)
-	if !fits(t) {
-		line := head + " " + t
-		if s.status != "" {
-			line += sep + s.status
-		}
-		return cut(line, width)
-	}
-	barWidth := width - runes(head) - 1 - runes(t) - 1
-	if s.status != "" {
-		barWidth -= runes(sep) + runes(s.status)
-	}
-	barWidth = min(max(barWidth, minBar), 40)
-	line := head + " " + drawBar(s.done, s.total, barWidth) + " " + t
-	if s.status != "" {
-		line += sep + s.status
-	}
-	return cut(line, width)
 }
 
 // drawBar is "[=====>    ]" in width columns.
