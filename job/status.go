@@ -77,12 +77,27 @@ type MalformedStatus struct {
 	Count  int    `json:"count"`
 }
 
-// BatchStatus is one open provider batch.
+// BatchStatus is one open provider batch, or one being created: a run
+// stopped between recording its intent and learning the batch's id (the
+// next run finds it at the provider by Intent, or submits its requests
+// again).
 type BatchStatus struct {
-	ID       string    `json:"id"`
+	ID       string    `json:"id"` // "" while being created
 	Provider string    `json:"provider"`
 	Created  time.Time `json:"created"`
 	Requests int       `json:"requests"`
+	// Intent is the tag of the intent a batch being created was recorded
+	// under.
+	Intent string `json:"intent,omitempty"`
+}
+
+// String is how status lists the batch.
+func (b BatchStatus) String() string {
+	detail := fmt.Sprintf("%s, %d requests, since %s", b.Provider, b.Requests, b.Created.Format(time.RFC3339))
+	if b.ID == "" {
+		return "being created (intent " + b.Intent + ", " + detail + ")"
+	}
+	return b.ID + " (" + detail + ")"
 }
 
 // Status reports the checkpoint(s) o names: done, failed and (when the
@@ -112,7 +127,11 @@ func Status(w io.Writer, o StatusOptions) error {
 			return fmt.Errorf("%s: %w", out, err)
 		}
 		for _, r := range recs {
-			ost.OpenBatches = append(ost.OpenBatches, BatchStatus{ID: r.ID, Provider: r.Provider, Created: r.Created, Requests: len(r.IDs)})
+			b := BatchStatus{ID: r.ID, Provider: r.Provider, Created: r.Created, Requests: len(r.IDs)}
+			if r.ID == "" {
+				b.Intent = r.Tag
+			}
+			ost.OpenBatches = append(ost.OpenBatches, b)
 		}
 		if spent, unpriced, err := statusSpend(out, st); err == nil {
 			ost.SpentUSD, ost.Unpriced = spent.USD(), unpriced
@@ -207,7 +226,7 @@ func printStatus(w io.Writer, rep *StatusReport) {
 		if n := len(o.OpenBatches); n > 0 {
 			var ids []string
 			for _, b := range o.OpenBatches {
-				ids = append(ids, fmt.Sprintf("%s (%s, %d requests, since %s)", b.ID, b.Provider, b.Requests, b.Created.Format(time.RFC3339)))
+				ids = append(ids, b.String())
 			}
 			fmt.Fprintf(w, "; %d open provider batches: %s", n, strings.Join(ids, ", "))
 		}
