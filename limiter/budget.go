@@ -11,8 +11,6 @@ import (
 type Budget interface {
 	ReservePriority(ctx context.Context, key string, c Cost, priority int) (Ticket, error)
 	Observe(key string, o Observation)
-	Pause(key string, until time.Time)
-	RateLimited(key string)
 	Stats() []KeyStats
 }
 
@@ -47,6 +45,4 @@ func (b budgetOf) ReservePriority(ctx context.Context, key string, c Cost, p int
 	return r, nil
 }
 func (b budgetOf) Observe(key string, o Observation) { b.l.Observe(key, o) }
-func (b budgetOf) Pause(key string, until time.Time) { b.l.Pause(key, until) }
-func (b budgetOf) RateLimited(key string)            { b.l.RateLimited(key) }
 func (b budgetOf) Stats() []KeyStats                 { return b.l.Stats() }

@@ -34,7 +34,9 @@ func Example() {
 	})
 	r.Settle(limiter.Cost{Requests: 1, Input: usedIn, Output: usedOut})
 
-	// A 429 instead would be: r.Fail(); l.Pause(key, now+retryAfter); l.RateLimited(key).
+	// A 429 instead would be: r.Refused(limiter.Refusal{RetryAfter: d, HasRetryAfter: true}),
+	// which keeps the request charge, pauses the whole key for the hint and,
+	// where no headers describe the key, cuts the rates learned from 429s.
 	s := l.Stats()[0]
 	fmt.Println(s.Key, s.Reservations, s.InFlight, s.Binding)
 	// Output: anthropic|https://api.anthropic.com|claude-sonnet-4-5 1 0 none

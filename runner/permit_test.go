@@ -22,11 +22,10 @@ type countingBudget struct {
 	limiter.Budget
 	reserveErr func(n int) error
 
-	mu          sync.Mutex
-	tickets     []*countingTicket
-	reserves    int
-	paused      int
-	rateLimited int
+	mu       sync.Mutex
+	tickets  []*countingTicket
+	reserves int
+	paused   int
 }
 
 func (b *countingBudget) ReservePriority(ctx context.Context, key string, c limiter.Cost, p int) (limiter.Ticket, error) {
@@ -48,20 +47,6 @@ func (b *countingBudget) ReservePriority(ctx context.Context, key string, c limi
 	b.tickets = append(b.tickets, ct)
 	b.mu.Unlock()
 	return ct, nil
-}
-
-func (b *countingBudget) Pause(key string, until time.Time) {
-	b.mu.Lock()
-	b.paused++
-	b.mu.Unlock()
-	b.Budget.Pause(key, until)
-}
-
-func (b *countingBudget) RateLimited(key string) {
-	b.mu.Lock()
-	b.rateLimited++
-	b.mu.Unlock()
-	b.Budget.RateLimited(key)
 }
 
 // ends lists each ticket's endings, in reservation order ("settle",
