@@ -310,6 +310,35 @@ func (c *Config) StatusError(resp *http.Response, requestIDHeader string) *Error
 	}
 }
 
+// InStream completes a failure an event of a 2xx stream reported (an error
+// event, a malformed chunk) for the caller: the response's status and,
+// unless the event named its own, its request id; key is redacted from the
+// message and body, which can quote the request. Every dialect's stream
+// reader ends with it, so none can forget the redaction.
+func (e *Error) InStream(out *Response, key string) *Error {
+	e.Status = out.Status
+	if e.RequestID == "" {
+		e.RequestID = out.RequestID
+	}
+	e.Message = RedactString(e.Message, key)
+	e.Body = Redact(e.Body, key)
+	return e
+}
+
+// StreamEnded is the failure of a stream that stopped before its end (the
+// event named by end): the transport's failure decErr as StreamError maps
+// it, else the caller's cancellation, else a cut by the server, retried
+// whole as a mid-stream failure.
+func StreamEnded(ctx context.Context, decErr error, out *Response, end string) error {
+	if decErr != nil {
+		return StreamError(ctx, decErr, out.Status, out.RequestID)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return &Error{Class: ClassMidStream, Status: out.Status, RequestID: out.RequestID, Message: "stream ended before " + end}
+}
+
 // StreamError maps a failure while reading a 2xx stream: the caller's
 // cancellation stays ctx.Err(); our timeouts stay ClassTimeout; anything else
 // (a reset or cut connection) is ClassMidStream, because the answer was

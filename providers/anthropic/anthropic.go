@@ -174,13 +174,7 @@ func (p *Provider) readStream(ctx context.Context, r io.Reader, out *providers.R
 		ev := dec.Event()
 		done, err := a.event(ev.Name, ev.Data)
 		if err != nil {
-			err.Status = out.Status
-			if err.RequestID == "" {
-				err.RequestID = out.RequestID
-			}
-			err.Message = providers.RedactString(err.Message, p.cfg.APIKey)
-			err.Body = providers.Redact(err.Body, p.cfg.APIKey)
-			return err
+			return err.InStream(out, p.cfg.APIKey)
 		}
 		if done {
 			body, err := a.body()
@@ -200,11 +194,5 @@ func (p *Provider) readStream(ctx context.Context, r io.Reader, out *providers.R
 			out.TTFT = now().Sub(start)
 		}
 	}
-	if err := dec.Err(); err != nil {
-		return providers.StreamError(ctx, err, out.Status, out.RequestID)
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return &providers.Error{Class: providers.ClassMidStream, Status: out.Status, RequestID: out.RequestID, Message: "stream ended before message_stop"}
+	return providers.StreamEnded(ctx, dec.Err(), out, "message_stop")
 }

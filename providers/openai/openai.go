@@ -237,23 +237,14 @@ func (p *Provider) readStream(ctx context.Context, r io.Reader, out *providers.R
 			continue
 		}
 		if err := a.chunk(data); err != nil {
-			err.Status, err.RequestID = out.Status, out.RequestID
-			err.Message = providers.RedactString(err.Message, p.cfg.APIKey)
-			err.Body = providers.Redact(err.Body, p.cfg.APIKey)
-			return err
+			return err.InStream(out, p.cfg.APIKey)
 		}
 		if !ttft && a.content {
 			ttft = true
 			out.TTFT = now().Sub(start)
 		}
 	}
-	if err := dec.Err(); err != nil {
-		return providers.StreamError(ctx, err, out.Status, out.RequestID)
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return &providers.Error{Class: providers.ClassMidStream, Status: out.Status, RequestID: out.RequestID, Message: "stream ended before [DONE]"}
+	return providers.StreamEnded(ctx, dec.Err(), out, "[DONE]")
 }
 
 // isDone reports the [DONE] terminator (the SDKs match it as a prefix).

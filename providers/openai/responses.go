@@ -191,10 +191,7 @@ func (p *Provider) readResponsesStream(ctx context.Context, r io.Reader, out *pr
 		}
 		final, err := s.event(data)
 		if err != nil {
-			err.Status, err.RequestID = out.Status, out.RequestID
-			err.Message = providers.RedactString(err.Message, p.cfg.APIKey)
-			err.Body = providers.Redact(err.Body, p.cfg.APIKey)
-			return err
+			return err.InStream(out, p.cfg.APIKey)
 		}
 		if final != nil {
 			p.fillResponse(final, out)
@@ -205,11 +202,5 @@ func (p *Provider) readResponsesStream(ctx context.Context, r io.Reader, out *pr
 			out.TTFT = now().Sub(start)
 		}
 	}
-	if err := dec.Err(); err != nil {
-		return providers.StreamError(ctx, err, out.Status, out.RequestID)
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return &providers.Error{Class: providers.ClassMidStream, Status: out.Status, RequestID: out.RequestID, Message: "stream ended before response.completed"}
+	return providers.StreamEnded(ctx, dec.Err(), out, "response.completed")
 }
