@@ -501,6 +501,26 @@ func listLimit(r *http.Request, def, max int) (int, *apiError) {
 	return n, nil
 }
 
+// lockBatch starts a call on one batch: the prelude, then the batch id of
+// dialect d, settled at now (what names it in a 404). On success it returns
+// with s.batches.mu held, for the caller to release; on failure it has
+// released it and answered.
+func (s *Server) lockBatch(w http.ResponseWriter, r *http.Request, d dialect, id, what string) (b *mbatch, reqID string, now time.Time, ok bool) {
+	reqID = s.batchReqID()
+	if !s.batchPrelude(w, r, d, reqID, false) {
+		return nil, reqID, now, false
+	}
+	now = s.now()
+	s.batches.mu.Lock()
+	if b = s.batchLocked(id, d, now); b == nil {
+		s.batches.mu.Unlock()
+		s.bump(&s.stats.NotFound)
+		s.fail(w, d, reqID, errNoSuch(what, id))
+		return nil, reqID, now, false
+	}
+	return b, reqID, now, true
+}
+
 // batchLocked returns the batch id of dialect d, settled at now, or nil.
 // Requires bs.mu.
 func (s *Server) batchLocked(id string, d dialect, now time.Time) *mbatch {

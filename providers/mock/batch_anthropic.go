@@ -102,20 +102,12 @@ func resultsBase(r *http.Request) string {
 }
 
 func (s *Server) anBatch(w http.ResponseWriter, r *http.Request, cancel bool) {
-	d := anthropic{}
-	reqID := s.batchReqID()
-	if !s.batchPrelude(w, r, d, reqID, false) {
+	d, id := anthropic{}, r.PathValue("id")
+	b, reqID, now, ok := s.lockBatch(w, r, d, id, "message batch")
+	if !ok {
 		return
 	}
-	id, now := r.PathValue("id"), s.now()
-	s.batches.mu.Lock()
 	defer s.batches.mu.Unlock()
-	b := s.batchLocked(id, d, now)
-	if b == nil {
-		s.bump(&s.stats.NotFound)
-		s.fail(w, d, reqID, errNoSuch("message batch", id))
-		return
-	}
 	if cancel && !s.cancel(b, now) && b.ended {
 		s.badRequest(w, d, reqID, errInvalid("", "Batch "+id+" has already ended and cannot be canceled."))
 		return
@@ -127,18 +119,9 @@ func (s *Server) handleANBatchGet(w http.ResponseWriter, r *http.Request)    { s
 func (s *Server) handleANBatchCancel(w http.ResponseWriter, r *http.Request) { s.anBatch(w, r, true) }
 
 func (s *Server) handleANBatchResults(w http.ResponseWriter, r *http.Request) {
-	d := anthropic{}
-	reqID := s.batchReqID()
-	if !s.batchPrelude(w, r, d, reqID, false) {
-		return
-	}
-	id, now := r.PathValue("id"), s.now()
-	s.batches.mu.Lock()
-	b := s.batchLocked(id, d, now)
-	if b == nil {
-		s.batches.mu.Unlock()
-		s.bump(&s.stats.NotFound)
-		s.fail(w, d, reqID, errNoSuch("message batch", id))
+	d, id := anthropic{}, r.PathValue("id")
+	b, reqID, _, ok := s.lockBatch(w, r, d, id, "message batch")
+	if !ok {
 		return
 	}
 	if !b.ended {

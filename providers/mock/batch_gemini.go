@@ -135,28 +135,19 @@ func (s *Server) handleGMBatchCancel(w http.ResponseWriter, r *http.Request) {
 // gmBatch answers a batch, or with cancel cancels it and answers {}.
 func (s *Server) gmBatch(w http.ResponseWriter, r *http.Request, id string, cancel bool) {
 	d := gemini{}
-	reqID := s.batchReqID()
-	if !s.batchPrelude(w, r, d, reqID, false) {
+	b, reqID, now, ok := s.lockBatch(w, r, d, id, "batch")
+	if !ok {
 		return
 	}
-	now := s.now()
-	s.batches.mu.Lock()
 	defer s.batches.mu.Unlock()
-	b := s.batchLocked(id, d, now)
-	if b == nil {
-		s.bump(&s.stats.NotFound)
-		s.fail(w, d, reqID, errNoSuch("batch", id))
-		return
-	}
 	if !cancel {
 		writeJSON(w, s.appendGMOperation(nil, b, now))
 		return
 	}
 	if !s.cancel(b, now) && b.ended {
-		s.bump(&s.stats.BadRequests)
 		e := errInvalid("", "Batch "+id+" is in a terminal state and cannot be cancelled.")
 		e.gmStatus = "FAILED_PRECONDITION"
-		s.fail(w, d, reqID, e)
+		s.badRequest(w, d, reqID, e)
 		return
 	}
 	writeJSON(w, []byte(`{}`))

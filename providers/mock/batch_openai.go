@@ -342,20 +342,12 @@ func parseOpenAIInput(data []byte, endpoint string, maxItems int) ([]bitem, []li
 }
 
 func (s *Server) oaBatch(w http.ResponseWriter, r *http.Request, cancel bool) {
-	d := openAI{}
-	reqID := s.batchReqID()
-	if !s.batchPrelude(w, r, d, reqID, false) {
+	d, id := openAI{}, r.PathValue("id")
+	b, reqID, now, ok := s.lockBatch(w, r, d, id, "batch")
+	if !ok {
 		return
 	}
-	id, now := r.PathValue("id"), s.now()
-	s.batches.mu.Lock()
 	defer s.batches.mu.Unlock()
-	b := s.batchLocked(id, d, now)
-	if b == nil {
-		s.bump(&s.stats.NotFound)
-		s.fail(w, d, reqID, errNoSuch("batch", id))
-		return
-	}
 	if cancel && !s.cancel(b, now) {
 		if b.ended {
 			s.badRequest(w, d, reqID, errInvalid("", "Cannot cancel a batch with status '"+b.endState+"'."))
