@@ -44,6 +44,23 @@ type Counters struct {
 // Spent is the cost of the responses so far (priced ones only).
 func (c *Counters) Spent() pricing.Cost { return c.costs.spent() }
 
+// incr adds one to (*m)[k], making the map on first use. Callers hold c.mu.
+func incr(m *map[string]int64, k string) {
+	if *m == nil {
+		*m = make(map[string]int64)
+	}
+	(*m)[k]++
+}
+
+// copyCounts returns a copy of m, never nil. Callers hold c.mu.
+func copyCounts(m map[string]int64) map[string]int64 {
+	out := make(map[string]int64, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
 // retried records one retry and its cause.
 func (c *Counters) retried(class providers.Class) {
 	c.Retries.Add(1)
@@ -51,10 +68,7 @@ func (c *Counters) retried(class providers.Class) {
 		c.PacedRetries.Add(1)
 	}
 	c.mu.Lock()
-	if c.byCause == nil {
-		c.byCause = make(map[string]int64)
-	}
-	c.byCause[class.String()]++
+	incr(&c.byCause, class.String())
 	c.mu.Unlock()
 }
 
@@ -62,11 +76,7 @@ func (c *Counters) retried(class providers.Class) {
 func (c *Counters) RetriesByCause() map[string]int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make(map[string]int64, len(c.byCause))
-	for k, v := range c.byCause {
-		out[k] = v
-	}
-	return out
+	return copyCounts(c.byCause)
 }
 
 // Done is the number of requests finished one way or another.
@@ -88,34 +98,24 @@ func (c *Counters) failedBecause(cause string) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.failCauses == nil {
-		c.failCauses = make(map[string]int64)
-	}
 	if _, ok := c.failCauses[cause]; !ok && len(c.failCauses) >= maxFailCauses {
 		cause = otherCauses
 	}
-	c.failCauses[cause]++
+	incr(&c.failCauses, cause)
 }
 
 // FailuresByCause returns a copy of the failed requests by cause.
 func (c *Counters) FailuresByCause() map[string]int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make(map[string]int64, len(c.failCauses))
-	for k, v := range c.failCauses {
-		out[k] = v
-	}
-	return out
+	return copyCounts(c.failCauses)
 }
 
 // rateLimitedOn records the dimension of one 429.
 func (c *Counters) rateLimitedOn(dim string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.limitedOn == nil {
-		c.limitedOn = make(map[string]int64)
-	}
-	c.limitedOn[dim]++
+	incr(&c.limitedOn, dim)
 }
 
 // RateLimitedOn returns a copy of the 429s by the dimension they were
@@ -123,9 +123,5 @@ func (c *Counters) rateLimitedOn(dim string) {
 func (c *Counters) RateLimitedOn() map[string]int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make(map[string]int64, len(c.limitedOn))
-	for k, v := range c.limitedOn {
-		out[k] = v
-	}
-	return out
+	return copyCounts(c.limitedOn)
 }
