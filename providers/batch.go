@@ -2,6 +2,7 @@ package providers
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -9,6 +10,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 // This file is the provider-neutral face of the providers' batch APIs
@@ -222,6 +225,58 @@ func StripUserinfo(raw string) string {
 		auth = auth[i+1:]
 	}
 	return scheme + auth + path
+}
+
+// Call is one call of a batch API as a dialect's batch client makes it.
+type Call struct {
+	Method, URL string
+	Header      http.Header
+	Body        []byte // nil sends none
+	// MaxAnswer bounds the answer read, in bytes.
+	MaxAnswer int64
+	// RequestIDHeader names the header of the provider's request id.
+	RequestIDHeader string
+	// StatusError makes a non-2xx answer an error: each dialect reads its
+	// own error bodies.
+	StatusError func(*http.Response) error
+	// Decode reads the answer; an error makes it "unparsable answer: …".
+	// nil only checks that the answer is JSON ("unparsable answer").
+	Decode func(raw []byte) error
+}
+
+// CallJSON sends one batch API call and returns its 2xx answer. Sending
+// fails as Do does; reading fails as a transport error; an unparsable
+// answer is a ClassServer *Error with the key redacted from its body.
+func (c *Config) CallJSON(ctx context.Context, call Call) ([]byte, error) {
+	var rd io.Reader
+	if call.Body != nil {
+		rd = bytes.NewReader(call.Body)
+	}
+	resp, err := c.Do(ctx, call.Method, call.URL, call.Header, rd)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return nil, call.StatusError(resp)
+	}
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, call.MaxAnswer))
+	if err != nil {
+		return nil, TransportError(ctx, err, c.APIKey)
+	}
+	msg := ""
+	if call.Decode == nil {
+		if !gjson.ValidBytes(raw) {
+			msg = "unparsable answer"
+		}
+	} else if err := call.Decode(raw); err != nil {
+		msg = "unparsable answer: " + err.Error()
+	}
+	if msg != "" {
+		return nil, &Error{Class: ClassServer, Status: resp.StatusCode, RequestID: resp.Header.Get(call.RequestIDHeader),
+			Message: msg, Body: Redact(raw, c.APIKey)}
+	}
+	return raw, nil
 }
 
 // Get sends a GET to url with header (cloned) and returns the response as

@@ -1,12 +1,10 @@
 package anthropic
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -277,27 +275,8 @@ func (b *Batch) job(ctx context.Context, method, path string, h http.Header, bod
 
 // call sends one call and returns its JSON answer.
 func (b *Batch) call(ctx context.Context, method, path string, h http.Header, body []byte) ([]byte, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	resp, err := b.cfg.Do(ctx, method, b.cfg.BaseURL+path, h, rd)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return nil, b.statusError(resp)
-	}
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, batchMaxAnswer))
-	if err != nil {
-		return nil, providers.TransportError(ctx, err, b.cfg.APIKey)
-	}
-	if !gjson.ValidBytes(raw) {
-		return nil, &providers.Error{Class: providers.ClassServer, Status: resp.StatusCode, RequestID: resp.Header.Get("request-id"),
-			Message: "unparsable answer", Body: providers.Redact(raw, b.cfg.APIKey)}
-	}
-	return raw, nil
+	return b.cfg.CallJSON(ctx, providers.Call{Method: method, URL: b.cfg.BaseURL + path, Header: h, Body: body,
+		MaxAnswer: batchMaxAnswer, RequestIDHeader: "request-id", StatusError: b.statusError})
 }
 
 // batchJobOf converts a MessageBatch.

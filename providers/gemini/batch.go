@@ -1,12 +1,10 @@
 package gemini
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -294,32 +292,19 @@ func (b *Batch) call(ctx context.Context, method, path string, body []byte) ([]b
 
 // fetch sends one call and returns its JSON answer.
 func (b *Batch) fetch(ctx context.Context, method, u string, body []byte) ([]byte, error) {
-	var rd io.Reader
 	h := header(b.cfg.APIKey)
-	if body != nil {
-		rd = bytes.NewReader(body)
-	} else {
+	if body == nil {
 		h.Del("Content-Type")
 	}
-	resp, err := b.cfg.Do(ctx, method, u, h, rd)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		e := b.cfg.StatusError(resp, requestIDHeader)
-		classifyBody(e)
-		return nil, e
-	}
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, batchMaxAnswer))
-	if err != nil {
-		return nil, providers.TransportError(ctx, err, b.cfg.APIKey)
-	}
-	if !gjson.ValidBytes(raw) {
-		return nil, &providers.Error{Class: providers.ClassServer, Status: resp.StatusCode, RequestID: resp.Header.Get(requestIDHeader),
-			Message: "unparsable answer", Body: providers.Redact(raw, b.cfg.APIKey)}
-	}
-	return raw, nil
+	return b.cfg.CallJSON(ctx, providers.Call{Method: method, URL: u, Header: h, Body: body,
+		MaxAnswer: batchMaxAnswer, RequestIDHeader: requestIDHeader, StatusError: b.statusError})
+}
+
+// statusError reads a non-2xx answer into a typed error.
+func (b *Batch) statusError(resp *http.Response) error {
+	e := b.cfg.StatusError(resp, requestIDHeader)
+	classifyBody(e)
+	return e
 }
 
 // jobOf converts a batch Operation (or the batch itself, as a list may

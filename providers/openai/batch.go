@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"mime/multipart"
 	"net/http"
 	"net/textproto"
@@ -415,27 +414,10 @@ func (b *Batch) statusError(resp *http.Response) error {
 
 // do sends one API call and decodes its JSON answer into out.
 func (b *Batch) do(ctx context.Context, method, path string, h http.Header, body []byte, out any) error {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	resp, err := b.cfg.Do(ctx, method, b.d.URL(path), h, rd)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return b.statusError(resp)
-	}
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, batchMaxAnswer))
-	if err != nil {
-		return providers.TransportError(ctx, err, b.cfg.APIKey)
-	}
-	if err := json.Unmarshal(raw, out); err != nil {
-		return &providers.Error{Class: providers.ClassServer, Status: resp.StatusCode, RequestID: resp.Header.Get("x-request-id"),
-			Message: "unparsable answer: " + err.Error(), Body: providers.Redact(raw, b.cfg.APIKey)}
-	}
-	return nil
+	_, err := b.cfg.CallJSON(ctx, providers.Call{Method: method, URL: b.d.URL(path), Header: h, Body: body,
+		MaxAnswer: batchMaxAnswer, RequestIDHeader: "x-request-id", StatusError: b.statusError,
+		Decode: func(raw []byte) error { return json.Unmarshal(raw, out) }})
+	return err
 }
 
 // job sends a call answered with a Batch object.
