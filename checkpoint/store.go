@@ -283,15 +283,9 @@ func (s *Store) openOutput() error {
 		if err := s.load(f, s.x.loadOutput); err != nil {
 			return err
 		}
-		res := s.x.outRes
-		if res.Good < res.Size {
-			if err := truncateDurably(f, res.Good); err != nil {
-				return fmt.Errorf("checkpoint: repair %s: %w", path, err)
-			}
-			s.opts.Warn(fmt.Sprintf("checkpoint: %s: dropped %d bytes of a torn last line (line %d); that request will be redone",
-				path, res.Size-res.Good, res.TornLine))
+		if err := s.appendAfter(&s.out, f, s.x.outRes, "; that request will be redone"); err != nil {
+			return err
 		}
-		s.out.off, s.out.lines = res.Good, uint32(res.Newlines)
 	}
 	s.out.f = s.opts.wrap(f)
 	return nil
@@ -313,16 +307,25 @@ func (s *Store) openErrors() error {
 	if err := s.load(f, s.x.loadErrors); err != nil {
 		return err
 	}
-	res := s.x.errRes
-	if res.Good < res.Size {
-		if err := truncateDurably(f, res.Good); err != nil {
-			return fmt.Errorf("checkpoint: repair %s: %w", path, err)
-		}
-		s.opts.Warn(fmt.Sprintf("checkpoint: %s: dropped %d bytes of a torn last line (line %d)", path, res.Size-res.Good, res.TornLine))
+	if err := s.appendAfter(&s.errs, f, s.x.errRes, ""); err != nil {
+		return err
 	}
-	s.errs.off, s.errs.lines = res.Good, uint32(res.Newlines)
 	s.errsAtOpen = s.errs.lines
 	s.errs.f = s.opts.wrap(f)
+	return nil
+}
+
+// appendAfter positions a after the well-formed lines res found in f:
+// a torn last line (a crash mid-append) is cut off durably, with a warning
+// saying what it costs (then), so appends continue from a clean line end.
+func (s *Store) appendAfter(a *appendFile, f *os.File, res scanResult, then string) error {
+	if res.Good < res.Size {
+		if err := truncateDurably(f, res.Good); err != nil {
+			return fmt.Errorf("checkpoint: repair %s: %w", a.path, err)
+		}
+		s.opts.Warn(fmt.Sprintf("checkpoint: %s: dropped %d bytes of a torn last line (line %d)%s", a.path, res.Size-res.Good, res.TornLine, then))
+	}
+	a.off, a.lines = res.Good, uint32(res.Newlines)
 	return nil
 }
 
