@@ -89,24 +89,24 @@ func UncachedInput(u Usage) int64 { return max(u.InputTokens-u.CacheReadTokens, 
 // Anthropic Messages) that a tokenizer should count: the system prompt and
 // the message contents, strings or text blocks.
 func MessagesText(body []byte) []byte {
-	var b []byte
-	add := func(v gjson.Result) {
-		if v.Type == gjson.String {
-			b = append(b, v.Str...)
-			b = append(b, '\n')
-			return
-		}
-		v.ForEach(func(_, blk gjson.Result) bool {
-			if t := blk.Get("text"); t.Exists() {
-				b = append(b, t.Str...)
-				b = append(b, '\n')
-			}
-			return true
-		})
-	}
-	add(gjson.GetBytes(body, "system"))
+	b := appendText(nil, gjson.GetBytes(body, "system"))
 	gjson.GetBytes(body, "messages").ForEach(func(_, m gjson.Result) bool {
-		add(m.Get("content"))
+		b = appendText(b, m.Get("content"))
+		return true
+	})
+	return b
+}
+
+// appendText appends the text of a content, a string or parts with a
+// string "text" (every format's text part has one), a line each.
+func appendText(b []byte, v gjson.Result) []byte {
+	if v.Type == gjson.String {
+		return append(append(b, v.Str...), '\n')
+	}
+	v.ForEach(func(_, part gjson.Result) bool {
+		if t := part.Get("text"); t.Type == gjson.String {
+			b = append(append(b, t.Str...), '\n')
+		}
 		return true
 	})
 	return b

@@ -61,31 +61,15 @@ func EndpointOf(url string) (Endpoint, bool) {
 // count: the instructions and the input, a string or items whose content
 // is a string or text parts.
 func ResponsesText(body []byte) []byte {
-	var b []byte
-	add := func(v gjson.Result) {
-		if v.Type == gjson.String {
-			b = append(b, v.Str...)
-			b = append(b, '\n')
-			return
-		}
-		v.ForEach(func(_, part gjson.Result) bool {
-			if t := part.Get("text"); t.Type == gjson.String {
-				b = append(b, t.Str...)
-				b = append(b, '\n')
-			}
-			return true
-		})
-	}
-	add(gjson.GetBytes(body, "instructions"))
+	b := appendText(nil, gjson.GetBytes(body, "instructions"))
 	in := gjson.GetBytes(body, "input")
 	if in.Type == gjson.String {
-		add(in)
-		return b
+		return appendText(b, in)
 	}
 	in.ForEach(func(_, item gjson.Result) bool {
-		add(item.Get("content"))
+		b = appendText(b, item.Get("content"))
 		if o := item.Get("output"); o.Type == gjson.String { // tool results
-			add(o)
+			b = appendText(b, o)
 		}
 		return true
 	})
