@@ -43,9 +43,7 @@ func embeddingsBound(req *providers.Request) int {
 func (p *Provider) parseEmbeddings(b []byte, out *providers.Response) error {
 	root := gjson.ParseBytes(b)
 	if root.Get("error").IsObject() && !root.Get("data").Exists() {
-		e := &providers.Error{Class: providers.ClassMidStream, Status: out.Status, RequestID: out.RequestID, Body: providers.Redact(b, p.cfg.APIKey)}
-		fillError(e, root)
-		return e
+		return p.answerError(root, b, out)
 	}
 	out.Body = b
 	out.Model = root.Get("model").String()

@@ -183,13 +183,21 @@ func fillError(e *providers.Error, root gjson.Result) {
 	e.Message = obj.Get("message").String()
 }
 
+// answerError is the failure a 200 answer reports in place of the answer
+// (an error object): retried like a broken stream, the key redacted from
+// its body and message.
+func (p *Provider) answerError(root gjson.Result, b []byte, out *providers.Response) *providers.Error {
+	e := &providers.Error{Class: providers.ClassMidStream, Status: out.Status, RequestID: out.RequestID, Body: providers.Redact(b, p.cfg.APIKey)}
+	fillError(e, root)
+	e.Message = providers.RedactString(e.Message, p.cfg.APIKey)
+	return e
+}
+
 // parsePlain reads a non-streaming answer. Body is kept as received.
 func (p *Provider) parsePlain(b []byte, out *providers.Response) error {
 	root := gjson.ParseBytes(b)
 	if root.Get("error").IsObject() && !root.Get("choices").Exists() {
-		e := &providers.Error{Class: providers.ClassMidStream, Status: out.Status, RequestID: out.RequestID, Body: providers.Redact(b, p.cfg.APIKey)}
-		fillError(e, root)
-		return e
+		return p.answerError(root, b, out)
 	}
 	out.Body = b
 	out.Model = root.Get("model").String()

@@ -46,8 +46,7 @@ func (p *Provider) prepareResponses(in []byte) ([]byte, error) {
 func (p *Provider) parseResponses(b []byte, out *providers.Response) error {
 	root := gjson.ParseBytes(b)
 	if (root.Get("error").IsObject() && !root.Get("output").Exists()) || root.Get("status").Str == "failed" {
-		e := &providers.Error{Class: providers.ClassMidStream, Status: out.Status, RequestID: out.RequestID, Body: providers.Redact(b, p.cfg.APIKey)}
-		fillError(e, root)
+		e := p.answerError(root, b, out)
 		responseFailure(e)
 		e.Message = providers.RedactString(e.Message, p.cfg.APIKey)
 		return e
