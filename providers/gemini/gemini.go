@@ -160,8 +160,28 @@ func (p *Provider) parsePlain(b []byte, out *providers.Response) error {
 	if e := root.Get("error"); e.IsObject() && !root.Get("candidates").Exists() {
 		pe := &providers.Error{Class: providers.ClassMidStream, Status: out.Status, RequestID: out.RequestID, Body: providers.Redact(b, p.cfg.APIKey)}
 		fillError(pe, root)
+		pe.Message = providers.RedactString(pe.Message, p.cfg.APIKey)
 		return pe
 	}
+	return p.fill(root, b, out, func() string { return plainText(root) })
+}
+
+// plainText is the answer's text: the first candidate's text parts, not
+// its thoughts.
+func plainText(root gjson.Result) string {
+	var text strings.Builder
+	root.Get("candidates.0.content.parts").ForEach(func(_, part gjson.Result) bool {
+		if t := part.Get("text"); t.Type == gjson.String && !part.Get("thought").Bool() {
+			text.WriteString(t.Str)
+		}
+		return true
+	})
+	return text.String()
+}
+
+// fill fills out from a whole answer b (plain, or reassembled from a
+// stream), parsed as root, with its text; a blocked prompt is the error.
+func (p *Provider) fill(root gjson.Result, b []byte, out *providers.Response, text func() string) error {
 	if err := blocked(root, out, b); err != nil {
 		err.Body = providers.Redact(err.Body, p.cfg.APIKey)
 		return err
@@ -171,14 +191,7 @@ func (p *Provider) parsePlain(b []byte, out *providers.Response) error {
 	if out.RequestID == "" {
 		out.RequestID = root.Get("responseId").Str
 	}
-	var text strings.Builder
-	root.Get("candidates.0.content.parts").ForEach(func(_, part gjson.Result) bool {
-		if t := part.Get("text"); t.Type == gjson.String && !part.Get("thought").Bool() {
-			text.WriteString(t.Str)
-		}
-		return true
-	})
-	out.Text = text.String()
+	out.Text = text()
 	out.Usage = usage(root.Get("usageMetadata"))
 	return nil
 }
@@ -235,17 +248,5 @@ func (p *Provider) readStream(ctx context.Context, r io.Reader, out *providers.R
 		return providers.StreamEnded(ctx, err, out, "a finishReason")
 	}
 	body := a.body()
-	root := gjson.ParseBytes(body)
-	if err := blocked(root, out, body); err != nil {
-		err.Body = providers.Redact(err.Body, p.cfg.APIKey)
-		return err
-	}
-	out.Body = body
-	out.Model = root.Get("modelVersion").Str
-	if out.RequestID == "" {
-		out.RequestID = root.Get("responseId").Str
-	}
-	out.Text = a.text()
-	out.Usage = usage(root.Get("usageMetadata"))
-	return nil
+	return p.fill(gjson.ParseBytes(body), body, out, a.text)
 }
