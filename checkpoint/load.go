@@ -31,19 +31,32 @@ func sameRequest(a, b Fingerprint) bool { return a == b || a == 0 || b == 0 }
 // their average length and the file's size.
 const reserveAfter = 1024
 
+// tableSizer sizes a load's table once, from a file of size bytes, so
+// that the table grows at most once.
+type tableSizer struct{ n, read, size int64 }
+
+// line counts line l; at the reserveAfter-th it reports the capacity to
+// reserve: the lines the file holds at the average length so far, plus 5%.
+func (s *tableSizer) line(l []byte) (capacity int, ok bool) {
+	s.n++
+	if s.read += int64(len(l) + 1); s.n == reserveAfter {
+		return int(s.size * 105 / 100 / (s.read / s.n)), true
+	}
+	return 0, false
+}
+
 // loadOutput reads the output: every line's id and fingerprint into done;
 // a later line of the same id supersedes the earlier one (appends are in
 // time order).
 func (x *loaded) loadOutput(r io.Reader, size int64) error {
-	var n, read int64
+	sz := tableSizer{size: size}
 	res, err := scan(r, scanOpts{path: x.output, needID: true, keys: true}, func(l *scanLine) error {
 		if l.Bad != "" {
 			x.malformed = corrupt(x.malformed, l, x.output, x.output)
 			return nil
 		}
-		n++
-		if read += int64(len(l.Line) + 1); n == reserveAfter {
-			x.done.reserve(int(size * 105 / 100 / (read / n)))
+		if c, ok := sz.line(l.Line); ok {
+			x.done.reserve(c)
 		}
 		if i := x.done.find(l.Key); i >= 0 {
 			x.outStale++
@@ -67,15 +80,14 @@ func (x *loaded) loadOutput(r io.Reader, size int64) error {
 // that came later: a request is not sent again once answered) and no later
 // record of the id supersedes it.
 func (x *loaded) loadErrors(r io.Reader, size int64) error {
-	var n, read int64
+	sz := tableSizer{size: size}
 	res, err := scan(r, scanOpts{path: x.errors, keys: true}, func(l *scanLine) error {
 		if l.Bad != "" {
 			x.malformed = corrupt(x.malformed, l, x.errors, x.output)
 			return nil
 		}
-		n++
-		if read += int64(len(l.Line) + 1); n == reserveAfter {
-			x.failed.reserve(int(size * 105 / 100 / (read / n)))
+		if c, ok := sz.line(l.Line); ok {
+			x.failed.reserve(c)
 		}
 		if l.ID == nil {
 			x.errStale = true // a failure without an id: the run meets it again
