@@ -135,22 +135,9 @@ func (g gemini) parse(body []byte) (*request, *apiError) {
 
 // geminiPrefixes are the implicitly cached prefixes of a prompt: from
 // 1,024 tokens on (Gemini 2.5 Flash's minimum), every 128 tokens, as the
-// OpenAI dialect caches. Reads are not billed as writes.
-func geminiPrefixes(model string, prompt []byte) []prefix {
-	const first, step = openAIMinCached * 4, openAICacheStep * 4
-	if len(prompt) < first {
-		return nil
-	}
-	ph := newPrefixHash('g', model)
-	var out []prefix
-	done := 0
-	for end := first; end <= len(prompt); end += step {
-		ph.h.Write(prompt[done:end])
-		done = end
-		out = append(out, ph.sum(end/4))
-	}
-	return out
-}
+// OpenAI dialect caches, under Gemini's own tag. Reads are not billed as
+// writes.
+func geminiPrefixes(model string, prompt []byte) []prefix { return stepPrefixes('g', model, prompt) }
 
 // geminiStatusName is the canonical google.rpc status of an HTTP status.
 func geminiStatusName(status int) string {

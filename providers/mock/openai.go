@@ -142,12 +142,17 @@ func (openAI) appendUsage(b []byte, c *completion) []byte {
 // roles and texts, NUL-separated): from 1,024 tokens on, every 128 tokens
 // (of the CountTokens rule, four bytes each), as OpenAI caches. Each is at
 // most the prompt's token count, so cached tokens never exceed it.
-func openAIPrefixes(model string, prompt []byte) []prefix {
+func openAIPrefixes(model string, prompt []byte) []prefix { return stepPrefixes('o', model, prompt) }
+
+// stepPrefixes are the prefixes of prompt cached in OpenAI's steps (see
+// openAIPrefixes), hashed under the dialect's tag so that dialects never
+// share a cache entry.
+func stepPrefixes(tag byte, model string, prompt []byte) []prefix {
 	const first, step = openAIMinCached * 4, openAICacheStep * 4
 	if len(prompt) < first {
 		return nil
 	}
-	ph := newPrefixHash('o', model)
+	ph := newPrefixHash(tag, model)
 	out := make([]prefix, 0, (len(prompt)-first)/step+1)
 	done := 0
 	for end := first; end <= len(prompt); end += step {
