@@ -21,6 +21,14 @@ func tokensOf(n int) int { return (n + 3) / 4 }
 // role and separator tokens.
 const messageOverhead = 4
 
+// turn counts one message of role and text toward req's input tokens and
+// appends it to prompt, the conversation as the prompt cache sees it: role
+// and text, each NUL-terminated.
+func (req *request) turn(prompt []byte, role, text string) []byte {
+	req.inTokens += CountTokens(text) + messageOverhead
+	return append(append(append(append(prompt, role...), 0), text...), 0)
+}
+
 // answerWords is the vocabulary of the pseudo-random part of an answer.
 // It is never modified.
 var answerWords = [...]string{

@@ -104,11 +104,7 @@ func (g gemini) parse(body []byte) (*request, *apiError) {
 		req.maxTokens = *m
 	}
 	var prompt []byte // the conversation as the implicit cache sees it
-	add := func(role string, c geminiContent) {
-		text := c.text()
-		req.inTokens += CountTokens(text) + messageOverhead
-		prompt = append(append(append(append(prompt, role...), 0), text...), 0)
-	}
+	add := func(role string, c geminiContent) { prompt = req.turn(prompt, role, c.text()) }
 	if in.SystemInstruction != nil {
 		add("system", *in.SystemInstruction)
 	}

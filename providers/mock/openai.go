@@ -40,11 +40,10 @@ func (openAI) parse(body []byte) (*request, *apiError) {
 		if err != nil {
 			return nil, errInvalid("messages."+strconv.Itoa(i)+".content", "Invalid content: "+err.Error())
 		}
-		req.inTokens += CountTokens(text) + messageOverhead
 		if m.Role == "user" {
 			req.prompt = text
 		}
-		prompt = append(append(append(append(prompt, m.Role...), 0), text...), 0)
+		prompt = req.turn(prompt, m.Role, text)
 	}
 	req.prefixes = openAIPrefixes(in.Model, prompt)
 	switch {

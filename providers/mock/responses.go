@@ -37,8 +37,7 @@ func (responses) parse(body []byte) (*request, *apiError) {
 	req := &request{model: in.Model, stream: in.Stream, includeUsage: true}
 	var prompt []byte
 	if in.Instructions != nil {
-		req.inTokens += CountTokens(*in.Instructions) + messageOverhead
-		prompt = append(append(append(prompt, "developer\x00"...), *in.Instructions...), 0)
+		prompt = req.turn(prompt, "developer", *in.Instructions)
 	}
 	switch {
 	case len(in.Input) == 0 || string(in.Input) == "null" || string(in.Input) == `""` || string(in.Input) == "[]":
@@ -47,8 +46,7 @@ func (responses) parse(body []byte) (*request, *apiError) {
 		if err := json.Unmarshal(in.Input, &req.prompt); err != nil {
 			return nil, errInvalid("input", "Invalid 'input': "+err.Error())
 		}
-		req.inTokens += CountTokens(req.prompt) + messageOverhead
-		prompt = append(append(append(prompt, "user\x00"...), req.prompt...), 0)
+		prompt = req.turn(prompt, "user", req.prompt)
 	default:
 		var items []struct {
 			Type    string          `json:"type"`
@@ -66,11 +64,10 @@ func (responses) parse(body []byte) (*request, *apiError) {
 			if err != nil {
 				return nil, errInvalid("input."+strconv.Itoa(i)+".content", "Invalid content: "+err.Error())
 			}
-			req.inTokens += CountTokens(text) + messageOverhead
 			if it.Role == "user" {
 				req.prompt = text
 			}
-			prompt = append(append(append(append(prompt, it.Role...), 0), text...), 0)
+			prompt = req.turn(prompt, it.Role, text)
 		}
 	}
 	req.prefixes = openAIPrefixes(in.Model, prompt)
