@@ -465,12 +465,8 @@ func (s *Store) Answer(id string, fp Fingerprint, line []byte) error {
 	if err := s.usableLocked(); err != nil {
 		return err
 	}
-	s.setMu.RLock()
-	i := s.x.done.find(k)
-	dup := i >= 0 && sameRequest(s.x.done.fpAt(i), fp)
-	s.setMu.RUnlock()
-	if dup {
-		return fmt.Errorf("%w: %q", ErrAlreadyDone, id)
+	if err := s.notAnswered(k, id, fp); err != nil {
+		return err
 	}
 	werr := s.appendLocked(&s.out, line, fp)
 	if werr != nil && werr.Op == "write" {
@@ -491,6 +487,19 @@ func (s *Store) Answer(id string, fp Fingerprint, line []byte) error {
 	return asError(werr)
 }
 
+// notAnswered is a wrapped ErrAlreadyDone if the output answers request fp
+// of id (key k): neither an answer nor a failure is written after one.
+func (s *Store) notAnswered(k idKey, id string, fp Fingerprint) error {
+	s.setMu.RLock()
+	i := s.x.done.find(k)
+	dup := i >= 0 && sameRequest(s.x.done.fpAt(i), fp)
+	s.setMu.RUnlock()
+	if dup {
+		return fmt.Errorf("%w: %q", ErrAlreadyDone, id)
+	}
+	return nil
+}
+
 // Fail appends line (one JSON object without '\n') to the errors file,
 // adding fp and its checksum as Answer does, and records the request as
 // failed; an earlier failure record of id is superseded. id may be "" for a
@@ -507,12 +516,8 @@ func (s *Store) Fail(id string, fp Fingerprint, line []byte) error {
 		return err
 	}
 	if id != "" {
-		s.setMu.RLock()
-		i := s.x.done.find(k)
-		dup := i >= 0 && sameRequest(s.x.done.fpAt(i), fp)
-		s.setMu.RUnlock()
-		if dup {
-			return fmt.Errorf("%w: %q", ErrAlreadyDone, id)
+		if err := s.notAnswered(k, id, fp); err != nil {
+			return err
 		}
 	}
 	if s.errs.f == nil {
