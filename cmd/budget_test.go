@@ -37,21 +37,30 @@ func (s strictScenario) lowerBound() time.Duration {
 	return time.Duration(sec * float64(time.Second))
 }
 
-// run drives llmrun against the mock and returns the wall time and 429s.
-func (s strictScenario) run(t testing.TB) (time.Duration, int64, int64) {
+// writeInput writes the scenario's requests to dir/in.jsonl: distinct
+// prompts of the same length.
+func (s strictScenario) writeInput(t testing.TB, dir string) string {
 	t.Helper()
-	m, url := mockServer(t, mock.Config{Seed: 9, Concurrency: s.serverConcurrency, RPM: s.rpm, ITPM: s.itpm, Burst: time.Second})
-	dir := t.TempDir()
 	in := filepath.Join(dir, "in.jsonl")
 	var b strings.Builder
 	for i := range s.requests {
-		// Distinct prompts of the same length.
 		p := fmt.Sprintf("%06d ", i) + strings.Repeat("w", s.promptBytes-7)
 		line, _ := json.Marshal(map[string]any{"custom_id": fmt.Sprint(i), "prompt": p, "max_tokens": 16})
 		b.Write(line)
 		b.WriteByte('\n')
 	}
-	os.WriteFile(in, []byte(b.String()), 0o644)
+	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+// run drives llmrun against the mock and returns the wall time and 429s.
+func (s strictScenario) run(t testing.TB) (time.Duration, int64, int64) {
+	t.Helper()
+	m, url := mockServer(t, mock.Config{Seed: 9, Concurrency: s.serverConcurrency, RPM: s.rpm, ITPM: s.itpm, Burst: time.Second})
+	dir := t.TempDir()
+	in := s.writeInput(t, dir)
 	// Anthropic's wire format: its headers name input and output token
 	// limits (ITPM/OTPM), which is what the scenario limits; OpenAI's name
 	// one combined TPM.

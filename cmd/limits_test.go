@@ -170,15 +170,7 @@ func runHeaderless(t testing.TB, s strictScenario, keepRetryAfter bool) (time.Du
 	srv := httptest.NewServer(m)
 	defer srv.Close()
 	dir := t.TempDir()
-	in := filepath.Join(dir, "in.jsonl")
-	var b strings.Builder
-	for i := range s.requests {
-		p := fmt.Sprintf("%06d ", i) + strings.Repeat("w", s.promptBytes-7)
-		line, _ := json.Marshal(map[string]any{"custom_id": fmt.Sprint(i), "prompt": p, "max_tokens": 16})
-		b.Write(line)
-		b.WriteByte('\n')
-	}
-	os.WriteFile(in, []byte(b.String()), 0o644)
+	in := s.writeInput(t, dir)
 	sumPath := filepath.Join(dir, "sum.json")
 	c := &cli{env: mockEnv(srv.URL)}
 	start := time.Now()

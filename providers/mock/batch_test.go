@@ -3,7 +3,6 @@ package mock_test
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
@@ -25,13 +24,7 @@ func get(t *testing.T, srv *httptest.Server, path string, headers ...string) res
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	resp, err := srv.Client().Do(req)
-	if err != nil {
-		return result{err: err}
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return result{status: resp.StatusCode, header: resp.Header, body: b, err: err}
+	return do(srv, req)
 }
 
 // upload posts data as a multipart batch input file.
@@ -45,13 +38,7 @@ func upload(t *testing.T, srv *httptest.Server, filename, purpose string, data [
 	mw.Close()
 	req, _ := http.NewRequest("POST", srv.URL+"/v1/files", &buf)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
-	resp, err := srv.Client().Do(req)
-	if err != nil {
-		return result{err: err}
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return result{status: resp.StatusCode, header: resp.Header, body: b, err: err}
+	return do(srv, req)
 }
 
 // oaInput builds an OpenAI batch input file of n requests and their bodies by custom_id.

@@ -63,6 +63,12 @@ func post(t *testing.T, srv *httptest.Server, path, body string, headers ...stri
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
+	return do(srv, req)
+}
+
+// do sends req and reads the whole answer; a transport error is the
+// result's err.
+func do(srv *httptest.Server, req *http.Request) result {
 	resp, err := srv.Client().Do(req)
 	if err != nil {
 		return result{err: err}
