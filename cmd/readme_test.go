@@ -9,6 +9,9 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/llmrun/llmrun/runner"
 )
 
@@ -68,5 +71,55 @@ func TestReadmeExitCodes(t *testing.T) {
 				t.Errorf("README's row for %d does not mention %q: %s", code, w, row)
 			}
 		}
+	}
+}
+
+// readmeNotFlags are the --words the README names that are not flags of a
+// command, each with why.
+var readmeNotFlags = map[string]string{}
+
+// TestReadmeFlags: every --flag the README names is a flag of some llmrun
+// command (or a listed exception), so a renamed or removed flag cannot
+// linger in the documentation.
+func TestReadmeFlags(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags := map[string]bool{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, fs := range []*pflag.FlagSet{c.Flags(), c.PersistentFlags()} {
+			fs.VisitAll(func(f *pflag.Flag) { flags[f.Name] = true })
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	root := NewRoot(&IO{})
+	root.InitDefaultHelpFlag()
+	root.InitDefaultVersionFlag()
+	walk(root)
+	if !flags["concurrency"] || !flags["rpm"] || !flags["log-format"] || !flags["version"] {
+		t.Fatalf("the walk missed flags: %d found", len(flags))
+	}
+	seen := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?:^|[^-\w])--([a-z][a-z0-9-]*[a-z0-9])`).FindAllStringSubmatch(string(b), -1) {
+		name := m[1]
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		if !flags[name] && readmeNotFlags[name] == "" {
+			t.Errorf("README names --%s, which no command has", name)
+		}
+	}
+	for name := range readmeNotFlags {
+		if !seen[name] {
+			t.Errorf("--%s is listed as an exception but the README no longer names it", name)
+		}
+	}
+	if len(seen) < 50 {
+		t.Errorf("only %d flags found in the README: is the pattern wrong?", len(seen))
 	}
 }
