@@ -263,7 +263,7 @@ func (b *batch) buildBudget(ctx context.Context) (err error) {
 	if b.seed == 0 {
 		b.seed = uint64(time.Now().UnixNano())
 	}
-	b.budget, b.closeBudget, err = newBudget(ctx, b.io, b.o, b.limits, b.pools, b.seed)
+	b.budget, b.closeBudget, err = newBudget(ctx, b.io, b.o, b.limits, b.pools)
 	b.estimator = estimate.NewEstimator()
 	return err
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -102,7 +101,7 @@ func inputShape(src *runner.Source) providers.Format {
 // newBudget is the in-process budget, or with --redis one shared through
 // Redis by every llmrun pointed at it; closeBudget releases its
 // connections.
-func newBudget(ctx context.Context, io *IO, o *BatchOptions, limits limiter.Limits, pools map[string]limiter.Limits, seed uint64) (budget limiter.Budget, closeBudget func(), err error) {
+func newBudget(ctx context.Context, io *IO, o *BatchOptions, limits limiter.Limits, pools map[string]limiter.Limits) (budget limiter.Budget, closeBudget func(), err error) {
 	warn := func(msg string) { io.warnf("%s", msg) }
 	if o.Redis == "" {
 		l := limiter.New(limiter.Options{Defaults: limits, MaxPause: o.MaxPause, Warn: warn, Aging: o.PriorityAging})
@@ -132,15 +131,15 @@ func newBudget(ctx context.Context, io *IO, o *BatchOptions, limits limiter.Limi
 	rb, err := redisbudget.New(redisbudget.Options{
 		Client:   rc,
 		Defaults: limits,
-		Rand:     rand.New(rand.NewPCG(seed^1, seed)),
 		OnError:  health.Report,
 		MaxPause: o.MaxPause,
+		Aging:    o.PriorityAging,
 		Warn:     warn,
 		// Only the holder of the output's lock runs in this role: a rerun
 		// after kill -9 frees the dead run's slots at once.
 		Holder: redisbudget.Holder{Role: absPath(o.Output)},
 	})
-	if err != nil { // no --rpm/--itpm/--otpm/--tpm: learning limits is per process
+	if err != nil {
 		rc.Close()
 		return nil, nil, usage(err)
 	}

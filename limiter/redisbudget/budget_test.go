@@ -18,17 +18,11 @@ func TestNewValidates(t *testing.T) {
 		t.Error("New without a client: no error")
 	}
 	c := newClient(t)
-	if _, err := New(Options{Client: c, Defaults: limiter.Limits{Auto: true}}); !errors.Is(err, ErrAutoLimits) {
-		t.Errorf("New in Auto mode without numbers: err = %v, want ErrAutoLimits", err)
-	}
-	b, err := New(Options{Client: c, Defaults: limiter.Limits{Auto: true, RPM: 60}})
+	b, err := New(Options{Client: c, Defaults: limiter.Limits{Auto: true}})
 	if err != nil {
-		t.Fatalf("New in Auto mode with numbers: %v", err)
+		t.Fatalf("New in Auto mode: %v", err)
 	}
 	defer b.Close()
-	if err := b.SetLimits("k", limiter.Limits{Auto: true}); !errors.Is(err, ErrAutoLimits) {
-		t.Errorf("SetLimits in Auto mode without numbers: err = %v, want ErrAutoLimits", err)
-	}
 	if got := b.Stats(); len(got) != 0 {
 		t.Errorf("Stats before any key: %v", got)
 	}
@@ -395,7 +389,7 @@ func TestObserveOnlyLowers(t *testing.T) {
 func TestConcurrencyLeaseExpires(t *testing.T) {
 	const lease = 300 * time.Millisecond
 	lim := limiter.Limits{RPM: 60000, Concurrency: 1}
-	fast := func(o *Options) { o.Lease, o.PollInterval = lease, 20*time.Millisecond }
+	fast := func(o *Options) { o.Lease = lease }
 	a, b := newBudget(t, lim, fast), newBudget(t, lim, fast)
 	key := testKey(t)
 	ctx := context.Background()
@@ -484,9 +478,8 @@ func TestRedisErrorsAreReturned(t *testing.T) {
 }
 
 func TestLocalEndWakesTheHead(t *testing.T) {
-	// The default PollInterval is 50ms; ending a local ticket wakes the
-	// process's waiting head at once.
-	b := newBudget(t, limiter.Limits{RPM: 60000, Concurrency: 1}, func(o *Options) { o.PollInterval = time.Second })
+	// Nothing polls: ending a ticket wakes the room's first at once.
+	b := newBudget(t, limiter.Limits{RPM: 60000, Concurrency: 1})
 	key := testKey(t)
 	t1, err := b.Reserve(context.Background(), key, limiter.Cost{Requests: 1})
 	if err != nil {

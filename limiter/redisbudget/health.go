@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -147,15 +148,25 @@ func (k healthHook) DialHook(next redis.DialHook) redis.DialHook {
 func (k healthHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		k.h.observe(ctx, err)
+		if !handshake[cmd.Name()] {
+			k.h.observe(ctx, err)
+		}
 		return err
 	}
 }
 
+// handshake names the commands a new connection sends before any of the
+// Budget's: a connection that answers them (the subscription's, say,
+// reconnecting on its own) says nothing of whether the Budget's calls work
+// again, which the pool may still be failing fast.
+var handshake = map[string]bool{"hello": true, "auth": true, "client": true, "select": true}
+
 func (k healthHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
-		k.h.observe(ctx, err)
+		if !slices.ContainsFunc(cmds, func(c redis.Cmder) bool { return handshake[c.Name()] }) {
+			k.h.observe(ctx, err)
+		}
 		return err
 	}
 }

@@ -89,29 +89,40 @@ func (b *Budget) deadPredecessor(t holderID) bool {
 	return t.pid == me.pid || !b.alive(t.pid)
 }
 
-// reclaim frees the concurrency slots of key k left by dead predecessors
-// (see Holder). It runs once per key, before this process's first ticket
-// on it, and returns how many slots it freed.
+// reclaim frees the concurrency slots and room places of key k left by
+// dead predecessors (see Holder). It runs once per key, before this
+// process's first ticket on it, and returns how many slots it freed.
 func (b *Budget) reclaim(ctx context.Context, k *keyState) (int, error) {
 	if b.holder.role == "" {
 		return 0, nil
 	}
-	members, err := b.client.ZRange(ctx, k.redisKeys[1], 0, -1).Result()
-	if err != nil {
-		return 0, fmt.Errorf("redisbudget: reclaim slots of %q: %w", k.name, err)
-	}
-	var dead []any
-	for _, m := range members {
-		if t, ok := parseTicket(m); ok && b.deadPredecessor(t) {
-			dead = append(dead, m)
+	dead := func(key string) ([]any, error) {
+		members, err := b.client.ZRange(ctx, key, 0, -1).Result()
+		if err != nil {
+			return nil, fmt.Errorf("redisbudget: reclaim slots of %q: %w", k.name, err)
 		}
-	}
-	if len(dead) == 0 {
-		return 0, nil
+		var out []any
+		for _, m := range members {
+			if t, ok := parseTicket(m); ok && b.deadPredecessor(t) {
+				out = append(out, m)
+			}
+		}
+		return out, nil
 	}
 	// A dead process renews nothing, so removing its exact ids cannot take
-	// a slot anyone else holds.
-	n, err := b.client.ZRem(ctx, k.redisKeys[1], dead...).Result()
+	// a slot or place anyone else holds.
+	if places, err := dead(k.redisKeys[rkRoom]); err != nil {
+		return 0, err
+	} else if len(places) > 0 {
+		if err := leaveScript.Run(ctx, b.client, []string{k.redisKeys[rkRoom], k.redisKeys[rkRoomLease]}, append([]any{k.channel}, places...)...).Err(); err != nil {
+			return 0, fmt.Errorf("redisbudget: reclaim slots of %q: %w", k.name, err)
+		}
+	}
+	slots, err := dead(k.redisKeys[rkInflight])
+	if err != nil || len(slots) == 0 {
+		return 0, err
+	}
+	n, err := b.client.ZRem(ctx, k.redisKeys[rkInflight], slots...).Result()
 	if err != nil {
 		return 0, fmt.Errorf("redisbudget: reclaim slots of %q: %w", k.name, err)
 	}

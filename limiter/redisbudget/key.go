@@ -21,10 +21,12 @@ type params struct {
 	skew float64             // seconds
 }
 
-// paramsOf derives params from normalised limits, as the in-process
-// limiter's applyLimits does.
-func paramsOf(lim limiter.Limits) params {
+// paramsOf derives params from normalised limits and the limits learned
+// from headers (Auto mode; 0 = unknown, and never above an explicit
+// number), as the in-process limiter's applyLimits does.
+func paramsOf(lim limiter.Limits, learned [numBuckets]float64) params {
 	p := params{conc: lim.Concurrency, skew: lim.Skew.Seconds()}
+	lim = effective(lim, learned)
 	for i := range numBuckets {
 		perMin := lim.PerMinute(i)
 		if perMin <= 0 {
@@ -39,6 +41,20 @@ func paramsOf(lim limiter.Limits) params {
 		}
 	}
 	return p
+}
+
+// effective is lim with the learned limits in force (see paramsOf).
+func effective(lim limiter.Limits, learned [numBuckets]float64) limiter.Limits {
+	if !lim.Auto {
+		return lim
+	}
+	pm := [numBuckets]*float64{&lim.RPM, &lim.ITPM, &lim.OTPM, &lim.TPM}
+	for i, v := range pm {
+		if l := learned[i]; l > 0 && (*v == 0 || l < *v) {
+			*v = l
+		}
+	}
+	return lim
 }
 
 // tooLarge reports a cost no bucket of key could ever cover.
@@ -62,29 +78,55 @@ func (p params) mask() (m uint8) {
 	return m
 }
 
-// normalize applies limiter.Limits' documented defaults; a shared budget
-// learns nothing, so the numbers are the limits.
-func normalize(lim limiter.Limits) limiter.Limits {
-	lim = lim.Normalized()
-	lim.Auto = false
-	return lim
+// normalize applies limiter.Limits' documented defaults.
+func normalize(lim limiter.Limits) limiter.Limits { return lim.Normalized() }
+
+// The Redis keys of a budget key, in keyState.redisKeys.
+const (
+	rkState = iota
+	rkInflight
+	rkPause
+	rkRoom
+	rkRoomLease
+	rkLearned
+	numRedisKeys
+)
+
+// waiter is one Reserve call of this process not yet admitted.
+type waiter struct {
+	id   string // its ticket id, in the room and then the in-flight set
+	prio int
+	// score is its place in the room (virtual arrival, server µs), 0
+	// until the first ask; entered reports that it may be in the room.
+	score   float64
+	entered bool
+	wake    chan struct{} // buffered 1: "ask again", never lost
 }
 
-// keyState is this process's side of one key: its configuration, its local
-// FIFO and its statistics. Every method requires mu to be held.
+// keyState is this process's side of one key: its configuration, what it
+// learned, its waiters and its statistics. Every method requires mu to be
+// held.
 type keyState struct {
 	name      string
-	redisKeys [3]string     // state hash, in-flight set, pause
-	turn      chan struct{} // buffered 1: held by the Reserve that asks Redis
-	wake      chan struct{} // buffered 1: a local ticket ended, the head may ask again
+	redisKeys [numRedisKeys]string
+	channel   string // where the room's first ticket is woken
+
+	// setup serialises the first Reserve's setup of the key (reclaim,
+	// subscribe); ready reports it done.
+	setup sync.Mutex
+	ready bool
 
 	mu   sync.Mutex
 	conf limiter.Limits // normalised
 	p    params
+	// learned is the per-minute limits the key's headers named, as of
+	// learnedVer, the key's learned version (Auto mode; see reserveScript).
+	learned    [numBuckets]float64
+	learnedVer int64
 
-	inflight  map[string]*ticket // this process's tickets not ended
-	reclaimed bool               // dead predecessors' slots freed (see Holder)
-	out       [numBuckets]float64
+	inflight map[string]*ticket // this process's tickets not ended
+	waiters  map[string]*waiter // this process's Reserve calls not admitted
+	out      [numBuckets]float64
 
 	// statistics
 	base        time.Time     // origin of arrivals
@@ -114,10 +156,10 @@ func newKeyState(name, prefix string, lim limiter.Limits, now time.Time) *keySta
 	ns := prefix + ":{" + name + "}:"
 	k := &keyState{
 		name:      name,
-		redisKeys: [3]string{ns + "state", ns + "inflight", ns + "pause"},
-		turn:      make(chan struct{}, 1),
-		wake:      make(chan struct{}, 1),
+		redisKeys: [numRedisKeys]string{ns + "state", ns + "inflight", ns + "pause", ns + "room", ns + "roomlease", ns + "learned"},
+		channel:   ns + "wake",
 		inflight:  map[string]*ticket{},
+		waiters:   map[string]*waiter{},
 		base:      now,
 		acctAt:    now,
 	}
@@ -127,7 +169,35 @@ func newKeyState(name, prefix string, lim limiter.Limits, now time.Time) *keySta
 
 func (k *keyState) setLimits(lim limiter.Limits) {
 	k.conf = normalize(lim)
-	k.p = paramsOf(k.conf)
+	k.p = paramsOf(k.conf, k.learned)
+}
+
+// learnedVersion is the version the parameters come from, -1 when the
+// key's limits are explicit and nothing is learned.
+func (k *keyState) learnedVersion() int64 {
+	if !k.conf.Auto {
+		return -1
+	}
+	return k.learnedVer
+}
+
+// learn takes the key's learned limits at version v.
+func (k *keyState) learn(v int64, lim [numBuckets]float64) {
+	k.learnedVer, k.learned = v, lim
+	k.p = paramsOf(k.conf, k.learned)
+}
+
+// bestWaiter is this process's waiter first in the room's order (nil if
+// none has asked yet): the one that asks again now and then, in case a
+// wake-up was lost.
+func (k *keyState) bestWaiter() *waiter {
+	var best *waiter
+	for _, w := range k.waiters {
+		if w.score != 0 && (best == nil || w.score < best.score || w.score == best.score && w.id < best.id) {
+			best = w
+		}
+	}
+	return best
 }
 
 // sync brings the wait accounting up to now: the waiting calls' time goes
@@ -183,11 +253,10 @@ func (k *keyState) finish(t *ticket) {
 	}
 }
 
-// wakeHead asks this process's head Reserve, if any, to ask Redis again
-// now rather than at the end of its wait. It does not require mu.
-func (k *keyState) wakeHead() {
+// wake asks w to ask Redis again now rather than at the end of its wait.
+func (w *waiter) ask() {
 	select {
-	case k.wake <- struct{}{}:
+	case w.wake <- struct{}{}:
 	default:
 	}
 }
@@ -198,6 +267,7 @@ func (k *keyState) stats(now time.Time) limiter.KeyStats {
 		Key:          k.name,
 		Configured:   k.conf,
 		Effective:    k.conf,
+		Learned:      k.learned != [numBuckets]float64{},
 		Wait:         k.wait + time.Duration(k.waiting)*now.Sub(k.base) - k.arrivals,
 		WaitBy:       k.waitBy,
 		InFlight:     len(k.inflight),
@@ -208,6 +278,7 @@ func (k *keyState) stats(now time.Time) limiter.KeyStats {
 		PauseClamped: k.pauseClamped,
 		Overloaded:   k.overloaded,
 	}
+	s.Effective = effective(k.conf, k.learned)
 	var most time.Duration
 	for d := limiter.DimRequests; d < limiter.NumDimensions; d++ {
 		if s.WaitBy[d] > most {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"strconv"
 	"testing"
@@ -56,7 +55,6 @@ func newBudget(t *testing.T, lim limiter.Limits, opt ...func(*Options)) *Budget 
 	o := Options{
 		Client:   newClient(t),
 		Defaults: lim,
-		Rand:     rand.New(rand.NewPCG(1, 2)),
 		OnError:  func(err error) { t.Errorf("OnError: %v", err) },
 	}
 	for _, f := range opt {

@@ -8,36 +8,44 @@
 // never below the largest single cost; Headroom; the Skew margin), an
 // all-or-nothing multi-bucket take, reconciliation on Settle, Fail and
 // Cancel, a shared pause, rate-limit headers that only ever lower the
-// buckets, and a concurrency limit. The same limiter.Limits configures it.
+// buckets, a concurrency limit, priorities with aging, and in Auto mode
+// limits learned from rate-limit headers. The same limiter.Limits
+// configures it.
 //
 // Every decision is one Lua script run atomically by Redis against Redis's
 // own clock (TIME), so the machines' clocks do not matter: a process only
 // ever sends durations. A key's data lives under llmrun:{key}:… (the hash
 // tag keeps it in one Redis Cluster slot).
 //
+// Admission order is the in-process limiter's across every process: a
+// Reserve that cannot be admitted at once enters the key's waiting room, a
+// sorted set of tickets scored by virtual arrival (arrival on Redis's
+// clock less priority × Aging; see limiter.VirtualArrival), and only the
+// room's first ticket may be admitted. A ticket's place is leased: its
+// process renews it while it waits, so a dead process's tickets leave the
+// room after RoomLease. Whenever the first ticket changes or capacity
+// frees, the scripts publish the first ticket's id on the key's channel;
+// its process, subscribed, asks again at once. Nobody polls: a head
+// blocked by the buckets or a pause sleeps until they allow it, one blocked
+// by concurrency until a slot frees (or the first lease expires), the
+// others until woken; the process's best waiter also asks again every
+// RoomLease/3, in case a message was lost.
+//
 // Differences from the in-process limiter:
 //
-//   - Fairness is best effort. Within one process, Reserve calls of a key
-//     queue first come, first served and only the head asks Redis; across
-//     processes, the heads race: when the buckets refill, whichever head
-//     asks first is admitted, and a large request can be overtaken by
-//     smaller ones from other processes. Waits are polled (the script says
-//     how long until every bucket covers the cost; concurrency is polled
-//     every PollInterval), with a little jitter so heads do not ask in
-//     lockstep.
-//   - No Auto mode: limits must be explicit numbers. New and SetLimits
-//     refuse Limits.Auto with no numbers; with numbers, Auto is ignored.
-//     Nor are rates learned from 429s (limiter.AIMD): a refused ticket
-//     pauses the key for the server's hint or a backoff, in every
-//     process, and that is all. Sharing learned rates needs the AIMD's
-//     measurement taken from the key's cumulative charges (every
-//     process's admissions) and its rates stored on the key.
+//   - Auto mode learns the limits the rate-limit headers name and shares
+//     them on the key (llmrun:{K}:learned, with a version every
+//     reservation checks), so every process uses what one learned. The
+//     concurrency window is not learned: Limits.Concurrency is the key's
+//     cap. Nor are rates learned from 429s (limiter.AIMD): a refused
+//     ticket pauses the key for the server's hint or a backoff, in every
+//     process.
 //   - Concurrency is a per-key set of in-flight tickets with leases: a live
 //     process renews its tickets' leases every Lease/3, so the slots of a
 //     process that crashed (or called Close) free themselves after Lease,
 //     or at once when a process restarts in the same Holder role.
 //   - Stats are this process's: its waits, reservations, in-flight tickets
-//     and 429s, not the other processes'.
+//     and 429s, not the other processes' (Inspect reads the whole key).
 //   - Budget.Observe (headers without a ticket) subtracts only this
 //     process's in-flight charges; Ticket.Observe, which the runner uses,
 //     subtracts everything charged to the key after the ticket, by any
@@ -47,15 +55,21 @@
 //     leaves the reservation charged (the safe side); its slot expires
 //     with the lease.
 //
-// Every process sharing a key must configure the same limits: the
-// parameters travel with each call, the levels live in Redis.
+// Every process sharing a key must configure the same limits and aging:
+// the parameters travel with each call, the levels live in Redis.
 //
 // Redis keys, per budget key K (Prefix "llmrun" by default): K's state
-// hash llmrun:{K}:state (levels, largest costs, cumulative charges; it
-// expires StateTTL after the buckets would have refilled), the in-flight
-// set llmrun:{K}:inflight (ticket ids scored by lease expiry) and the pause
-// llmrun:{K}:pause (expiring with the pause). It needs Redis 5 or later
-// (scripts that read TIME and then write), standalone, Sentinel or Cluster.
+// hash llmrun:{K}:state (levels, largest costs, cumulative charges, what
+// last blocked the room; it expires StateTTL after the buckets would have
+// refilled), the in-flight set llmrun:{K}:inflight (ticket ids scored by
+// lease expiry), the pause llmrun:{K}:pause (expiring with the pause), the
+// room llmrun:{K}:room (ticket ids scored by virtual arrival, µs) and its
+// leases llmrun:{K}:roomlease (ticket ids scored by lease expiry), the
+// learned limits llmrun:{K}:learned (v: version, h1..h4: per-minute limits;
+// kept LearnTTL after the last response that named them) and the channel
+// llmrun:{K}:wake. A ticket id is role-hash|host|pid|instance:seq (see
+// Holder). It needs Redis 5 or later (scripts that read TIME and then
+// write), standalone, Sentinel or Cluster.
 package redisbudget
 
 import (
@@ -65,7 +79,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"sync"
@@ -77,11 +90,14 @@ import (
 
 // Defaults for Options.
 const (
-	DefaultPrefix       = "llmrun"
-	DefaultLease        = 30 * time.Second
-	DefaultMaxWait      = time.Second
-	DefaultPollInterval = 50 * time.Millisecond
-	DefaultOpTimeout    = 5 * time.Second
+	DefaultPrefix    = "llmrun"
+	DefaultLease     = 30 * time.Second
+	DefaultMaxWait   = time.Second
+	DefaultRoomLease = 3 * time.Second
+	DefaultOpTimeout = 5 * time.Second
+	// DefaultLearnTTL is how long limits learned from headers outlive the
+	// last response that named them.
+	DefaultLearnTTL = 24 * time.Hour
 	// DefaultStateTTL is how long a key's state outlives the time its
 	// buckets take to refill completely.
 	DefaultStateTTL = time.Hour
@@ -100,21 +116,26 @@ type Options struct {
 	// Lease is how long a concurrency slot outlives a process that stops
 	// renewing it (DefaultLease).
 	Lease time.Duration
-	// MaxWait caps one sleep between two attempts to reserve, so a pause
-	// shortened or limits changed elsewhere are noticed (DefaultMaxWait).
+	// MaxWait caps one sleep of the room's first ticket between two asks,
+	// so a change a lost message did not announce is noticed
+	// (DefaultMaxWait).
 	MaxWait time.Duration
-	// PollInterval is how often a Reserve blocked by the concurrency limit
-	// asks again (DefaultPollInterval).
-	PollInterval time.Duration
+	// RoomLease is how long a waiting ticket keeps its place in the room
+	// after its process stops renewing it (DefaultRoomLease); the process
+	// renews every RoomLease/3, and its best waiter then asks again.
+	RoomLease time.Duration
+	// Aging is how long a waiting ticket waits to rise one priority (see
+	// limiter.Limiter.ReservePriority); 0 means none.
+	Aging time.Duration
+	// LearnTTL is how long limits learned from headers are kept on a key
+	// after the last response that named them (DefaultLearnTTL).
+	LearnTTL time.Duration
 	// OpTimeout bounds each Redis call made without a caller's context, and
 	// each reservation script (DefaultOpTimeout).
 	OpTimeout time.Duration
 	// StateTTL is how long a key's state outlives a full refill
 	// (DefaultStateTTL).
 	StateTTL time.Duration
-	// Rand draws the jitter added to waits; nil seeds one from crypto/rand.
-	// The Budget serialises its use.
-	Rand *rand.Rand
 	// OnError receives the errors of calls that cannot return one (Settle,
 	// Fail, Cancel, Observe, Pause, lease renewal); nil drops them.
 	OnError func(error)
@@ -131,10 +152,6 @@ type Options struct {
 	Holder Holder
 }
 
-// ErrAutoLimits is returned by New and SetLimits for Limits in Auto mode
-// with no explicit numbers: a Redis budget does not learn limits.
-var ErrAutoLimits = errors.New("redisbudget: limits must be explicit numbers (auto mode is in-process only)")
-
 // Budget is a limiter.Budget kept in Redis. It is safe for concurrent use.
 // Call Close when done, to stop renewing leases.
 type Budget struct {
@@ -145,10 +162,13 @@ type Budget struct {
 	holder   holderID // prefix of this process's ticket ids
 	alive    func(pid int) bool
 
-	mu   sync.Mutex // guards rand, seq, keys
-	rand *rand.Rand
+	mu   sync.Mutex // guards seq, keys, ps, channels
 	seq  uint64
 	keys map[string]*keyState
+	// ps is the subscription to the keys' channels (nil until the first
+	// key); channels maps each channel to its key.
+	ps       *redis.PubSub
+	channels map[string]*keyState
 
 	stop      chan struct{}
 	closeOnce sync.Once
@@ -162,24 +182,22 @@ func New(o Options) (*Budget, error) {
 	if o.Client == nil {
 		return nil, errors.New("redisbudget: Options.Client is nil")
 	}
-	if err := checkLimits(o.Defaults); err != nil {
-		return nil, err
-	}
 	o.Prefix = cmp.Or(o.Prefix, DefaultPrefix)
 	o.Lease = positive(o.Lease, DefaultLease)
 	o.MaxWait = positive(o.MaxWait, DefaultMaxWait)
-	o.PollInterval = positive(o.PollInterval, DefaultPollInterval)
+	o.RoomLease = positive(o.RoomLease, DefaultRoomLease)
+	o.LearnTTL = positive(o.LearnTTL, DefaultLearnTTL)
 	o.OpTimeout = positive(o.OpTimeout, DefaultOpTimeout)
 	o.StateTTL = positive(o.StateTTL, DefaultStateTTL)
 	o.MaxPause = positive(o.MaxPause, limiter.DefaultMaxPause)
 	b := &Budget{
-		o:      o,
-		client: o.Client,
-		holder: newHolderID(o.Holder, crand.Text()[:16]),
-		alive:  o.Holder.Alive,
-		rand:   o.Rand,
-		keys:   map[string]*keyState{},
-		stop:   make(chan struct{}),
+		o:        o,
+		client:   o.Client,
+		holder:   newHolderID(o.Holder, crand.Text()[:16]),
+		alive:    o.Holder.Alive,
+		keys:     map[string]*keyState{},
+		channels: map[string]*keyState{},
+		stop:     make(chan struct{}),
 	}
 	if b.now == nil {
 		b.now = time.Now
@@ -193,21 +211,24 @@ func New(o Options) (*Budget, error) {
 			return t.C, t.Stop
 		}
 	}
-	if b.rand == nil {
-		var seed [16]byte
-		_, _ = crand.Read(seed[:])
-		b.rand = rand.New(rand.NewPCG(leUint64(seed[:8]), leUint64(seed[8:])))
-	}
 	b.renewed.Add(1)
 	go b.renewLoop()
 	return b, nil
 }
 
-// Close stops renewing leases. Tickets still in flight are abandoned: their
-// concurrency slots free themselves after Lease. It does not close the
-// Redis client. Close is idempotent.
+// Close stops renewing leases and listening for wake-ups. Tickets still in
+// flight are abandoned: their concurrency slots free themselves after
+// Lease, and waiting ones leave the room after RoomLease. It does not
+// close the Redis client. Close is idempotent.
 func (b *Budget) Close() error {
-	b.closeOnce.Do(func() { close(b.stop) })
+	b.closeOnce.Do(func() {
+		close(b.stop)
+		b.mu.Lock()
+		if b.ps != nil {
+			b.ps.Close()
+		}
+		b.mu.Unlock()
+	})
 	b.renewed.Wait()
 	return nil
 }
@@ -215,21 +236,12 @@ func (b *Budget) Close() error {
 // SetLimits configures key, replacing the defaults for it in this process.
 // Every process sharing the key should set the same limits.
 func (b *Budget) SetLimits(key string, lim limiter.Limits) error {
-	if err := checkLimits(lim); err != nil {
-		return err
-	}
 	k := b.key(key)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.setLimits(lim)
-	k.wakeHead()
-	return nil
-}
-
-// checkLimits refuses Auto mode without numbers.
-func checkLimits(lim limiter.Limits) error {
-	if lim.Auto && lim.RPM <= 0 && lim.ITPM <= 0 && lim.OTPM <= 0 && lim.TPM <= 0 {
-		return ErrAutoLimits
+	for _, w := range k.waiters {
+		w.ask()
 	}
 	return nil
 }
@@ -243,15 +255,6 @@ func (b *Budget) key(name string) *keyState {
 		b.keys[name] = k
 	}
 	return k
-}
-
-// jitter returns d plus up to a tenth of it (at least 1ms, at most 10ms),
-// so the heads of several processes do not ask Redis in lockstep.
-func (b *Budget) jitter(d time.Duration) time.Duration {
-	j := min(max(d/10, time.Millisecond), 10*time.Millisecond)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return d + time.Duration(b.rand.Int64N(int64(j)))
 }
 
 // ticketID returns an id unique across processes.
@@ -272,14 +275,20 @@ func (b *Budget) report(err error) {
 	}
 }
 
-// Reserve blocks until key is not paused, has a free concurrency slot and
-// every bucket covers c, then takes c from every bucket at once and returns
-// the ticket. Calls of one process are served first come, first served;
-// across processes fairness is best effort (see the package comment). A
-// cost larger than a bucket's per-minute limit fails at once with a
-// *limiter.TooLargeError. If ctx ends first, Reserve returns ctx.Err() and
-// the buckets are untouched; a Redis error is returned wrapped.
+// Reserve is shorthand for ReservePriority(ctx, key, c,
+// limiter.PriorityNormal).
 func (b *Budget) Reserve(ctx context.Context, key string, c limiter.Cost) (limiter.Ticket, error) {
+	return b.ReservePriority(ctx, key, c, limiter.PriorityNormal)
+}
+
+// ReservePriority blocks until key is not paused, has a free concurrency
+// slot, every bucket covers c and no ticket of any process waiting on the
+// key comes before this one (higher effective priority, or the same and
+// earlier), then takes c from every bucket at once and returns the ticket.
+// A cost larger than a bucket's per-minute limit fails at once with a
+// *limiter.TooLargeError. If ctx ends first, it returns ctx.Err() and the
+// buckets are untouched; a Redis error is returned wrapped.
+func (b *Budget) ReservePriority(ctx context.Context, key string, c limiter.Cost, prio int) (limiter.Ticket, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -293,127 +302,237 @@ func (b *Budget) Reserve(ctx context.Context, key string, c limiter.Cost) (limit
 	if err != nil {
 		return nil, err
 	}
+	if err := b.ready(ctx, k); err != nil {
+		return nil, err
+	}
 
 	arrived := b.now()
+	w := &waiter{id: b.ticketID(), prio: limiter.ClampPriority(prio), wake: make(chan struct{}, 1)}
 	k.mu.Lock()
 	k.enqueue(arrived)
+	k.waiters[w.id] = w
 	k.mu.Unlock()
 	leave := func() {
 		k.mu.Lock()
+		delete(k.waiters, w.id)
 		k.dequeue(b.now(), arrived)
-		k.mu.Unlock()
-	}
-
-	select { // the local FIFO: only the head asks Redis
-	case k.turn <- struct{}{}:
-	case <-ctx.Done():
-		leave()
-		return nil, ctx.Err()
-	}
-	defer func() { <-k.turn }()
-
-	k.mu.Lock()
-	first := !k.reclaimed
-	k.mu.Unlock()
-	if first {
-		if _, err := b.reclaim(ctx, k); err != nil {
-			leave()
-			return nil, err
-		}
-		k.mu.Lock()
-		k.reclaimed = true
 		k.mu.Unlock()
 	}
 
 	for {
 		if err := ctx.Err(); err != nil {
 			leave()
+			b.leaveRoom(k, w)
 			return nil, err
 		}
 		k.mu.Lock()
-		p := k.p
+		p, ver := k.p, k.learnedVersion()
 		k.mu.Unlock()
 		if err := p.tooLarge(key, c); err != nil { // limits may have changed
 			leave()
+			b.leaveRoom(k, w)
 			return nil, err
 		}
-		t, wait, dim, err := b.try(ctx, k, p, c)
+		r, err := b.try(ctx, k, p, ver, c, w)
 		if err != nil {
 			leave()
+			b.leaveRoom(k, w)
 			return nil, err
 		}
 		now := b.now()
-		if t != nil {
-			k.mu.Lock()
-			k.dequeue(now, arrived)
-			k.mu.Unlock()
+		switch {
+		case r.t != nil:
+			leave()
 			if err := ctx.Err(); err != nil { // admitted too late: give it back
-				t.Cancel()
+				r.t.Cancel()
 				return nil, err
 			}
-			return t, nil
+			return r.t, nil
+		case r.stale:
+			continue // learned limits taken: ask again with them
 		}
 		k.mu.Lock()
-		k.block(now, dim, wait)
+		k.block(now, r.dim, r.wait)
 		k.mu.Unlock()
-		if dim == limiter.DimConcurrency {
-			wait = b.o.PollInterval
+		var fire <-chan time.Time
+		stop := func() bool { return false }
+		if r.first {
+			// Buckets and pauses say how long; a free slot or a refund
+			// wakes it sooner, and MaxWait bounds a lost wake-up.
+			fire, stop = b.newTimer(min(r.wait, b.o.MaxWait))
 		}
-		fire, stop := b.newTimer(b.jitter(min(wait, b.o.MaxWait)))
 		select {
 		case <-ctx.Done():
 		case <-fire:
-		case <-k.wake:
+		case <-w.wake:
 		}
 		stop()
 	}
 }
 
-// ReservePriority is Reserve; priorities are not yet ordered across
-// processes.
-func (b *Budget) ReservePriority(ctx context.Context, key string, c limiter.Cost, _ int) (limiter.Ticket, error) {
-	return b.Reserve(ctx, key, c)
+// ready prepares key k for this process's first Reserve on it: it frees
+// the slots and room places of dead predecessors (see Holder) and
+// subscribes to the key's channel. It runs once per key; a failure is
+// returned and tried again by the next Reserve.
+func (b *Budget) ready(ctx context.Context, k *keyState) error {
+	k.setup.Lock()
+	defer k.setup.Unlock()
+	if k.ready {
+		return nil
+	}
+	if _, err := b.reclaim(ctx, k); err != nil {
+		return err
+	}
+	if err := b.subscribe(ctx, k); err != nil {
+		return err
+	}
+	k.ready = true
+	return nil
 }
 
-// try runs the reservation script once: it returns the ticket, or how long
-// to wait and for what. The script runs even if ctx ends meanwhile (an
-// admission whose answer was lost would leak its charge); Reserve cancels a
-// ticket admitted too late.
-func (b *Budget) try(ctx context.Context, k *keyState, p params, c limiter.Cost) (*ticket, time.Duration, limiter.Dimension, error) {
-	id := b.ticketID()
-	args := make([]any, 0, 5+4*numBuckets)
-	args = append(args, id, micros(b.o.Lease), p.conc, p.skew, b.o.StateTTL.Milliseconds())
+// subscribe listens on k's channel, starting the subscription with the
+// first key.
+func (b *Budget) subscribe(ctx context.Context, k *keyState) error {
+	b.mu.Lock()
+	ps := b.ps
+	first := ps == nil
+	if first {
+		ps = b.client.Subscribe(ctx)
+		b.ps = ps
+	}
+	b.channels[k.channel] = k
+	b.mu.Unlock()
+	if first {
+		b.renewed.Add(1)
+		go b.listen(ps.Channel())
+	}
+	if err := ps.Subscribe(ctx, k.channel); err != nil {
+		return fmt.Errorf("redisbudget: subscribe to %q: %w", k.name, err)
+	}
+	return nil
+}
+
+// listen wakes the waiter each message names, if it is this process's,
+// until Close.
+func (b *Budget) listen(msgs <-chan *redis.Message) {
+	defer b.renewed.Done()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case m, ok := <-msgs:
+			if !ok {
+				return
+			}
+			b.mu.Lock()
+			k := b.channels[m.Channel]
+			b.mu.Unlock()
+			if k == nil {
+				continue
+			}
+			k.mu.Lock()
+			if w := k.waiters[m.Payload]; w != nil {
+				w.ask()
+			}
+			k.mu.Unlock()
+		}
+	}
+}
+
+// leaveRoom takes a waiter that gives up out of the room; a failure only
+// leaves its place to expire with its lease.
+func (b *Budget) leaveRoom(k *keyState, w *waiter) {
+	if !w.entered {
+		return
+	}
+	ctx, cancel := b.opContext()
+	defer cancel()
+	if err := leaveScript.Run(ctx, b.client, []string{k.redisKeys[rkRoom], k.redisKeys[rkRoomLease]}, k.channel, w.id).Err(); err != nil {
+		b.report(fmt.Errorf("redisbudget: leave the room of %q: %w", k.name, err))
+	}
+}
+
+// tryResult is one ask's answer: the ticket; or the learned limits were
+// stale (and are now taken); or how long to wait, for what, and whether w
+// is the room's first.
+type tryResult struct {
+	t     *ticket
+	stale bool
+	wait  time.Duration
+	dim   limiter.Dimension
+	first bool
+}
+
+// try runs the reservation script once for waiter w. The script runs even
+// if ctx ends meanwhile (an admission whose answer was lost would leak its
+// charge); Reserve cancels a ticket admitted too late.
+func (b *Budget) try(ctx context.Context, k *keyState, p params, ver int64, c limiter.Cost, w *waiter) (tryResult, error) {
+	aging := b.o.Aging
+	if aging <= 0 || aging > limiter.MaxAging {
+		aging = limiter.MaxAging
+	}
+	args := make([]any, 0, 10+4*numBuckets)
+	args = append(args, w.id, micros(b.o.Lease), p.conc, p.skew, b.o.StateTTL.Milliseconds(),
+		micros(b.o.RoomLease), strconv.FormatFloat(w.score, 'f', 0, 64), int64(w.prio)*micros(aging), k.channel, ver)
 	for i := range numBuckets {
 		args = append(args, p.rate[i], p.base[i], p.max[i], c.Amount(i))
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.o.OpTimeout)
 	defer cancel()
 	res, err := reserveScript.Run(rctx, b.client, k.redisKeys[:], args...).Slice()
+	bad := func() (tryResult, error) {
+		return tryResult{}, fmt.Errorf("redisbudget: reserve %q: unexpected reply %v", k.name, res)
+	}
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("redisbudget: reserve %q: %w", k.name, err)
+		return tryResult{}, fmt.Errorf("redisbudget: reserve %q: %w", k.name, err)
 	}
-	if len(res) < 3 {
-		return nil, 0, 0, fmt.Errorf("redisbudget: reserve %q: unexpected reply %v", k.name, res)
+	if len(res) < 1 {
+		return bad()
 	}
-	if ok, _ := res[0].(int64); ok != 1 {
-		w, _ := res[1].(int64)
+	switch code, _ := res[0].(int64); code {
+	case 0:
+		if len(res) != 5 {
+			return bad()
+		}
+		wt, _ := res[1].(int64)
 		d, _ := res[2].(int64)
-		return nil, time.Duration(w) * time.Microsecond, limiter.Dimension(d), nil
+		sc, _ := res[3].(int64)
+		first, _ := res[4].(int64)
+		k.mu.Lock()
+		w.score, w.entered = float64(sc), true
+		k.mu.Unlock()
+		return tryResult{wait: time.Duration(wt) * time.Microsecond, dim: limiter.Dimension(d), first: first == 1}, nil
+	case 2:
+		if len(res) != 2+numBuckets {
+			return bad()
+		}
+		v, _ := res[1].(int64)
+		var lim [numBuckets]float64
+		for i := range numBuckets {
+			s, _ := res[2+i].(string)
+			if lim[i], err = strconv.ParseFloat(s, 64); err != nil {
+				return bad()
+			}
+		}
+		k.mu.Lock()
+		k.learn(v, lim)
+		k.mu.Unlock()
+		return tryResult{stale: true}, nil
 	}
 	if len(res) != 1+numBuckets {
-		return nil, 0, 0, fmt.Errorf("redisbudget: reserve %q: unexpected reply %v", k.name, res)
+		return bad()
 	}
-	t := &ticket{b: b, k: k, id: id, cost: c, mask: p.mask()}
+	t := &ticket{b: b, k: k, id: w.id, cost: c, mask: p.mask()}
 	for i := range numBuckets {
 		s, _ := res[1+i].(string)
 		if t.after[i], err = strconv.ParseFloat(s, 64); err != nil {
-			return nil, 0, 0, fmt.Errorf("redisbudget: reserve %q: unexpected reply %v", k.name, res)
+			return bad()
 		}
 	}
 	k.mu.Lock()
 	k.admit(t)
 	k.mu.Unlock()
-	return t, 0, limiter.DimNone, nil
+	return tryResult{t: t}, nil
 }
 
 // Observe applies rate-limit headers that belong to no ticket: it lowers
@@ -423,38 +542,73 @@ func (b *Budget) try(ctx context.Context, k *keyState, p params, c limiter.Cost)
 func (b *Budget) Observe(key string, o limiter.Observation) {
 	k := b.key(key)
 	k.mu.Lock()
-	p, unseen := k.p, k.out
+	unseen := k.out
 	k.mu.Unlock()
-	b.observe(k, p, o, 0, 'p', unseen)
+	b.observe(k, o, 0, 'p', unseen)
 }
 
 // observe runs the observe script; mode 't' takes arg as the ticket's
-// cumulative-charge snapshot, 'p' as the unseen charge itself.
-func (b *Budget) observe(k *keyState, p params, o limiter.Observation, age time.Duration, mode byte, arg [numBuckets]float64) {
+// cumulative-charge snapshot, 'p' as the unseen charge itself. In Auto
+// mode it publishes the limits the headers name and takes the key's
+// learned limits back.
+func (b *Budget) observe(k *keyState, o limiter.Observation, age time.Duration, mode byte, arg [numBuckets]float64) {
 	ws := [numBuckets]limiter.Window{o.Requests, o.Input, o.Output, o.Tokens}
 	if known(o.Input) || known(o.Output) {
 		// Separate input and output limits: the combined window only
 		// restates the most restrictive of them (as in package limiter).
 		ws[3] = limiter.Window{}
 	}
-	args := make([]any, 0, 3+5*numBuckets)
-	args = append(args, max(age, 0).Seconds(), string(mode), b.o.StateTTL.Milliseconds())
-	some := false
+	var named [numBuckets]float64
+	k.mu.Lock()
+	auto, p := k.conf.Auto, k.p
+	learned := k.learned
+	for i, w := range ws {
+		if auto && w.Limit > 0 {
+			named[i] = float64(w.Limit)
+			learned[i] = named[i]
+		}
+	}
+	if auto && learned != k.learned {
+		// A bucket the headers just named is lowered by the same headers.
+		p = paramsOf(k.conf, learned)
+	}
+	k.mu.Unlock()
+	keep := int64(0)
+	if auto {
+		keep = b.o.LearnTTL.Milliseconds()
+	}
+	args := make([]any, 0, 5+6*numBuckets)
+	args = append(args, max(age, 0).Seconds(), string(mode), b.o.StateTTL.Milliseconds(), keep, k.channel)
+	some := named != [numBuckets]float64{}
 	for i, w := range ws {
 		rem := int64(-1)
 		if w != (limiter.Window{}) && w.Remaining >= 0 && p.rate[i] > 0 {
 			rem, some = w.Remaining, true
 		}
-		args = append(args, p.rate[i], p.base[i], p.max[i], rem, arg[i])
+		args = append(args, p.rate[i], p.base[i], p.max[i], rem, arg[i], named[i])
 	}
 	if !some {
 		return
 	}
 	ctx, cancel := b.opContext()
 	defer cancel()
-	if err := observeScript.Run(ctx, b.client, k.redisKeys[:1], args...).Err(); err != nil {
+	keys := []string{k.redisKeys[rkState], k.redisKeys[rkLearned], k.redisKeys[rkRoom]}
+	res, err := observeScript.Run(ctx, b.client, keys, args...).Slice()
+	if err != nil {
 		b.report(fmt.Errorf("redisbudget: observe %q: %w", k.name, err))
+		return
 	}
+	if len(res) != 1+numBuckets {
+		return // explicit limits: nothing learned
+	}
+	v, _ := res[0].(int64)
+	for i := range numBuckets {
+		s, _ := res[1+i].(string)
+		learned[i], _ = strconv.ParseFloat(s, 64)
+	}
+	k.mu.Lock()
+	k.learn(v, learned)
+	k.mu.Unlock()
 }
 
 // known reports whether a header said anything about w.
@@ -486,7 +640,7 @@ func (b *Budget) Pause(key string, until time.Time) {
 	k.mu.Unlock()
 	ctx, cancel := b.opContext()
 	defer cancel()
-	before, err := pauseScript.Run(ctx, b.client, k.redisKeys[2:3], micros(d)).Int64()
+	before, err := pauseScript.Run(ctx, b.client, k.redisKeys[rkPause:rkPause+1], micros(d)).Int64()
 	if err != nil {
 		b.report(fmt.Errorf("redisbudget: pause %q: %w", k.name, err))
 		return
@@ -497,8 +651,8 @@ func (b *Budget) Pause(key string, until time.Time) {
 	}
 }
 
-// RateLimited counts a 429 for key (in this process's Stats). There is no
-// Auto mode to adjust.
+// RateLimited counts a 429 for key (in this process's Stats); nothing is
+// learned from it (see the package comment).
 func (b *Budget) RateLimited(key string) {
 	k := b.key(key)
 	k.mu.Lock()
@@ -507,10 +661,9 @@ func (b *Budget) RateLimited(key string) {
 }
 
 // Stats returns a snapshot of every key this process used, sorted by key:
-// the configured limits (Effective is the same: nothing is learned) and
-// this process's waits, binding dimension, in-flight tickets,
-// reservations and 429s. PausedUntil is the latest pause this process set
-// or ran into.
+// the configured limits, those in force (learned ones included) and this
+// process's waits, binding dimension, in-flight tickets, reservations and
+// 429s. PausedUntil is the latest pause this process set or ran into.
 func (b *Budget) Stats() []limiter.KeyStats {
 	now := b.now()
 	b.mu.Lock()
@@ -530,16 +683,22 @@ func (b *Budget) Stats() []limiter.KeyStats {
 }
 
 // renewLoop renews the leases of this process's in-flight tickets every
-// Lease/3 until Close.
+// Lease/3, and those of its waiting tickets every RoomLease/3 (waking each
+// key's best waiter then, in case a wake-up was lost), until Close.
 func (b *Budget) renewLoop() {
 	defer b.renewed.Done()
-	tick := time.NewTicker(b.o.Lease / 3)
-	defer tick.Stop()
+	slots := time.NewTicker(b.o.Lease / 3)
+	defer slots.Stop()
+	room := time.NewTicker(b.o.RoomLease / 3)
+	defer room.Stop()
 	for {
+		var waiting bool
 		select {
 		case <-b.stop:
 			return
-		case <-tick.C:
+		case <-slots.C:
+		case <-room.C:
+			waiting = true
 		}
 		b.mu.Lock()
 		ks := make([]*keyState, 0, len(b.keys))
@@ -548,27 +707,57 @@ func (b *Budget) renewLoop() {
 		}
 		b.mu.Unlock()
 		for _, k := range ks {
-			k.mu.Lock()
-			if k.p.conc == 0 { // no lease to renew
-				k.mu.Unlock()
-				continue
-			}
-			ids := make([]any, 0, 1+len(k.inflight))
-			ids = append(ids, micros(b.o.Lease))
-			for id := range k.inflight {
-				ids = append(ids, id)
-			}
-			k.mu.Unlock()
-			if len(ids) == 1 {
-				continue
-			}
-			ctx, cancel := b.opContext()
-			err := renewScript.Run(ctx, b.client, k.redisKeys[1:2], ids...).Err()
-			cancel()
-			if err != nil {
-				b.report(fmt.Errorf("redisbudget: renew leases of %q: %w", k.name, err))
+			if waiting {
+				b.renewRoom(k)
+			} else {
+				b.renewSlots(k)
 			}
 		}
+	}
+}
+
+// renewSlots renews the leases of k's in-flight tickets.
+func (b *Budget) renewSlots(k *keyState) {
+	k.mu.Lock()
+	if k.p.conc == 0 || len(k.inflight) == 0 { // no lease to renew
+		k.mu.Unlock()
+		return
+	}
+	ids := make([]any, 0, 1+len(k.inflight))
+	ids = append(ids, micros(b.o.Lease))
+	for id := range k.inflight {
+		ids = append(ids, id)
+	}
+	k.mu.Unlock()
+	ctx, cancel := b.opContext()
+	defer cancel()
+	if err := renewScript.Run(ctx, b.client, k.redisKeys[rkInflight:rkInflight+1], ids...).Err(); err != nil {
+		b.report(fmt.Errorf("redisbudget: renew leases of %q: %w", k.name, err))
+	}
+}
+
+// renewRoom renews the room leases of k's waiting tickets and wakes the
+// best of them.
+func (b *Budget) renewRoom(k *keyState) {
+	k.mu.Lock()
+	ids := make([]any, 0, 1+len(k.waiters))
+	ids = append(ids, micros(b.o.RoomLease))
+	for id, w := range k.waiters {
+		if w.entered {
+			ids = append(ids, id)
+		}
+	}
+	if w := k.bestWaiter(); w != nil {
+		w.ask()
+	}
+	k.mu.Unlock()
+	if len(ids) == 1 {
+		return
+	}
+	ctx, cancel := b.opContext()
+	defer cancel()
+	if err := renewScript.Run(ctx, b.client, k.redisKeys[rkRoomLease:rkRoomLease+1], ids...).Err(); err != nil {
+		b.report(fmt.Errorf("redisbudget: renew room leases of %q: %w", k.name, err))
 	}
 }
 
@@ -582,12 +771,4 @@ func positive(d, def time.Duration) time.Duration {
 		return def
 	}
 	return d
-}
-
-func leUint64(b []byte) uint64 {
-	var v uint64
-	for i := range 8 {
-		v |= uint64(b[i]) << (8 * i)
-	}
-	return v
 }

@@ -78,30 +78,100 @@ local function save(now, b, ttl_ms)
 end
 `
 
+// The waiting room. A Reserve that cannot be admitted at once enters the
+// key's room, KEYS room (a sorted set of ticket ids scored by virtual
+// arrival: the server's clock at the ticket's first ask, µs, less its
+// priority × aging) with a lease in KEYS roomlease (ticket id → expiry,
+// µs), renewed while its process waits. Only the room's first ticket may be
+// admitted, so admissions follow (effective priority, arrival) across every
+// process, not polling luck. Expired tickets (a dead process's) are purged
+// by whichever script reads the room next. When the first ticket changes
+// or capacity frees, the scripts PUBLISH the id of the room's first ticket
+// on the key's channel, so that its process asks at once.
+const roomPrelude = `
+local function purge_room(room, lease, now)
+  local dead = redis.call('ZRANGEBYSCORE', lease, '-inf', string.format('%.0f', now))
+  for i = 1, #dead, 1000 do
+    redis.call('ZREM', room, unpack(dead, i, math.min(i + 999, #dead)))
+  end
+  if #dead > 0 then
+    redis.call('ZREMRANGEBYSCORE', lease, '-inf', string.format('%.0f', now))
+  end
+end
+
+local function wake_first(room, chan)
+  local h = redis.call('ZRANGE', room, 0, 0)
+  if h[1] then redis.call('PUBLISH', chan, h[1]) end
+end
+`
+
 // reserveScript admits a cost or says how long to wait.
 //
-// KEYS: state, in-flight set, pause. ARGV: ticket id, lease (µs),
-// concurrency limit (0 = none), skew (s), state TTL (ms), then per bucket:
-// rate, burst capacity, maximum, amount.
+// KEYS: state, in-flight set, pause, room, room leases, learned. ARGV:
+// ticket id, lease (µs), concurrency limit (0 = none), skew (s), state TTL
+// (ms), room lease (µs), the ticket's score (0 when it has none yet),
+// priority × aging (µs), the key's channel, the learned version the
+// parameters come from (-1: explicit limits), then per bucket: rate, burst
+// capacity, maximum, amount.
 //
-// It refills the buckets to the server's now and raises a capacity to a
-// cost larger than the burst (topping a full bucket up, as the in-process
-// limiter does). If the key is paused or a bucket does not hold the cost
-// plus its skew margin it takes nothing and returns {0, wait µs, dimension}
-// (the longest wait: pause or bucket). If the concurrency limit is reached
-// (leases past their expiry do not count) it returns {0, 0, 5}. Otherwise
-// it takes the cost from every bucket at once, adds the ticket to the
-// in-flight set with the lease and returns {1, cum1..cum4}: the cumulative
-// charges right after this admission, as strings.
-var reserveScript = redis.NewScript(prelude + `
+// If the learned limits changed since that version it takes nothing and
+// returns {2, version, h1..h4}: the caller recomputes its parameters and
+// asks again. If another ticket is first in the room it enters the room
+// (or renews its place) and returns {0, 0, dimension that last blocked the
+// room's first, score, 0}. Otherwise it refills the buckets to the
+// server's now and raises a capacity to a cost larger than the burst
+// (topping a full bucket up, as the in-process limiter does). If the key
+// is paused or a bucket does not hold the cost plus its skew margin, or
+// the concurrency limit is reached (leases past their expiry do not
+// count), it takes nothing, enters the room and returns {0, wait µs,
+// dimension, score, 1}: the longest wait of pause and buckets, or for
+// concurrency the time until the first lease expires. Otherwise it takes
+// the cost from every bucket at once, adds the ticket to the in-flight set
+// with the lease, leaves the room (waking the next first) and returns {1,
+// cum1..cum4}: the cumulative charges right after this admission, as
+// strings.
+var reserveScript = redis.NewScript(prelude + roomPrelude + `
 local now = now_us()
 local id, lease, conc = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local skew, ttl = tonumber(ARGV[4]), tonumber(ARGV[5])
-local b = load(now, 5, 4)
+local rlease, score, offset, chan = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9]
+local want = tonumber(ARGV[10])
+if want >= 0 then
+  local l = redis.call('HMGET', KEYS[6], 'v', 'h1', 'h2', 'h3', 'h4')
+  local v = tonumber(l[1]) or 0
+  if v ~= want then
+    return {2, v, l[2] or '0', l[3] or '0', l[4] or '0', l[5] or '0'}
+  end
+end
+
+purge_room(KEYS[4], KEYS[5], now)
+local mine = redis.call('ZSCORE', KEYS[4], id)
+if mine then
+  score = tonumber(mine)
+elseif score == 0 then
+  score = now - offset
+end
+local function enter()
+  redis.call('ZADD', KEYS[4], string.format('%.0f', score), id)
+  redis.call('ZADD', KEYS[5], string.format('%.0f', now + rlease), id)
+  local keep = math.ceil(rlease / 1000) + ttl
+  redis.call('PEXPIRE', KEYS[4], keep)
+  redis.call('PEXPIRE', KEYS[5], keep)
+end
+local first = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
+if first[1] and first[1] ~= id then
+  local fs = tonumber(first[2])
+  if fs < score or (fs == score and first[1] < id) then
+    enter()
+    return {0, 0, tonumber(redis.call('HGET', KEYS[1], 'bd') or '0') or 0, score, 0}
+  end
+end
+
+local b = load(now, 10, 4)
 local amount = {}
 for i = 1, 4 do
   local x = b[i]
-  local a = tonumber(ARGV[5 + (i - 1) * 4 + 4])
+  local a = tonumber(ARGV[10 + (i - 1) * 4 + 4])
   amount[i] = a
   if x.rate > 0 and a > x.cap and a <= x.max then
     if x.level >= x.cap - 1e-6 then x.level = a end
@@ -125,21 +195,24 @@ for i = 1, 4 do
     end
   end
 end
+if dim == 0 and conc > 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', string.format('%.0f', now))
+  if redis.call('ZCARD', KEYS[2]) >= conc then
+    local e = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+    wait, dim = math.max(math.ceil(tonumber(e[2]) - now), 1), 5
+  end
+end
 if dim ~= 0 then
   save(now, b, ttl)
-  return {0, wait, dim}
+  redis.call('HSET', KEYS[1], 'bd', dim)
+  enter()
+  return {0, wait, dim, score, 1}
 end
 
 if conc > 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', string.format('%.0f', now))
-  if redis.call('ZCARD', KEYS[2]) >= conc then
-    save(now, b, ttl)
-    return {0, 0, 5}
-  end
   redis.call('ZADD', KEYS[2], string.format('%.0f', now + lease), id)
   redis.call('PEXPIRE', KEYS[2], math.ceil(lease / 1000) + ttl)
 end
-
 local out = {1}
 for i = 1, 4 do
   local x = b[i]
@@ -150,23 +223,29 @@ for i = 1, 4 do
   out[i + 1] = string.format('%.17g', x.cum)
 end
 save(now, b, ttl)
+if mine then
+  redis.call('ZREM', KEYS[4], id)
+  redis.call('ZREM', KEYS[5], id)
+end
+wake_first(KEYS[4], chan)
 return out
 `)
 
-// finishScript ends a ticket: it reconciles the buckets and frees the slot.
+// finishScript ends a ticket: it reconciles the buckets, frees the slot
+// and wakes the room's first ticket, which may now fit.
 //
-// KEYS: state, in-flight set. ARGV: ticket id, state TTL (ms), then per
-// bucket: rate, burst capacity, maximum, delta. A positive delta
-// (over-reservation, or what a failed or cancelled attempt returns) is
-// refunded up to the capacity; a negative one (under-reservation) is
-// charged, possibly making the level negative. The cumulative charge moves
-// by -delta.
-var finishScript = redis.NewScript(prelude + `
+// KEYS: state, in-flight set, room. ARGV: ticket id, state TTL (ms), the
+// key's channel, then per bucket: rate, burst capacity, maximum, delta. A
+// positive delta (over-reservation, or what a failed or cancelled attempt
+// returns) is refunded up to the capacity; a negative one
+// (under-reservation) is charged, possibly making the level negative. The
+// cumulative charge moves by -delta.
+var finishScript = redis.NewScript(prelude + roomPrelude + `
 local now = now_us()
-local b = load(now, 2, 4)
+local b = load(now, 3, 4)
 for i = 1, 4 do
   local x = b[i]
-  local d = tonumber(ARGV[2 + (i - 1) * 4 + 4])
+  local d = tonumber(ARGV[3 + (i - 1) * 4 + 4])
   if x.rate > 0 and d ~= 0 then
     if d > 0 then
       x.level = math.max(x.level, math.min(x.level + d, x.cap))
@@ -178,23 +257,45 @@ for i = 1, 4 do
 end
 save(now, b, tonumber(ARGV[2]))
 redis.call('ZREM', KEYS[2], ARGV[1])
+wake_first(KEYS[3], ARGV[3])
 return 1
 `)
 
-// observeScript lowers buckets to what rate-limit headers said remained.
+// leaveScript takes tickets that give up out of the room, waking the new
+// first if the first left. KEYS: room, room leases. ARGV: the key's
+// channel, then the ticket ids.
+var leaveScript = redis.NewScript(roomPrelude + `
+local first = redis.call('ZRANGE', KEYS[1], 0, 0)
+for i = 2, #ARGV do
+  redis.call('ZREM', KEYS[1], ARGV[i])
+  redis.call('ZREM', KEYS[2], ARGV[i])
+end
+local now = redis.call('ZRANGE', KEYS[1], 0, 0)
+if first[1] and first[1] ~= now[1] then wake_first(KEYS[1], ARGV[1]) end
+return 1
+`)
+
+// observeScript lowers buckets to what rate-limit headers said remained
+// and, for a key without explicit limits, publishes the limits they named.
 //
-// KEYS: state. ARGV: age of the headers (s), mode ('t': the unseen charge
-// is the cumulative charge minus the ticket's snapshot; 'p': the unseen
-// charge is given), state TTL (ms), then per bucket: rate, burst capacity,
-// maximum, remaining (negative = unknown), snapshot or unseen charge.
-// A level becomes min(level, remaining + rate×age - unseen): never raised.
-var observeScript = redis.NewScript(prelude + `
+// KEYS: state, learned, room. ARGV: age of the headers (s), mode ('t': the
+// unseen charge is the cumulative charge minus the ticket's snapshot; 'p':
+// the unseen charge is given), state TTL (ms), how long learned limits are
+// kept (ms; 0: the key's limits are explicit, learn nothing), the key's
+// channel, then per bucket: rate, burst capacity, maximum, remaining
+// (negative = unknown), snapshot or unseen charge, limit (per minute, 0 =
+// unknown). A level becomes min(level, remaining + rate×age - unseen):
+// never raised. A limit that differs from the learned one replaces it and
+// bumps the learned version, waking the room's first ticket. With learning
+// it returns {version, h1..h4}, else {}.
+var observeScript = redis.NewScript(prelude + roomPrelude + `
 local now = now_us()
 local age, mode = tonumber(ARGV[1]), ARGV[2]
-local b = load(now, 3, 5)
+local keep, chan = tonumber(ARGV[4]), ARGV[5]
+local b = load(now, 5, 6)
 for i = 1, 4 do
   local x = b[i]
-  local o = 3 + (i - 1) * 5
+  local o = 5 + (i - 1) * 6
   local rem, arg = tonumber(ARGV[o + 4]), tonumber(ARGV[o + 5])
   if x.rate > 0 and rem >= 0 then
     local unseen = arg
@@ -203,7 +304,22 @@ for i = 1, 4 do
   end
 end
 save(now, b, tonumber(ARGV[3]))
-return 1
+if keep <= 0 then return {} end
+local changed = false
+for i = 1, 4 do
+  local lim = tonumber(ARGV[5 + (i - 1) * 6 + 6])
+  if lim > 0 and tonumber(redis.call('HGET', KEYS[2], 'h' .. i) or '0') ~= lim then
+    redis.call('HSET', KEYS[2], 'h' .. i, string.format('%.17g', lim))
+    changed = true
+  end
+end
+if changed then
+  redis.call('HINCRBY', KEYS[2], 'v', 1)
+  wake_first(KEYS[3], chan)
+end
+redis.call('PEXPIRE', KEYS[2], keep)
+local l = redis.call('HMGET', KEYS[2], 'v', 'h1', 'h2', 'h3', 'h4')
+return {tonumber(l[1]) or 0, l[2] or '0', l[3] or '0', l[4] or '0', l[5] or '0'}
 `)
 
 // pauseScript stores the later of the current pause and now + ARGV[1] µs in

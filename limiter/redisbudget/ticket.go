@@ -103,8 +103,8 @@ func (t *ticket) finish(actual limiter.Cost) {
 	p := k.p
 	k.finish(t)
 	k.mu.Unlock()
-	args := make([]any, 0, 2+4*numBuckets)
-	args = append(args, t.id, b.o.StateTTL.Milliseconds())
+	args := make([]any, 0, 3+4*numBuckets)
+	args = append(args, t.id, b.o.StateTTL.Milliseconds(), k.channel)
 	for i := range numBuckets {
 		d := 0.0
 		if t.mask&(1<<i) != 0 {
@@ -114,10 +114,10 @@ func (t *ticket) finish(actual limiter.Cost) {
 	}
 	ctx, cancel := b.opContext()
 	defer cancel()
-	if err := finishScript.Run(ctx, b.client, k.redisKeys[:2], args...).Err(); err != nil {
+	keys := []string{k.redisKeys[rkState], k.redisKeys[rkInflight], k.redisKeys[rkRoom]}
+	if err := finishScript.Run(ctx, b.client, keys, args...).Err(); err != nil {
 		b.report(fmt.Errorf("redisbudget: settle %q: %w", k.name, err))
 	}
-	k.wakeHead()
 }
 
 // Observe applies the rate-limit headers of this attempt's response, which
@@ -126,9 +126,5 @@ func (t *ticket) finish(actual limiter.Cost) {
 // headersAt, minus everything charged to the key (by any process) after
 // this ticket. It may be called before or after Settle/Fail.
 func (t *ticket) Observe(o limiter.Observation, headersAt time.Time) {
-	k, b := t.k, t.b
-	k.mu.Lock()
-	p := k.p
-	k.mu.Unlock()
-	b.observe(k, p, o, b.now().Sub(headersAt), 't', t.after)
+	t.b.observe(t.k, o, t.b.now().Sub(headersAt), 't', t.after)
 }
