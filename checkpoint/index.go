@@ -4,6 +4,8 @@ import (
 	"math/bits"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/llmrun/llmrun/internal/offheap"
 )
 
 // idKey identifies a custom_id by two independent hashes, 64 and 30 bits.
@@ -50,11 +52,14 @@ type slot struct {
 // index maps ids to the fingerprint of their latest line and that line's
 // number: an open-addressing table with linear probing, kept between 40%
 // and 80% full (reserve sizes it once from the file when it can), so about
-// 30 to 60 bytes per id.
+// 30 to 60 bytes per id. The table lives outside the Go heap (it would
+// otherwise double the collector's goal for nothing); a resize frees the
+// old one at once.
 type index struct {
 	s     []slot
-	n     int // entries
-	limit int // grow beyond this many entries
+	mem   *offheap.Slice[slot] // owns s
+	n     int                  // entries
+	limit int                  // grow beyond this many entries
 }
 
 // maxLoad is the fill at which the table grows, in percent.
@@ -69,13 +74,15 @@ func (x *index) reserve(n int) {
 }
 
 func (x *index) resize(size int) {
-	old := x.s
-	x.s, x.limit = make([]slot, size), size*maxLoad/100
+	old, oldMem := x.s, x.mem
+	x.mem = offheap.Make[slot](size)
+	x.s, x.limit = x.mem.S, size*maxLoad/100
 	for _, e := range old {
 		if e.bl != 0 {
 			x.s[x.free(e.a)] = e
 		}
 	}
+	oldMem.Free()
 }
 
 // home is the slot where probing for a starts (Lemire's multiply-shift

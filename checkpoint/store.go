@@ -386,6 +386,16 @@ func (s *Store) InputDone() {
 	s.setMu.Unlock()
 }
 
+// Reserve makes room for n ids in the output's index, so that a run that
+// will answer about n requests does not grow the table on the way (a
+// growth holds the old table and the new one, twice as large, at once).
+// The table is never shrunk.
+func (s *Store) Reserve(n int) {
+	s.setMu.Lock()
+	s.x.done.reserve(n)
+	s.setMu.Unlock()
+}
+
 // Done reports whether the output answers id, for whatever request.
 func (s *Store) Done(id string) bool {
 	s.setMu.RLock()

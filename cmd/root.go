@@ -87,6 +87,8 @@ every result as it lands, and resumes where it stopped when rerun.
 func Main() int {
 	log.SetOutput(providers.QuietHTTPLog(os.Stderr)) // net/http quotes a misbehaving server's bytes there
 	io := &IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, ErrIsTerminal: isTerminal(os.Stderr), Width: func() int { return termWidth(os.Stderr) }, Getenv: os.Getenv}
+	stop := startProfiles(os.Getenv, func(msg string) { fmt.Fprintln(os.Stderr, "llmrun: "+msg) })
+	defer stop()
 	return Execute(context.Background(), io, os.Args[1:])
 }
 

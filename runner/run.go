@@ -239,6 +239,7 @@ func (r *run) execute(ctx context.Context) (*Summary, error) {
 	go func() { sinkErr <- r.sink() }()
 
 	r.c.Total.Store(int64(r.cfg.Total))
+	r.cfg.Store.Reserve(r.cfg.Total) // the first run of a big input: no table growth on the way
 	if r.cfg.Progress != nil && r.cfg.Progress.Status == nil {
 		r.cfg.Progress.Status = r.statusWord
 	}

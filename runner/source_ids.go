@@ -5,15 +5,20 @@ import (
 	"hash/maphash"
 	"io"
 	"slices"
+
+	"github.com/llmrun/llmrun/internal/offheap"
 )
 
 // idSet is what the check pass keeps to find repeated custom_ids: a 64-bit
 // hash per request (8 bytes, where a map of the ids took about 150), never
 // the ids themselves. Equal hashes are only suspects; the file is read
-// again to compare the ids (see Source.duplicate).
+// again to compare the ids (see Source.duplicate). The hashes live outside
+// the Go heap, so that they neither double the collector's goal nor linger
+// in the heap after the check: release returns them at once.
 type idSet struct {
 	hash func(string) uint64
 	sums []uint64
+	mem  *offheap.Slice[uint64] // owns sums' backing array
 }
 
 // newIDSet hashes with maphash under seed, or with hash if it is set.
@@ -24,7 +29,25 @@ func newIDSet(seed maphash.Seed, hash func(string) uint64) *idSet {
 	return &idSet{hash: hash}
 }
 
-func (s *idSet) add(id string) { s.sums = append(s.sums, s.hash(id)) }
+func (s *idSet) add(id string) {
+	if len(s.sums) == cap(s.sums) {
+		// Doubling: the new table's untouched pages cost nothing until used.
+		mem := offheap.Make[uint64](max(2*cap(s.sums), 64<<10))
+		s.sums = append(mem.S[:0], s.sums...)
+		s.mem.Free()
+		s.mem = mem
+	}
+	s.sums = append(s.sums, s.hash(id))
+}
+
+// len is the number of ids added.
+func (s *idSet) len() int { return len(s.sums) }
+
+// release frees the hashes; the set is empty afterwards.
+func (s *idSet) release() {
+	s.mem.Free()
+	s.sums, s.mem = nil, nil
+}
 
 // suspects sorts the hashes and returns those seen more than once.
 func (s *idSet) suspects() map[uint64]bool {

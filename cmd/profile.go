@@ -1,0 +1,82 @@
+package cmd
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/metrics"
+	"runtime/pprof"
+	"time"
+)
+
+// profileEnv names a directory where Main writes profiles of the whole
+// process: cpu.pprof for the run, heap.pprof taken at the largest live
+// heap seen (sampled every 200ms), so a real run against a real server
+// can be profiled without a debugger. For performance work, not users.
+const profileEnv = "LLMRUN_PROFILE_DIR"
+
+// startProfiles starts the profiles profileEnv asks for and returns what
+// stops and writes them; a profile that cannot be written is reported and
+// the run goes on without it.
+func startProfiles(getenv func(string) string, warn func(string)) (stop func()) {
+	dir := getenv(profileEnv)
+	if dir == "" {
+		return func() {}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		warn(fmt.Sprintf("%s: %v", profileEnv, err))
+		return func() {}
+	}
+	cpu, err := os.Create(filepath.Join(dir, "cpu.pprof"))
+	if err == nil {
+		err = pprof.StartCPUProfile(cpu)
+	}
+	if err != nil {
+		warn(fmt.Sprintf("%s: cpu profile: %v", profileEnv, err))
+		cpu = nil
+	}
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		watchHeap(filepath.Join(dir, "heap.pprof"), done, warn)
+	}()
+	return func() {
+		if cpu != nil {
+			pprof.StopCPUProfile()
+			cpu.Close()
+		}
+		close(done)
+		<-finished
+	}
+}
+
+// watchHeap writes a heap profile to path each time the live heap passes
+// its largest size so far, until done is closed.
+func watchHeap(path string, done <-chan struct{}, warn func(string)) {
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	var peak uint64
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+		}
+		metrics.Read(sample)
+		live := sample[0].Value.Uint64()
+		if live <= peak+peak/20 { // 5% more than the last profile
+			continue
+		}
+		peak = live
+		f, err := os.Create(path)
+		if err == nil {
+			err = pprof.Lookup("heap").WriteTo(f, 0)
+			f.Close()
+		}
+		if err != nil {
+			warn(fmt.Sprintf("%s: heap profile: %v", profileEnv, err))
+			return
+		}
+	}
+}
