@@ -2,8 +2,7 @@ package providers
 
 import (
 	"strconv"
-
-	"github.com/tidwall/sjson"
+	"unicode/utf8"
 )
 
 // Prompt is a simple input line: a prompt with an optional system text.
@@ -15,40 +14,131 @@ type Prompt struct {
 }
 
 // Build shapes a simple prompt into a request body of format f.
+//
+// The check pass builds one body per input line, so the body is appended
+// in one go rather than set field by field. Its bytes are exactly those the
+// field-by-field build (sjson paths, encoding/json maps) made, because
+// request fingerprints hash them and a different spelling would send every
+// answered request again: members in that order, strings set at a path
+// written as they are unless they need escaping (sjson's rule), strings of
+// the message objects escaped as encoding/json does, HTML characters
+// included (see appendJSONString), and the message objects' keys sorted.
 func (p Prompt) Build(f Format) ([]byte, error) {
-	body := []byte(`{}`)
-	var err error
-	set := func(path string, v any) {
-		if err == nil {
-			body, err = sjson.SetBytes(body, path, v)
-		}
-	}
-	set("model", p.Model)
+	return p.AppendBody(make([]byte, 0, 128+len(p.Prompt)+len(p.System)+len(p.Model)), f), nil
+}
+
+// AppendBody appends the body Build returns to dst.
+func (p Prompt) AppendBody(dst []byte, f Format) []byte {
+	b := append(dst, `{"model":`...)
+	b = appendSJSONString(b, p.Model)
 	switch f {
 	case FormatGemini:
 		if p.System != "" {
-			set("systemInstruction.parts.0.text", p.System)
+			b = append(b, `,"systemInstruction":{"parts":[{"text":`...)
+			b = appendSJSONString(b, p.System)
+			b = append(b, `}]}`...)
 		}
-		set("contents.0", map[string]any{"role": "user", "parts": []map[string]string{{"text": p.Prompt}}})
+		b = append(b, `,"contents":[{"parts":[{"text":`...)
+		b = appendJSONString(b, p.Prompt)
+		b = append(b, `}],"role":"user"}]`...)
 		if p.MaxTokens > 0 {
-			set("generationConfig.maxOutputTokens", p.MaxTokens)
+			b = append(b, `,"generationConfig":{"maxOutputTokens":`...)
+			b = strconv.AppendInt(b, int64(p.MaxTokens), 10)
+			b = append(b, '}')
 		}
 	case FormatAnthropic:
-		set("max_tokens", p.MaxTokens)
+		b = append(b, `,"max_tokens":`...)
+		b = strconv.AppendInt(b, int64(p.MaxTokens), 10)
 		if p.System != "" {
-			set("system", p.System)
+			b = append(b, `,"system":`...)
+			b = appendSJSONString(b, p.System)
 		}
-		set("messages.0", map[string]string{"role": "user", "content": p.Prompt})
+		b = append(b, `,"messages":[{"content":`...)
+		b = appendJSONString(b, p.Prompt)
+		b = append(b, `,"role":"user"}]`...)
 	default:
-		i := 0
+		b = append(b, `,"messages":[`...)
 		if p.System != "" {
-			set("messages.0", map[string]string{"role": "system", "content": p.System})
-			i++
+			b = append(b, `{"content":`...)
+			b = appendJSONString(b, p.System)
+			b = append(b, `,"role":"system"},`...)
 		}
-		set("messages."+strconv.Itoa(i), map[string]string{"role": "user", "content": p.Prompt})
+		b = append(b, `{"content":`...)
+		b = appendJSONString(b, p.Prompt)
+		b = append(b, `,"role":"user"}]`...)
 		if p.MaxTokens > 0 {
-			set("max_tokens", p.MaxTokens)
+			b = append(b, `,"max_tokens":`...)
+			b = strconv.AppendInt(b, int64(p.MaxTokens), 10)
 		}
 	}
-	return body, err
+	return append(b, '}')
+}
+
+// appendSJSONString appends s as sjson writes a string value: verbatim in
+// quotes when it is printable ASCII without '"' or '\', else as
+// encoding/json does.
+func appendSJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' || c > 0x7f || c == '"' || c == '\\' {
+			return appendJSONString(b, s)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// appendJSONString appends s as a JSON string exactly as encoding/json's
+// Marshal does: '"', '\' and control characters escaped (\b \f \n \r \t
+// by name), '<', '>' and '&' as \u003c \u003e \u0026, U+2028 and U+2029
+// escaped, and each invalid UTF-8 byte as \ufffd.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= ' ' && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }

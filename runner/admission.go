@@ -36,11 +36,14 @@ func (r *run) cost(key string, route Route, req *providers.Request, rawInput int
 func FitsLimits(lim limiter.Limits, est *estimate.Estimator, rule providers.Admission) func(*providers.Request) error {
 	return func(req *providers.Request) error {
 		out := rule.OutputCap(req)
-		text := rule.PromptText(req)
-		in := int64(len(text)+3) / 4
-		near := func(limit float64) bool { return limit > 0 && float64(in) > limit/2 }
-		if near(lim.ITPM) || near(lim.TPM) {
-			in = est.RawInputTokens(req.Model, text)
+		var in int64
+		if lim.ITPM > 0 || lim.TPM > 0 { // else the prompt's size matters to no limit
+			text := rule.PromptText(req)
+			in = int64(len(text)+3) / 4
+			near := func(limit float64) bool { return limit > 0 && float64(in) > limit/2 }
+			if near(lim.ITPM) || near(lim.TPM) {
+				in = est.RawInputTokens(req.Model, text)
+			}
 		}
 		switch {
 		case lim.ITPM > 0 && float64(in) > lim.ITPM:

@@ -104,6 +104,53 @@ func invalidUTF8At(b []byte) int {
 	return len(b)
 }
 
+// lineFields are the top-level members of an input line that Parse reads,
+// gathered in one pass over the line: each root.Get of a member the line
+// lacks would read the whole line again. The first of repeated keys counts,
+// as with gjson's Get.
+type lineFields struct {
+	id, key, body, method, url, params, request, prompt, system, model, maxTokens, priority gjson.Result
+}
+
+// read fills f from root's members.
+func (f *lineFields) read(root gjson.Result) {
+	root.ForEach(func(k, v gjson.Result) bool {
+		var dst *gjson.Result
+		switch k.Str {
+		case "custom_id":
+			dst = &f.id
+		case "key":
+			dst = &f.key
+		case "body":
+			dst = &f.body
+		case "method":
+			dst = &f.method
+		case "url":
+			dst = &f.url
+		case "params":
+			dst = &f.params
+		case "request":
+			dst = &f.request
+		case "prompt":
+			dst = &f.prompt
+		case "system":
+			dst = &f.system
+		case "model":
+			dst = &f.model
+		case "max_tokens":
+			dst = &f.maxTokens
+		case "priority":
+			dst = &f.priority
+		default:
+			return true
+		}
+		if !dst.Exists() {
+			*dst = v
+		}
+		return true
+	})
+}
+
 func (p *Parser) parseValid(line []byte, lineNo int) (*providers.Request, error) {
 	if !gjson.ValidBytes(line) {
 		return nil, errors.New("not valid JSON")
@@ -112,15 +159,17 @@ func (p *Parser) parseValid(line []byte, lineNo int) (*providers.Request, error)
 	if !root.IsObject() {
 		return nil, errors.New("not a JSON object")
 	}
+	var f lineFields
+	f.read(root)
 	req := &providers.Request{Line: lineNo, Priority: p.Defaults.Priority}
-	if p.Template == nil && bytes.Contains(line, priorityField) { // skips a scan of every line without one
-		if err := linePriority(root, req); err != nil {
+	if p.Template == nil {
+		if err := linePriority(f.priority, req); err != nil {
 			return nil, err
 		}
 	}
-	idv := root.Get("custom_id")
+	idv := f.id
 	if !idv.Exists() {
-		idv = root.Get("key") // Gemini's batch lines name their request "key"
+		idv = f.key // Gemini's batch lines name their request "key"
 	}
 	switch {
 	case !idv.Exists() || idv.Type == gjson.Null:
@@ -142,19 +191,19 @@ func (p *Parser) parseValid(line []byte, lineNo int) (*providers.Request, error)
 			return nil, err
 		}
 		sp := providers.Prompt{Prompt: text, System: p.Defaults.System, Model: p.Defaults.Model, MaxTokens: p.Defaults.MaxTokens}
-		if body, err = p.buildSimple(sp); err != nil {
+		if body, err = p.buildSimple(&sp); err != nil {
 			return nil, err
 		}
 		from, req.Vars = p.Format, bytes.Clone(line)
-	case root.Get("body").Exists():
-		b := root.Get("body")
+	case f.body.Exists():
+		b := f.body
 		if !b.IsObject() {
 			return nil, errors.New("body must be a JSON object")
 		}
-		if m := root.Get("method"); m.Exists() && m.Str != "POST" {
+		if m := f.method; m.Exists() && m.Str != "POST" {
 			return nil, fmt.Errorf("method %q is not supported (only POST)", m.Str)
 		}
-		if u := root.Get("url"); u.Exists() {
+		if u := f.url; u.Exists() {
 			ep, ok := providers.EndpointOf(u.Str)
 			if !ok {
 				return nil, fmt.Errorf("url %q is not supported (want /v1/chat/completions, /v1/responses or /v1/embeddings)", u.Str)
@@ -162,46 +211,20 @@ func (p *Parser) parseValid(line []byte, lineNo int) (*providers.Request, error)
 			req.Endpoint = ep
 		}
 		body, from = []byte(b.Raw), providers.FormatOpenAI
-	case root.Get("params").Exists():
-		b := root.Get("params")
+	case f.params.Exists():
+		b := f.params
 		if !b.IsObject() {
 			return nil, errors.New("params must be a JSON object")
 		}
 		body, from = []byte(b.Raw), providers.FormatAnthropic
-	case root.Get("request").Exists():
-		b := root.Get("request")
+	case f.request.Exists():
+		b := f.request
 		if !b.IsObject() {
 			return nil, errors.New("request must be a JSON object")
 		}
 		body, from = []byte(b.Raw), providers.FormatGemini
-	case root.Get("prompt").Exists():
-		pr := root.Get("prompt")
-		if pr.Type != gjson.String || pr.Str == "" {
-			return nil, errors.New("prompt must be a non-empty string")
-		}
-		sp := providers.Prompt{
-			Prompt:    pr.Str,
-			System:    p.Defaults.System,
-			Model:     p.Defaults.Model,
-			MaxTokens: p.Defaults.MaxTokens,
-		}
-		if v := root.Get("system"); v.Exists() {
-			sp.System = v.String()
-		}
-		if v := root.Get("model"); v.Exists() {
-			sp.Model = v.String()
-		}
-		if v := root.Get("max_tokens"); v.Exists() {
-			if v.Type != gjson.Number || v.Int() <= 0 {
-				return nil, errors.New("max_tokens must be a positive integer")
-			}
-			sp.MaxTokens = int(v.Int())
-		}
-		var err error
-		if body, err = p.buildSimple(sp); err != nil {
-			return nil, err
-		}
-		from = p.Format
+	case f.prompt.Exists():
+		return p.simple(req, &f)
 	default:
 		return nil, errors.New("line has no prompt, body, params or request")
 	}
@@ -230,14 +253,10 @@ func (p *Parser) parseValid(line []byte, lineNo int) (*providers.Request, error)
 	return req, nil
 }
 
-// priorityField is how a line's priority field starts.
-var priorityField = []byte(`"priority"`)
-
-// linePriority reads a line's top-level priority field into req: an
+// linePriority reads a line's top-level priority field v into req: an
 // integer, or high, normal or low (see limiter.ParsePriority). A
 // template's records are not read: their fields are the prompt's.
-func linePriority(root gjson.Result, req *providers.Request) error {
-	v := root.Get("priority")
+func linePriority(v gjson.Result, req *providers.Request) error {
 	switch {
 	case !v.Exists() || v.Type == gjson.Null:
 		return nil
@@ -251,6 +270,46 @@ func linePriority(root gjson.Result, req *providers.Request) error {
 		}
 	}
 	return fmt.Errorf("priority must be an integer from %d to %d, or \"high\", \"normal\" or \"low\", not %s", limiter.MinPriority, limiter.MaxPriority, v.Raw)
+}
+
+// simple finishes req from a simple line {prompt, system?, model?,
+// max_tokens?}. The body is built here in the format it is sent in, with
+// its model set and (Anthropic) its max_tokens, and one user message of a
+// non-empty prompt, so none of what parseValid does to other bodies
+// (translation, defaults, the conversation checks) applies; its model and
+// cap are known without reading the body again.
+func (p *Parser) simple(req *providers.Request, f *lineFields) (*providers.Request, error) {
+	pr := f.prompt
+	if pr.Type != gjson.String || pr.Str == "" {
+		return nil, errors.New("prompt must be a non-empty string")
+	}
+	sp := providers.Prompt{
+		Prompt:    pr.Str,
+		System:    p.Defaults.System,
+		Model:     p.Defaults.Model,
+		MaxTokens: p.Defaults.MaxTokens,
+	}
+	if v := f.system; v.Exists() {
+		sp.System = v.String()
+	}
+	if v := f.model; v.Exists() {
+		sp.Model = v.String()
+	}
+	if v := f.maxTokens; v.Exists() {
+		if v.Type != gjson.Number || v.Int() <= 0 {
+			return nil, errors.New("max_tokens must be a positive integer")
+		}
+		sp.MaxTokens = int(v.Int())
+	}
+	var err error
+	if req.Body, err = p.buildSimple(&sp); err != nil {
+		return nil, err
+	}
+	req.Model = sp.Model
+	if sp.MaxTokens > 0 {
+		req.MaxTokens = sp.MaxTokens
+	}
+	return req, nil
 }
 
 // checkBody rejects a body its endpoint would answer with a 400 for want
@@ -282,8 +341,9 @@ func checkBody(body []byte, ep providers.Endpoint, f providers.Format) error {
 	return providers.CheckTurns(body, f)
 }
 
-// buildSimple builds the body of a simple line's prompt.
-func (p *Parser) buildSimple(sp providers.Prompt) ([]byte, error) {
+// buildSimple builds the body of a simple line's prompt, setting the
+// max tokens Anthropic requires in sp.
+func (p *Parser) buildSimple(sp *providers.Prompt) ([]byte, error) {
 	if sp.Model == "" {
 		return nil, errors.New("no model: give the line a model or pass --model")
 	}
