@@ -274,6 +274,7 @@ func (b *batch) buildBudget(ctx context.Context) (err error) {
 func (b *batch) checkInput() error {
 	o := b.o
 	b.src.Parser = o.parser(b.routes[0].Provider.Format())
+	b.src.Route = &b.routes[0]
 	if b.src.Parser.Defaults.Model == "" {
 		b.src.Parser.Defaults.Model = b.routes[0].Model // the deployment a URL names
 	}

@@ -213,3 +213,49 @@ func TestPendingAtTheEndIsAnError(t *testing.T) {
 		}
 	})
 }
+
+// TestRerunOfFinishedRunSkipsWithoutSecondPass: when the output answers
+// exactly the checked requests, the run skips them all from the check's
+// sum and does not read the input again (here the input is emptied after
+// the check: a second pass would fail on it); when one request changed, the
+// run reads the input and sends just that one.
+func TestRerunOfFinishedRunSkipsWithoutSecondPass(t *testing.T) {
+	dir := t.TempDir()
+	p := &slowProvider{}
+	withRoute := func(c *Config) {
+		c.Source.Route = &c.Routes[0]
+		if _, err := c.Source.Check(); err != nil { // again, now with the route
+			t.Fatal(err)
+		}
+	}
+	cfg, store := testRun(t, dir, 20, p, withRoute)
+	if _, err := Run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	cfg.Source.Close()
+
+	cfg, store = testRun(t, dir, 20, p, withRoute)
+	if err := os.Truncate(cfg.Source.Path, 0); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := Run(context.Background(), cfg)
+	store.Close()
+	cfg.Source.Close()
+	if err != nil || sum.Skipped != 20 || p.sent.Load() != 20 {
+		t.Fatalf("rerun: %v, %d skipped, %d sent in all", err, sum.Skipped, p.sent.Load())
+	}
+
+	// One changed line: the sum differs, and the run classifies each.
+	cfg, store = testRun(t, dir, 20, p, func(c *Config) {
+		b, _ := os.ReadFile(c.Source.Path)
+		os.WriteFile(c.Source.Path, []byte(strings.Replace(string(b), `"p7"`, `"p7 edited"`, 1)), 0o644)
+		withRoute(c)
+	})
+	defer store.Close()
+	defer cfg.Source.Close()
+	sum, err = Run(context.Background(), cfg)
+	if err != nil || sum.Skipped != 19 || sum.Succeeded != 1 || p.sent.Load() != 21 {
+		t.Fatalf("edited rerun: %v, %+v, %d sent in all", err, sum, p.sent.Load())
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/llmrun/llmrun/checkpoint"
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/providers"
 )
@@ -451,6 +452,11 @@ type Source struct {
 	Validate func(*providers.Request) error
 	// Shard, if set, keeps only the requests of one shard (see Shard).
 	Shard Shard
+	// Route, if set, is the route the requests go to first: Check then
+	// sums up their fingerprints for it (a checkpoint.InputSet), so that a
+	// run whose output already answers them all skips them without reading
+	// the input again.
+	Route *Route
 	// Format is how records are written: JSONL (the zero value) or CSV.
 	Format InputFormat
 	// Stdin is what Path "-" reads.
@@ -468,6 +474,11 @@ type Source struct {
 	spoolName string // set when the spool could not be unlinked at once
 	// seen is what the check pass read; later passes are verified against it.
 	seen *digest
+	// set sums up the checked requests for the route whose part of the
+	// fingerprint hashes to setRoute (see Route); hasSet says it is whole.
+	set      checkpoint.InputSet
+	setRoute uint64
+	hasSet   bool
 	// idHash, if set, replaces the id hash (tests force collisions with it).
 	idHash func(string) uint64
 	// afterScan, if set, runs when the check has read the whole input, with
@@ -727,6 +738,11 @@ func (s *Source) Check() (CheckResult, error) {
 	defer f.Close()
 	ids := newIDSet(d.seed, s.idHash)
 	defer ids.release()
+	var fps *fingerprinter
+	if s.Route != nil {
+		fps = newFingerprinter(*s.Route)
+	}
+	s.set, s.hasSet = checkpoint.InputSet{}, false
 	var res CheckResult
 	lr := s.records(f)
 	for {
@@ -755,6 +771,9 @@ func (s *Source) Check() (CheckResult, error) {
 		ids.add(req.ID)
 		if s.Shard.Has(req.ID) {
 			res.Requests++
+			if fps != nil {
+				s.set.Add(req.ID, fps.of(req))
+			}
 		}
 	}
 	if s.afterScan != nil {
@@ -776,7 +795,19 @@ func (s *Source) Check() (CheckResult, error) {
 		s.seen = nil
 		return CheckResult{}, &InputChangedError{Path: s.name(), How: how + " while it was being checked"}
 	}
+	if fps != nil {
+		s.setRoute, s.hasSet = fps.route.Sum64(), true
+	}
 	return res, nil
+}
+
+// inputSet returns the sum of the checked requests' fingerprints if Check
+// made it for the route fps fingerprints for.
+func (s *Source) inputSet(fps *fingerprinter) (checkpoint.InputSet, bool) {
+	if !s.hasSet || s.setRoute != fps.route.Sum64() {
+		return checkpoint.InputSet{}, false
+	}
+	return s.set, true
 }
 
 // Each streams the file's requests to fn in file order, stopping at the
