@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -79,18 +80,19 @@ func TestReadmeExitCodes(t *testing.T) {
 var readmeNotFlags = map[string]string{}
 
 // TestReadmeFlags: every --flag the README names is a flag of some llmrun
-// command (or a listed exception), so a renamed or removed flag cannot
-// linger in the documentation.
+// command (or a listed exception), and every default it states in
+// "`--flag` (value)" is the flag's, so a renamed flag or a changed default
+// cannot linger in the documentation.
 func TestReadmeFlags(t *testing.T) {
 	b, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	flags := map[string]bool{}
+	flags := map[string]*pflag.Flag{}
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		for _, fs := range []*pflag.FlagSet{c.Flags(), c.PersistentFlags()} {
-			fs.VisitAll(func(f *pflag.Flag) { flags[f.Name] = true })
+			fs.VisitAll(func(f *pflag.Flag) { flags[f.Name] = f })
 		}
 		for _, sub := range c.Commands() {
 			walk(sub)
@@ -100,7 +102,7 @@ func TestReadmeFlags(t *testing.T) {
 	root.InitDefaultHelpFlag()
 	root.InitDefaultVersionFlag()
 	walk(root)
-	if !flags["concurrency"] || !flags["rpm"] || !flags["log-format"] || !flags["version"] {
+	if flags["concurrency"] == nil || flags["rpm"] == nil || flags["log-format"] == nil || flags["version"] == nil {
 		t.Fatalf("the walk missed flags: %d found", len(flags))
 	}
 	seen := map[string]bool{}
@@ -110,7 +112,7 @@ func TestReadmeFlags(t *testing.T) {
 			continue
 		}
 		seen[name] = true
-		if !flags[name] && readmeNotFlags[name] == "" {
+		if flags[name] == nil && readmeNotFlags[name] == "" {
 			t.Errorf("README names --%s, which no command has", name)
 		}
 	}
@@ -121,5 +123,28 @@ func TestReadmeFlags(t *testing.T) {
 	}
 	if len(seen) < 50 {
 		t.Errorf("only %d flags found in the README: is the pattern wrong?", len(seen))
+	}
+
+	// "`--flag` (value)" states the flag's default: it must be the default.
+	checked := 0
+	for _, m := range regexp.MustCompile("`--([a-z][a-z0-9-]*)` \\(([^)]+)\\)").FindAllStringSubmatch(string(b), -1) {
+		f := flags[m[1]]
+		if f == nil {
+			continue
+		}
+		if want, err := time.ParseDuration(m[2]); err == nil {
+			if got, err := time.ParseDuration(f.DefValue); err != nil || got != want {
+				t.Errorf("README says --%s defaults to %s; it is %s", m[1], m[2], f.DefValue)
+			}
+			checked++
+		} else if want, err := strconv.ParseFloat(m[2], 64); err == nil {
+			if got, err := strconv.ParseFloat(f.DefValue, 64); err != nil || got != want {
+				t.Errorf("README says --%s defaults to %s; it is %s", m[1], m[2], f.DefValue)
+			}
+			checked++
+		}
+	}
+	if checked < 15 {
+		t.Errorf("only %d defaults checked: is the pattern wrong?", checked)
 	}
 }
