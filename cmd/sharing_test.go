@@ -274,3 +274,47 @@ func TestLimitsLearnedOnceThroughRedis(t *testing.T) {
 		t.Errorf("second process's limits: %+v, want learned 1200 RPM and 120000 ITPM", bs.Limits)
 	}
 }
+
+// TestStatusRedis: status --redis lists the budgets shared on a Redis,
+// alone or after a checkpoint's report, as text or JSON; status with
+// neither is a usage error.
+func TestStatusRedis(t *testing.T) {
+	addr := redistest.StartOrSkip(t)
+	_, url := mockServer(t, mock.Config{Seed: 2})
+	in, _ := promptFile(t, 5)
+	c := &cli{env: mockEnv(url)}
+	redisURL := "redis://" + addr + "/0"
+	if code := c.run(t, "batch", in, "--provider", "openai", "--model", "m", "--quiet", "--rpm", "600", "--itpm", "60000", "--concurrency", "4", "--redis", redisURL); code != 0 {
+		t.Fatalf("batch: exit %d: %s", code, c.stderr.String())
+	}
+	key := "openai|" + url + "/v1|m"
+	if code := c.run(t, "status", "--redis", redisURL); code != 0 {
+		t.Fatalf("status --redis: exit %d: %s", code, c.stderr.String())
+	}
+	out := c.stdout.String()
+	for _, want := range []string{"redis " + addr + ": 1 budget keys", key, "limits: 600 RPM, 60000 ITPM, concurrency 4", "buckets: requests ", "0 in flight, 0 waiting"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status --redis does not say %q:\n%s", want, out)
+		}
+	}
+	if code := c.run(t, "status", "--redis", redisURL, "--json"); code != 0 {
+		t.Fatalf("status --redis --json: exit %d: %s", code, c.stderr.String())
+	}
+	var rep struct {
+		Redis string `json:"redis"`
+		Keys  []struct {
+			Key       string     `json:"key"`
+			PerMinute [4]float64 `json:"per_minute"`
+			Capacity  [4]float64 `json:"capacity"`
+		} `json:"keys"`
+	}
+	if err := json.Unmarshal(c.stdout.Bytes(), &rep); err != nil || len(rep.Keys) != 1 || rep.Keys[0].Key != key || rep.Keys[0].PerMinute[0] != 600 || rep.Keys[0].Capacity[1] != 1000 {
+		t.Errorf("status --redis --json: %v: %s", err, c.stdout.String())
+	}
+	if code := c.run(t, "status", in, "--redis", redisURL); code != 0 || !strings.Contains(c.stdout.String(), "5 done") || !strings.Contains(c.stdout.String(), key) {
+		t.Errorf("status INPUT --redis: exit %d:\n%s", code, c.stdout.String())
+	}
+	if code := c.run(t, "status"); code != ExitUsage {
+		t.Errorf("status without an argument or --redis: exit %d, want 2", code)
+	}
+}

@@ -2,6 +2,7 @@ package job
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,6 +27,9 @@ type StatusOptions struct {
 	Output string
 	// JSON prints a StatusReport as JSON instead of lines of text.
 	JSON bool
+	// Redis, if set, is a Redis URL whose shared budgets are reported too
+	// (or alone, without Path): see BudgetReport.
+	Redis string
 }
 
 // StatusReport is what status prints with --json.
@@ -43,6 +47,8 @@ type StatusReport struct {
 	// next run) counts as done.
 	Pending int            `json:"pending"`
 	Outputs []OutputStatus `json:"outputs"`
+	// Budget is the shared budgets of --redis, if given.
+	Budget *BudgetReport `json:"budget,omitempty"`
 }
 
 // OutputStatus is one output's part of a StatusReport.
@@ -102,13 +108,30 @@ func (b BatchStatus) String() string {
 
 // Status reports the checkpoint(s) o names: done, failed and (when the
 // input is known) pending counts, malformed lines, open provider batches
-// and the pid of a live run.
-func Status(w io.Writer, o StatusOptions) error {
+// and the pid of a live run; and with o.Redis, the budgets shared there.
+func Status(ctx context.Context, w io.Writer, o StatusOptions) error {
+	var budget *BudgetReport
+	if o.Redis != "" {
+		var err error
+		if budget, err = budgetStatus(ctx, o.Redis); err != nil {
+			return err
+		}
+	}
+	if o.Path == "" {
+		if budget == nil {
+			return usagef("status needs an output or input, or --redis")
+		}
+		if o.JSON {
+			return writeJSON(w, budget)
+		}
+		printBudget(w, budget)
+		return nil
+	}
 	outputs, input, err := statusTargets(o)
 	if err != nil {
 		return err
 	}
-	rep := StatusReport{Input: input, Requests: -1, Pending: -1}
+	rep := StatusReport{Input: input, Requests: -1, Pending: -1, Budget: budget}
 	for _, out := range outputs {
 		st, err := checkpoint.Status(out)
 		if err != nil {
@@ -150,11 +173,12 @@ func Status(w io.Writer, o StatusOptions) error {
 		}
 	}
 	if o.JSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return writeJSON(w, rep)
 	}
 	printStatus(w, &rep)
+	if budget != nil {
+		printBudget(w, budget)
+	}
 	return nil
 }
 

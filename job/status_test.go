@@ -2,6 +2,7 @@ package job
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -27,7 +28,7 @@ func TestStatusShowsAnIntentAsBeingCreated(t *testing.T) {
 	}
 
 	var text bytes.Buffer
-	if err := Status(&text, StatusOptions{Path: out}); err != nil {
+	if err := Status(context.Background(), &text, StatusOptions{Path: out}); err != nil {
 		t.Fatal(err)
 	}
 	want := "2 open provider batches: msgbatch_1 (anthropic, 1 requests, since 2026-03-01T11:00:00Z), " +
@@ -40,7 +41,7 @@ func TestStatusShowsAnIntentAsBeingCreated(t *testing.T) {
 	}
 
 	var js bytes.Buffer
-	if err := Status(&js, StatusOptions{Path: out, JSON: true}); err != nil {
+	if err := Status(context.Background(), &js, StatusOptions{Path: out, JSON: true}); err != nil {
 		t.Fatal(err)
 	}
 	var rep StatusReport

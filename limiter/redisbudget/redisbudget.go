@@ -67,8 +67,8 @@
 // leases llmrun:{K}:roomlease (ticket ids scored by lease expiry), the
 // learned limits llmrun:{K}:learned (v: version, h1..h4: per-minute limits;
 // kept LearnTTL after the last response that named them) and the channel
-// llmrun:{K}:wake. A ticket id is role-hash|host|pid|instance:seq (see
-// Holder). It needs Redis 5 or later (scripts that read TIME and then
+// llmrun:{K}:wake. A ticket id is role-hash|host|pid|instance:seq@priority
+// (see Holder). It needs Redis 5 or later (scripts that read TIME and then
 // write), standalone, Sentinel or Cluster.
 package redisbudget
 
@@ -307,7 +307,9 @@ func (b *Budget) ReservePriority(ctx context.Context, key string, c limiter.Cost
 	}
 
 	arrived := b.now()
-	w := &waiter{id: b.ticketID(), prio: limiter.ClampPriority(prio), wake: make(chan struct{}, 1)}
+	prio = limiter.ClampPriority(prio)
+	// The id names the priority too, for Inspect.
+	w := &waiter{id: b.ticketID() + "@" + strconv.Itoa(prio), prio: prio, wake: make(chan struct{}, 1)}
 	k.mu.Lock()
 	k.enqueue(arrived)
 	k.waiters[w.id] = w

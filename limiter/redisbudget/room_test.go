@@ -12,7 +12,8 @@ import (
 )
 
 // queued starts a Reserve of priority p on b and waits until it is in the
-// room; the returned channel yields its ticket once admitted.
+// room; the returned channel yields its ticket once admitted. A Reserve
+// still waiting when the test ends is cancelled.
 func queued(t *testing.T, b *Budget, key string, p int) <-chan limiter.Ticket {
 	t.Helper()
 	ch := make(chan limiter.Ticket, 1)
@@ -20,10 +21,16 @@ func queued(t *testing.T, b *Budget, key string, p int) <-chan limiter.Ticket {
 	k.mu.Lock()
 	before := len(k.waiters)
 	k.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	ended := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-ended })
 	go func() {
-		tk, err := b.ReservePriority(context.Background(), key, limiter.Cost{Requests: 1}, p)
+		defer close(ended)
+		tk, err := b.ReservePriority(ctx, key, limiter.Cost{Requests: 1}, p)
 		if err != nil {
-			t.Error(err)
+			if !errors.Is(err, context.Canceled) {
+				t.Error(err)
+			}
 			close(ch)
 			return
 		}

@@ -15,6 +15,10 @@ import "github.com/redis/go-redis/v9"
 //	g1..g4 largest single cost seen per bucket (capacity never below it)
 //	c1..c4 cumulative net charge per bucket (admissions plus
 //	       reconciliation), what Ticket.Observe subtracts from
+//	r1..r4 refill rates (per second, headroom applied; 0: no bucket) and
+//	k1..k4 capacities the last call used, and cc its concurrency limit:
+//	       for Inspect, which has no parameters of its own
+//	bd     the dimension that last blocked the room's first ticket
 //
 // Bucket parameters (refill rate per second with headroom applied, burst
 // capacity, largest admissible cost) come from the caller on every call:
@@ -64,6 +68,10 @@ local function save(now, b, ttl_ms)
       args[#args + 1] = string.format('%.17g', x.level)
       refill = math.max(refill, (x.cap - x.level) / x.rate)
     end
+    args[#args + 1] = 'r' .. i
+    args[#args + 1] = string.format('%.17g', x.rate)
+    args[#args + 1] = 'k' .. i
+    args[#args + 1] = string.format('%.17g', x.cap)
     if x.big > 0 then
       args[#args + 1] = 'g' .. i
       args[#args + 1] = string.format('%.17g', x.big)
@@ -202,6 +210,7 @@ if dim == 0 and conc > 0 then
     wait, dim = math.max(math.ceil(tonumber(e[2]) - now), 1), 5
   end
 end
+redis.call('HSET', KEYS[1], 'cc', conc)
 if dim ~= 0 then
   save(now, b, ttl)
   redis.call('HSET', KEYS[1], 'bd', dim)
