@@ -1,4 +1,4 @@
-# The image examples/k8s-cronjob.yaml runs:
+# The image examples/k8s-cronjob.yaml and examples/k8s-indexed-job.yaml run:
 #   docker build -t registry.example.com/llmrun .
 FROM golang:1.26 AS build
 WORKDIR /src

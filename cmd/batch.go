@@ -103,10 +103,12 @@ func addLimitFlags(f *pflag.FlagSet, o *BatchOptions) {
 	f.DurationVar(&o.Skew, "skew", limiter.DefaultSkew, "how long after sending the provider may count a request; that much refill is kept in reserve")
 	f.DurationVar(&o.MaxPause, "max-pause", limiter.DefaultMaxPause, "longest wait a server's retry-after may impose, on one request or (after a 429) on the whole key")
 	f.StringVar(&o.Pool, "pool", "", "share one budget under this name instead of per provider+model")
-	f.StringVar(&o.Redis, "redis", "", "redis://[user:pass@]host:port/db: share the budget (buckets, pauses, --concurrency) with every llmrun using this Redis; needs explicit --rpm/--itpm/--otpm/--tpm")
+	f.StringVar(&o.Redis, "redis", "", "redis://[user:pass@]host:port/db: share the budget (buckets, pauses, --concurrency, the limits learned from headers, admission by --priority) with every llmrun using this Redis")
 	f.Var(&priorityValue{&o.Priority}, "priority", "this run's priority among the requests waiting for the same budget (with --redis, of every process): an integer from -1000 to 1000, higher first, or high (1), normal (0), low (-1); a line's \"priority\" field overrides it")
 	f.DurationVar(&o.PriorityAging, "priority-aging", limiter.DefaultAging, "a waiting request rises one priority per this much waiting, so low-priority work always progresses (0: strictly by priority)")
 	f.StringVar(&o.Shard, "shard", "", "I/N: run only shard I of N of the input (by custom_id hash), for N machines sharing one file; outputs default to INPUT.shard-I-of-N.out.jsonl")
+	f.IntVar(&o.Shards, "shards", 0, "N: run one shard of N, the one --shard-index names, else $JOB_COMPLETION_INDEX (a Kubernetes Indexed Job's); --shards N --shard-index I is --shard I+1/N")
+	f.StringVar(&o.ShardIndex, "shard-index", "", "0-based shard for --shards (default: $JOB_COMPLETION_INDEX)")
 }
 
 // priorityValue is --priority: an integer, or high, normal or low.

@@ -1,8 +1,10 @@
 package cmd
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -10,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/llmrun/llmrun/providers/mock"
 )
@@ -209,5 +213,61 @@ func TestExampleConfig(t *testing.T) {
 	c.Flags().AddFlagSet(NewRoot(&IO{}).PersistentFlags())
 	if err := cfg.apply(c.Flags()); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestK8sIndexedJobExample: the Indexed Job example's llmrun arguments
+// are real flags, and it runs as many shards as the Job has indexes.
+func TestK8sIndexedJobExample(t *testing.T) {
+	b, err := os.ReadFile("../examples/k8s-indexed-job.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	found := false
+	for {
+		var doc struct {
+			Kind string `yaml:"kind"`
+			Spec struct {
+				CompletionMode string `yaml:"completionMode"`
+				Completions    int    `yaml:"completions"`
+				Template       struct {
+					Spec struct {
+						Containers []struct {
+							Name string   `yaml:"name"`
+							Args []string `yaml:"args"`
+						} `yaml:"containers"`
+					} `yaml:"spec"`
+				} `yaml:"template"`
+			} `yaml:"spec"`
+		}
+		if err := dec.Decode(&doc); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if doc.Kind != "Job" {
+			continue
+		}
+		found = true
+		if doc.Spec.CompletionMode != "Indexed" {
+			t.Errorf("completionMode %q, want Indexed", doc.Spec.CompletionMode)
+		}
+		args := doc.Spec.Template.Spec.Containers[0].Args
+		if len(args) < 2 || args[0] != "batch" {
+			t.Fatalf("args %q: want batch INPUT ...", args)
+		}
+		var o BatchOptions
+		cmd := newBatchCmd(&IO{}, func(got *BatchOptions) error { o = *got; return nil })
+		cmd.SetArgs(args[1:])
+		if err := cmd.Execute(); err != nil {
+			t.Fatalf("args %q: %v", args, err)
+		}
+		if o.Shards != doc.Spec.Completions || o.ShardIndex != "" || o.Redis == "" || o.Priority != -1 {
+			t.Errorf("options %+v: want --shards = completions (%d) with the index from JOB_COMPLETION_INDEX, --redis, --priority low", o, doc.Spec.Completions)
+		}
+	}
+	if !found {
+		t.Fatal("no Job in the example")
 	}
 }

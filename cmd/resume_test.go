@@ -376,3 +376,61 @@ func TestBuiltinMockRerunSkips(t *testing.T) {
 		t.Fatalf("rerun: exit %d: %s", code, c.stderr.String())
 	}
 }
+
+// TestIndexedShards: --shards N takes its 0-based shard from
+// JOB_COMPLETION_INDEX (a Kubernetes Indexed Job's) or --shard-index;
+// it is --shard I+1/N: the same requests, output and checkpoint, so the
+// shards partition the input, a rerun in the other form skips what was
+// done, and status sums the shards.
+func TestIndexedShards(t *testing.T) {
+	m, url := mockServer(t, mock.Config{})
+	in, prompts := promptFile(t, 45)
+	seen := map[string]int{}
+	for i := range 3 {
+		env := mockEnv(url)
+		env["JOB_COMPLETION_INDEX"] = fmt.Sprint(i)
+		c := &cli{env: env}
+		if code := c.run(t, "batch", in, "--provider", "openai", "--model", "m", "--quiet", "--shards", "3"); code != 0 {
+			t.Fatalf("index %d: exit %d: %s", i, code, c.stderr.String())
+		}
+		out := strings.TrimSuffix(in, ".jsonl") + fmt.Sprintf(".shard-%d-of-3.out.jsonl", i+1)
+		for id := range readLines(t, out) {
+			if prev, dup := seen[id]; dup {
+				t.Errorf("%s answered by indexes %d and %d", id, prev, i)
+			}
+			seen[id] = i
+		}
+	}
+	if len(seen) != len(prompts) || m.Stats().Attempts != int64(len(prompts)) {
+		t.Fatalf("indexes answered %d of %d requests with %d attempts", len(seen), len(prompts), m.Stats().Attempts)
+	}
+	c := &cli{env: mockEnv(url)}
+	for _, args := range [][]string{{"--shard", "2/3"}, {"--shards", "3", "--shard-index", "1"}} {
+		if code := c.run(t, append([]string{"batch", in, "--provider", "openai", "--model", "m", "--quiet"}, args...)...); code != 0 || !strings.Contains(c.stderr.String(), "0 succeeded") {
+			t.Errorf("rerun with %v: exit %d: %s", args, code, c.stderr.String())
+		}
+	}
+	if code := c.run(t, "status", in); code != 0 || !strings.Contains(c.stdout.String(), "all 3 outputs: 45 done, 0 failed, 0 pending") {
+		t.Errorf("status: exit %d:\n%s", code, c.stdout.String())
+	}
+	for _, tc := range []struct {
+		index string
+		args  []string
+	}{
+		{"", []string{"--shards", "3"}},
+		{"3", []string{"--shards", "3"}},
+		{"x", []string{"--shards", "3"}},
+		{"", []string{"--shards", "3", "--shard-index", "-1"}},
+		{"", []string{"--shards", "3", "--shard", "1/3"}},
+		{"", []string{"--shard-index", "0"}},
+	} {
+		env := mockEnv(url)
+		if tc.index != "" {
+			env["JOB_COMPLETION_INDEX"] = tc.index
+		}
+		c := &cli{env: env}
+		if code := c.run(t, append([]string{"batch", in, "--provider", "openai", "--model", "m", "--quiet"}, tc.args...)...); code != ExitUsage {
+			t.Errorf("JOB_COMPLETION_INDEX=%q %v: exit %d, want 2: %s", tc.index, tc.args, code, c.stderr.String())
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -50,6 +51,11 @@ type BatchOptions struct {
 	Daily                 DailyOptions
 	Burst, Skew, MaxPause time.Duration
 	Pool, Shard, Redis    string
+	// Shards and ShardIndex are --shards N with --shard-index I, the
+	// 0-based form of --shard I+1/N; without ShardIndex ("") the index is
+	// JOB_COMPLETION_INDEX, as a Kubernetes Indexed Job sets it.
+	Shards     int
+	ShardIndex string
 	// Priority orders this run's requests among those waiting for the same
 	// budget (higher first; a line's priority field overrides it), and
 	// PriorityAging is how long a waiting request waits to rise one.
@@ -186,7 +192,7 @@ func pendingIsAnError(sum *runner.Summary, err error) error {
 // checked: options, input, routes, budget, input check, checkpoint. On an
 // error it releases what the earlier steps built.
 func prepare(ctx context.Context, io *IO, o *BatchOptions) (_ *batch, err error) {
-	shard, fsync, err := o.complete()
+	shard, fsync, err := o.complete(io.Getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -308,8 +314,11 @@ func (b *batch) openCheckpoint(fsync checkpoint.FsyncMode) (err error) {
 
 // complete fills the options' derived defaults (output paths, the mock's
 // model) and checks what the parts would not: the shard, the concurrency,
-// the breaker, the fsync mode.
-func (o *BatchOptions) complete() (runner.Shard, checkpoint.FsyncMode, error) {
+// the breaker, the fsync mode. getenv reads JOB_COMPLETION_INDEX.
+func (o *BatchOptions) complete(getenv func(string) string) (runner.Shard, checkpoint.FsyncMode, error) {
+	if err := o.shardIndexed(getenv); err != nil {
+		return runner.Shard{}, 0, err
+	}
 	var shard runner.Shard
 	suffix := ""
 	if o.Shard != "" {
@@ -343,6 +352,44 @@ func (o *BatchOptions) complete() (runner.Shard, checkpoint.FsyncMode, error) {
 		o.Model = "mock-1"
 	}
 	return shard, fsync, nil
+}
+
+// shardIndexed turns --shards N (with --shard-index I, else the
+// JOB_COMPLETION_INDEX a Kubernetes Indexed Job gives each pod, both
+// 0-based) into --shard I+1/N: the same shard, the same output name, the
+// same checkpoint settings, whichever form chose it.
+func (o *BatchOptions) shardIndexed(getenv func(string) string) error {
+	if o.Shards == 0 {
+		if o.ShardIndex != "" {
+			return usagef("--shard-index needs --shards N")
+		}
+		return nil
+	}
+	if o.Shard != "" {
+		return usagef("--shard and --shards are two ways of saying the same: give one")
+	}
+	if o.Shards < 1 {
+		return usagef("--shards must be positive, got %d", o.Shards)
+	}
+	v, from := o.ShardIndex, "--shard-index"
+	if v == "" {
+		from = "JOB_COMPLETION_INDEX"
+		if getenv != nil {
+			v = getenv(from)
+		}
+		if v == "" {
+			return usagef("--shards %d needs --shard-index (0-based) or JOB_COMPLETION_INDEX (a Kubernetes Indexed Job sets it)", o.Shards)
+		}
+	}
+	i, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil {
+		return usagef("%s %q is not a shard index", from, v)
+	}
+	if i >= o.Shards || i < 0 {
+		return usagef("%s %d is not a shard of --shards %d (0 to %d)", from, i, o.Shards, o.Shards-1)
+	}
+	o.Shard = fmt.Sprintf("%d/%d", i+1, o.Shards)
+	return nil
 }
 
 // isRegularFile reports whether path names a regular file (not "-", a

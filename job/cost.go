@@ -108,7 +108,7 @@ func recordedSpend(store *checkpoint.Store, output, errorsPath string, needed bo
 // Estimate is batch --dry-run (llmrun estimate): it prints what running
 // o.Input would take, sending nothing and needing no key.
 func Estimate(io *IO, o BatchOptions) error {
-	shard, _, err := o.complete()
+	shard, _, err := o.complete(io.Getenv)
 	if err != nil {
 		return err
 	}
