@@ -481,6 +481,10 @@ type Source struct {
 	hasSet   bool
 	// idHash, if set, replaces the id hash (tests force collisions with it).
 	idHash func(string) uint64
+	// checkWorkers, if positive, replaces the number of goroutines the
+	// check pass parses on (one per CPU, up to maxCheckWorkers); 1 parses
+	// in line (tests compare the two).
+	checkWorkers int
 	// afterScan, if set, runs when the check has read the whole input, with
 	// what it keeps per request still live and the bytes of it it holds
 	// outside the Go heap (for the memory benchmark).
@@ -744,37 +748,29 @@ func (s *Source) Check() (CheckResult, error) {
 	}
 	s.set, s.hasSet = checkpoint.InputSet{}, false
 	var res CheckResult
-	lr := s.records(f)
-	for {
-		line, n, err := lr.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return CheckResult{}, err
-		}
-		req, repaired, err := s.Parser.parse(line, n)
-		if err != nil {
-			return CheckResult{}, &InputError{Path: s.name(), Line: n, Msg: err.Error()}
-		}
-		if repaired {
+	err = s.parseAll(s.records(f), fps, func(p parsed) error {
+		if p.repaired {
 			if res.LossyLines == 0 {
-				res.LossyFirst = n
+				res.LossyFirst = p.req.Line
 			}
 			res.LossyLines++
 		}
 		if s.Validate != nil {
-			if err := s.Validate(req); err != nil {
-				return CheckResult{}, &InputError{Path: s.name(), Line: n, Msg: err.Error()}
+			if err := s.Validate(p.req); err != nil {
+				return &InputError{Path: s.name(), Line: p.req.Line, Msg: err.Error()}
 			}
 		}
-		ids.add(req.ID)
-		if s.Shard.Has(req.ID) {
+		ids.add(p.req.ID)
+		if p.inShard {
 			res.Requests++
 			if fps != nil {
-				s.set.Add(req.ID, fps.of(req))
+				s.set.Add(p.req.ID, p.fp)
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return CheckResult{}, err
 	}
 	if s.afterScan != nil {
 		s.afterScan(8 * len(ids.sums))
