@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Whole-process benchmarks of llmrun against a separate `llmrun mock`
+# process on loopback (the README's Performance table quotes them).
+#
+#   scripts/bench.sh scale N [llmrun flags]   N simple requests at --concurrency 512:
+#                                             the run's and the rerun's peak RSS, wall and CPU
+#   scripts/bench.sh stream N [llmrun flags]  N requests, streamed and plain, 3 runs each:
+#                                             client CPU (user+sys) per output token
+#
+# Needs GNU time (/usr/bin/time, Debian package "time") and awk. Work files go
+# to $BENCH_DIR (default: a new directory under ${TMPDIR:-/tmp}); a 10M-line
+# scale run needs about 10 GB there. Run it when the machine is quiet
+# (uptime): the figures are CPU- and memory-bound.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode=${1:?usage: scripts/bench.sh scale|stream N [llmrun flags]}
+n=${2:?usage: scripts/bench.sh scale|stream N [llmrun flags]}
+shift 2
+dir=${BENCH_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/llmrun-bench.XXXXXX")}
+mkdir -p "$dir"
+go build -o "$dir/llmrun" .
+port=$((20000 + RANDOM % 20000))
+"$dir/llmrun" mock --addr "127.0.0.1:$port" >"$dir/mock.log" 2>&1 &
+mock=$!
+trap 'kill "$mock" 2>/dev/null || true' EXIT
+for _ in $(seq 50); do
+	curl -fs "http://127.0.0.1:$port/mock/stats" >/dev/null 2>&1 && break
+	sleep 0.1
+done
+
+# input N FILE: N simple lines of about 86 bytes.
+input() {
+	awk -v n="$1" 'BEGIN { for (i = 0; i < n; i++) printf "{\"custom_id\":\"request-%08d\",\"prompt\":\"Tell me one fact about the number %d.\"}\n", i, i }' >"$2"
+}
+
+# run NAME ARGS...: llmrun batch under GNU time; prints "wall_s rss_MB cpu_s".
+run() {
+	local name=$1
+	shift
+	/usr/bin/time -o "$dir/$name.time" -f '%e %M %U %S' \
+		"$dir/llmrun" batch "$@" --provider openai --base-url "http://127.0.0.1:$port/v1" --model m \
+		--concurrency 512 -q --summary "$dir/$name.summary.json" 2>"$dir/$name.log" ||
+		{ echo "llmrun failed, see $dir/$name.log" >&2; tail -3 "$dir/$name.log" >&2; exit 1; }
+	awk '{ printf "%.2f %.1f %.2f\n", $1, $2 / 1024, $3 + $4 }' "$dir/$name.time"
+}
+
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+case $mode in
+scale)
+	input "$n" "$dir/in.jsonl"
+	echo "load: $(uptime)"
+	read -r wall rss cpu < <(run first "$dir/in.jsonl" "$@")
+	echo "run of $n requests: wall ${wall}s, peak RSS ${rss} MB, CPU ${cpu}s"
+	for i in 1 2 3; do run "rerun$i" "$dir/in.jsonl" "$@"; done >"$dir/reruns"
+	echo "rerun (all skipped), median of 3: wall $(cut -d' ' -f1 "$dir/reruns" | median)s, peak RSS $(cut -d' ' -f2 "$dir/reruns" | median) MB, CPU $(cut -d' ' -f3 "$dir/reruns" | median)s"
+	;;
+stream)
+	input "$n" "$dir/in.jsonl"
+	echo "load: $(uptime)"
+	for stream in true false; do
+		for i in 1 2 3; do
+			rm -f "$dir/in.out.jsonl" "$dir/in.out.jsonl.state.json"
+			read -r _ _ cpu < <(run "s$stream$i" "$dir/in.jsonl" --stream="$stream" "$@")
+			tokens=$(grep -o '"output_tokens":[0-9]*' "$dir/s$stream$i.summary.json" | head -1 | cut -d: -f2)
+			awk -v c="$cpu" -v t="$tokens" 'BEGIN { printf "%.3f\n", c / t * 1e6 }'
+		done >"$dir/stream-$stream"
+		echo "--stream=$stream: $(tr '\n' ' ' <"$dir/stream-$stream")µs of client CPU per output token (median $(median <"$dir/stream-$stream")), $tokens output tokens"
+	done
+	;;
+*)
+	echo "unknown mode $mode" >&2
+	exit 2
+	;;
+esac
