@@ -68,6 +68,7 @@ type estKey struct {
 	// calibrated is set by the first observation.
 	calibrated bool
 	outs       []int64 // ring of recent output sizes
+	sorted     []int64 // the same sizes, sorted: the p95 without a sort per response
 	next       int
 	n          int64 // observations so far
 	p95        int64 // cached p95 of outs
@@ -218,12 +219,17 @@ func (e *Estimator) ObserveOutput(key string, reported int64) {
 	if len(k.outs) < outputWindow {
 		k.outs = append(k.outs, reported)
 	} else {
+		old := k.outs[k.next]
 		k.outs[k.next] = reported
 		k.next = (k.next + 1) % outputWindow
+		i, _ := slices.BinarySearch(k.sorted, old)
+		k.sorted = slices.Delete(k.sorted, i, i+1)
 	}
+	i, _ := slices.BinarySearch(k.sorted, reported)
+	k.sorted = slices.Insert(k.sorted, i, reported)
 	k.n++
 	if k.n >= outputMinSamples {
-		k.p95 = p95(k.outs)
+		k.p95 = sortedP95(k.sorted)
 	}
 }
 
@@ -231,6 +237,11 @@ func (e *Estimator) ObserveOutput(key string, reported int64) {
 func p95(xs []int64) int64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
+	return sortedP95(s)
+}
+
+// sortedP95 is p95 of s, which is sorted.
+func sortedP95(s []int64) int64 {
 	i := int(math.Ceil(0.95*float64(len(s)))) - 1
 	return s[max(i, 0)]
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"sync"
 	"testing"
 )
@@ -170,5 +171,30 @@ func BenchmarkEstimate(b *testing.B) {
 				e.InputTokens("k", model, benchPrompt)
 			}
 		})
+	}
+}
+
+// TestExpectedOutputMatchesSortedWindow: the p95 kept from the sorted
+// window equals the p95 of the last outputWindow observations, sorted
+// afresh, at every step of a seeded sequence that wraps the ring many
+// times (with repeated values).
+func TestExpectedOutputMatchesSortedWindow(t *testing.T) {
+	e := NewEstimator()
+	r := rand.New(rand.NewPCG(5, 6))
+	var all []int64
+	for i := range 5 * outputWindow {
+		v := int64(r.IntN(300))
+		if i%7 == 0 {
+			v = 42
+		}
+		e.ObserveOutput("k", v)
+		all = append(all, v)
+		if len(all) < outputMinSamples {
+			continue
+		}
+		want := p95(all[max(0, len(all)-outputWindow):])
+		if got := e.ExpectedOutput("k", 0); got != want {
+			t.Fatalf("after %d observations: %d, want %d", i+1, got, want)
+		}
 	}
 }
