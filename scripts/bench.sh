@@ -63,7 +63,7 @@ stream)
 		for i in 1 2 3; do
 			rm -f "$dir/in.out.jsonl" "$dir/in.out.jsonl.state.json"
 			read -r _ _ cpu < <(run "s$stream$i" "$dir/in.jsonl" --stream="$stream" "$@")
-			tokens=$(grep -o '"output_tokens":[0-9]*' "$dir/s$stream$i.summary.json" | head -1 | cut -d: -f2)
+			tokens=$(grep -o '"output_tokens": *[0-9]*' "$dir/s$stream$i.summary.json" | head -1 | tr -dc 0-9)
 			awk -v c="$cpu" -v t="$tokens" 'BEGIN { printf "%.3f\n", c / t * 1e6 }'
 		done >"$dir/stream-$stream"
 		echo "--stream=$stream: $(tr '\n' ' ' <"$dir/stream-$stream")µs of client CPU per output token (median $(median <"$dir/stream-$stream")), $tokens output tokens"
