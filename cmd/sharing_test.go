@@ -318,3 +318,42 @@ func TestStatusRedis(t *testing.T) {
 		t.Errorf("status without an argument or --redis: exit %d, want 2", code)
 	}
 }
+
+// TestRatesFrom429sSharedThroughRedis: against a strict server that sends
+// no rate-limit headers and no retry-after, two processes given no limits
+// share one rate learned from the 429s: the one that joins while the other
+// keeps the key busy runs at the learned rate from its first request
+// (its summary shows it), nothing fails, and few attempts draw a 429.
+func TestRatesFrom429sSharedThroughRedis(t *testing.T) {
+	addr := redistest.StartOrSkip(t)
+	m := mock.New(mock.Config{Seed: 17, Concurrency: 8, RPM: 1200, ITPM: 120000, Burst: time.Second, NoLimitHeaders: true, NoRetryAfter: true})
+	srv := httptest.NewServer(m)
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	first := taggedPrompts(t, dir, "FIRST", 50, 520)
+	second := taggedPrompts(t, dir, "SECOND", 20, 520)
+	common := []string{"--provider", "anthropic", "--model", "m", "--quiet", "--redis", "redis://" + addr + "/0", "--concurrency", "64"}
+	a := startJob(t, srv.URL, append([]string{"batch", first}, common...)...)
+	deadline := time.Now().Add(20 * time.Second)
+	for m.Stats().RateLimited == 0 || m.Stats().Completed < 20 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first process drew %d 429s and answered %d in 20s: %s", m.Stats().RateLimited, m.Stats().Completed, a.stderr.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	before := m.Stats().RateLimited
+	b := startJob(t, srv.URL, append([]string{"batch", second}, common...)...)
+	bs := b.wait(t, "second process")
+	as := a.wait(t, "first process")
+	st := m.Stats()
+	t.Logf("429s: %d before the second process joined, %d after; first: %+v; second: %+v", before, st.RateLimited-before, as.Limits, bs.Limits)
+	if as.Failed != 0 || bs.Failed != 0 || st.Completed != 70 {
+		t.Fatalf("failed %d and %d, %d completed; want none failed, 70", as.Failed, bs.Failed, st.Completed)
+	}
+	if st.RateLimited > 7 {
+		t.Errorf("%d 429s for 70 requests, want at most 10%%", st.RateLimited)
+	}
+	if len(bs.Limits) != 1 || bs.Limits[0].RPMFrom429s <= 0 {
+		t.Errorf("the second process's limits %+v: want the rate learned from 429s", bs.Limits)
+	}
+}

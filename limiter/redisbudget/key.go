@@ -142,11 +142,10 @@ type keyState struct {
 	// pauseClamped counts pause hints cut to MaxPause.
 	pauseClamped int64
 	overloaded   int64
-	// streak counts hint-less 429s since the last success (the backoff's
-	// exponent); refusedAt is reserved at the last one that was not an
-	// echo.
-	streak    int
-	refusedAt int64
+	// aimdRate is the shared AIMD's request and token rates (per second,
+	// 0: none) and aimdCuts its cuts, as the last script reply said.
+	aimdRate [2]float64
+	aimdCuts int64
 }
 
 // newKeyState names the key's Redis keys prefix:{name}:…; the hash tag
@@ -233,7 +232,6 @@ func (k *keyState) block(now time.Time, dim limiter.Dimension, wait time.Duratio
 
 func (k *keyState) admit(t *ticket) {
 	k.inflight[t.id] = t
-	t.n = k.reserved + 1
 	for i := range numBuckets {
 		if t.mask&(1<<i) != 0 {
 			k.out[i] += t.cost.Amount(i)
@@ -279,6 +277,17 @@ func (k *keyState) stats(now time.Time) limiter.KeyStats {
 		Overloaded:   k.overloaded,
 	}
 	s.Effective = effective(k.conf, k.learned)
+	if r := k.aimdRate[0] * 60; r > 0 && (s.Effective.RPM == 0 || r < s.Effective.RPM) {
+		s.Effective.RPM = r
+	}
+	if r := k.aimdRate[1] * 60; r > 0 && (s.Effective.TPM == 0 || r < s.Effective.TPM) {
+		s.Effective.TPM = r
+	}
+	if k.aimdCuts > 0 {
+		// A ramp from the first answer is a guess: only a cut measures
+		// what the server sustains (as in package limiter).
+		s.RefusalRPM, s.RefusalTPM = k.aimdRate[0]*60, k.aimdRate[1]*60
+	}
 	var most time.Duration
 	for d := limiter.DimRequests; d < limiter.NumDimensions; d++ {
 		if s.WaitBy[d] > most {

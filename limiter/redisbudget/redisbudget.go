@@ -35,11 +35,11 @@
 //
 //   - Auto mode learns the limits the rate-limit headers name and shares
 //     them on the key (llmrun:{K}:learned, with a version every
-//     reservation checks), so every process uses what one learned. The
-//     concurrency window is not learned: Limits.Concurrency is the key's
-//     cap. Nor are rates learned from 429s (limiter.AIMD): a refused
-//     ticket pauses the key for the server's hint or a backoff, in every
-//     process.
+//     reservation checks), so every process uses what one learned. Where
+//     no headers describe the key, the rates learned from 429s
+//     (limiter.AIMD) are one learner on the key too, run by the scripts
+//     (see aimd.go). The concurrency window is not learned:
+//     Limits.Concurrency is the key's cap.
 //   - Concurrency is a per-key set of in-flight tickets with leases: a live
 //     process renews its tickets' leases every Lease/3, so the slots of a
 //     process that crashed (or called Close) free themselves after Lease,
@@ -65,8 +65,9 @@
 // lease expiry), the pause llmrun:{K}:pause (expiring with the pause), the
 // room llmrun:{K}:room (ticket ids scored by virtual arrival, µs) and its
 // leases llmrun:{K}:roomlease (ticket ids scored by lease expiry), the
-// learned limits llmrun:{K}:learned (v: version, h1..h4: per-minute limits;
-// kept LearnTTL after the last response that named them) and the channel
+// learned limits llmrun:{K}:learned (v: version, h1..h4: per-minute limits,
+// kept LearnTTL after the last response that named them; a_*: the AIMD of
+// the rates learned from 429s, kept StateTTL) and the channel
 // llmrun:{K}:wake. A ticket id is role-hash|host|pid|instance:seq@priority
 // (see Holder). It needs Redis 5 or later (scripts that read TIME and then
 // write), standalone, Sentinel or Cluster.
@@ -473,9 +474,13 @@ func (b *Budget) try(ctx context.Context, k *keyState, p params, ver int64, c li
 	if aging <= 0 || aging > limiter.MaxAging {
 		aging = limiter.MaxAging
 	}
-	args := make([]any, 0, 10+4*numBuckets)
+	k.mu.Lock()
+	conf := k.conf
+	k.mu.Unlock()
+	args := make([]any, 0, 12+4*numBuckets)
 	args = append(args, w.id, micros(b.o.Lease), p.conc, p.skew, b.o.StateTTL.Milliseconds(),
-		micros(b.o.RoomLease), strconv.FormatFloat(w.score, 'f', 0, 64), int64(w.prio)*micros(aging), k.channel, ver)
+		micros(b.o.RoomLease), strconv.FormatFloat(w.score, 'f', 0, 64), int64(w.prio)*micros(aging), k.channel, ver,
+		conf.Headroom, conf.Burst.Seconds())
 	for i := range numBuckets {
 		args = append(args, p.rate[i], p.base[i], p.max[i], c.Amount(i))
 	}
@@ -521,18 +526,21 @@ func (b *Budget) try(ctx context.Context, k *keyState, p params, ver int64, c li
 		k.mu.Unlock()
 		return tryResult{stale: true}, nil
 	}
-	if len(res) != 1+numBuckets {
+	if len(res) != 6+numBuckets {
 		return bad()
 	}
-	t := &ticket{b: b, k: k, id: w.id, cost: c, mask: p.mask()}
+	t := &ticket{b: b, k: k, id: w.id, cost: c, mask: p.mask(), at: b.now()}
 	for i := range numBuckets {
 		s, _ := res[1+i].(string)
 		if t.after[i], err = strconv.ParseFloat(s, 64); err != nil {
 			return bad()
 		}
 	}
+	t.ep, _ = res[1+numBuckets].(int64)
+	t.ms, _ = res[2+numBuckets].(int64)
 	k.mu.Lock()
 	k.admit(t)
+	k.aimd(res[3+numBuckets], res[4+numBuckets], res[5+numBuckets])
 	k.mu.Unlock()
 	return tryResult{t: t}, nil
 }
@@ -562,7 +570,7 @@ func (b *Budget) observe(k *keyState, o limiter.Observation, age time.Duration, 
 	}
 	var named [numBuckets]float64
 	k.mu.Lock()
-	auto, p := k.conf.Auto, k.p
+	auto, p, conf := k.conf.Auto, k.p, k.conf
 	learned := k.learned
 	for i, w := range ws {
 		if auto && w.Limit > 0 {
@@ -579,8 +587,8 @@ func (b *Budget) observe(k *keyState, o limiter.Observation, age time.Duration, 
 	if auto {
 		keep = b.o.LearnTTL.Milliseconds()
 	}
-	args := make([]any, 0, 5+6*numBuckets)
-	args = append(args, max(age, 0).Seconds(), string(mode), b.o.StateTTL.Milliseconds(), keep, k.channel)
+	args := make([]any, 0, 7+6*numBuckets)
+	args = append(args, max(age, 0).Seconds(), string(mode), b.o.StateTTL.Milliseconds(), keep, k.channel, conf.Headroom, conf.Burst.Seconds())
 	some := named != [numBuckets]float64{}
 	for i, w := range ws {
 		rem := int64(-1)
@@ -653,8 +661,8 @@ func (b *Budget) Pause(key string, until time.Time) {
 	}
 }
 
-// RateLimited counts a 429 for key (in this process's Stats); nothing is
-// learned from it (see the package comment).
+// RateLimited counts a 429 for key (in this process's Stats); what is
+// learned from a 429 goes through Ticket.Refused.
 func (b *Budget) RateLimited(key string) {
 	k := b.key(key)
 	k.mu.Lock()

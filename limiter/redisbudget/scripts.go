@@ -1,6 +1,10 @@
 package redisbudget
 
-import "github.com/redis/go-redis/v9"
+import (
+	"github.com/redis/go-redis/v9"
+
+	"github.com/llmrun/llmrun/limiter"
+)
 
 // The Lua scripts. Every script reads the clock with redis.call('TIME'), so
 // the clocks of the machines sharing a budget do not matter: callers only
@@ -26,14 +30,15 @@ import "github.com/redis/go-redis/v9"
 
 // prelude defines the helpers shared by the scripts. base is the ARGV index
 // before bucket 1's parameters; each bucket has stride parameters, the first
-// three being rate, burst capacity and maximum.
+// three being rate, burst capacity and maximum; over, if set, may replace
+// them (the rates learned from 429s, see aimdPrelude).
 const prelude = `
 local function now_us()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
-local function load(now, base, stride)
+local function load(now, base, stride, over)
   local st = redis.call('HMGET', KEYS[1], 't', 'l1', 'l2', 'l3', 'l4',
     'g1', 'g2', 'g3', 'g4', 'c1', 'c2', 'c3', 'c4')
   local last = tonumber(st[1]) or now
@@ -44,6 +49,7 @@ local function load(now, base, stride)
     local x = {rate = tonumber(ARGV[o + 1]), base = tonumber(ARGV[o + 2]),
       max = tonumber(ARGV[o + 3]), big = tonumber(st[5 + i]) or 0,
       cum = tonumber(st[9 + i]) or 0}
+    if over then over(i, x) end
     x.cap = math.min(math.max(x.base, x.big), x.max)
     if x.rate > 0 then
       local l = tonumber(st[1 + i])
@@ -119,8 +125,10 @@ end
 // ticket id, lease (µs), concurrency limit (0 = none), skew (s), state TTL
 // (ms), room lease (µs), the ticket's score (0 when it has none yet),
 // priority × aging (µs), the key's channel, the learned version the
-// parameters come from (-1: explicit limits), then per bucket: rate, burst
-// capacity, maximum, amount.
+// parameters come from (-1: explicit limits), headroom, burst (s), then per
+// bucket: rate, burst capacity, maximum, amount. While no headers describe
+// the key, the rates learned from 429s (see aimd.go) govern its requests
+// and combined-tokens buckets.
 //
 // If the learned limits changed since that version it takes nothing and
 // returns {2, version, h1..h4}: the caller recomputes its parameters and
@@ -136,14 +144,16 @@ end
 // concurrency the time until the first lease expires. Otherwise it takes
 // the cost from every bucket at once, adds the ticket to the in-flight set
 // with the lease, leaves the room (waking the next first) and returns {1,
-// cum1..cum4}: the cumulative charges right after this admission, as
-// strings.
-var reserveScript = redis.NewScript(prelude + roomPrelude + `
+// cum1..cum4, epoch, measurement, request rate, token rate, cuts}: the
+// cumulative charges right after this admission and the learned rates (per
+// second, 0: none), as strings, and the ticket's AIMD mark.
+var reserveScript = redis.NewScript(prelude + roomPrelude + aimdPrelude(limiter.DefaultAIMD) + `
 local now = now_us()
 local id, lease, conc = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local skew, ttl = tonumber(ARGV[4]), tonumber(ARGV[5])
 local rlease, score, offset, chan = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9]
 local want = tonumber(ARGV[10])
+local hr, burst = tonumber(ARGV[11]), tonumber(ARGV[12])
 if want >= 0 then
   local l = redis.call('HMGET', KEYS[6], 'v', 'h1', 'h2', 'h3', 'h4')
   local v = tonumber(l[1]) or 0
@@ -175,11 +185,17 @@ if first[1] and first[1] ~= id then
   end
 end
 
-local b = load(now, 10, 4)
+local on = aimd_on(KEYS[6])
+local ai
+if on then
+  ai = aimd_load(KEYS[6])
+  aimd_advance(ai, now)
+end
+local b = load(now, 12, 4, on and aimd_over(ai, hr, burst) or nil)
 local amount = {}
 for i = 1, 4 do
   local x = b[i]
-  local a = tonumber(ARGV[10 + (i - 1) * 4 + 4])
+  local a = tonumber(ARGV[12 + (i - 1) * 4 + 4])
   amount[i] = a
   if x.rate > 0 and a > x.cap and a <= x.max then
     if x.level >= x.cap - 1e-6 then x.level = a end
@@ -232,6 +248,13 @@ for i = 1, 4 do
   out[i + 1] = string.format('%.17g', x.cum)
 end
 save(now, b, ttl)
+if on then
+  aimd_sent(ai, now, amount[1], amount[2] + amount[3])
+  aimd_save(KEYS[6], ai, ttl)
+  out[6], out[7], out[8], out[9], out[10] = ai.ep, ai.ms, string.format('%.17g', ai.r1), string.format('%.17g', ai.r2), ai.cuts
+else
+  out[6], out[7], out[8], out[9], out[10] = -1, -1, '0', '0', 0
+end
 if mine then
   redis.call('ZREM', KEYS[4], id)
   redis.call('ZREM', KEYS[5], id)
@@ -240,21 +263,34 @@ wake_first(KEYS[4], chan)
 return out
 `)
 
-// finishScript ends a ticket: it reconciles the buckets, frees the slot
-// and wakes the room's first ticket, which may now fit.
+// finishScript ends a ticket: it reconciles the buckets, frees the slot,
+// tells the shared AIMD and wakes the room's first ticket, which may now
+// fit.
 //
-// KEYS: state, in-flight set, room. ARGV: ticket id, state TTL (ms), the
-// key's channel, then per bucket: rate, burst capacity, maximum, delta. A
+// KEYS: state, in-flight set, room, learned. ARGV: ticket id, state TTL
+// (ms), the key's channel, headroom, burst (s), how it ended ('s' answered,
+// 'f' failed, 'c' never sent), its AIMD epoch and measurement, the
+// requests and tokens reserved and the tokens used, the answer's latency
+// (µs) and 1 if the key learns its limits (Auto: a first answer starts the
+// AIMD's ramp), then per bucket: rate, burst capacity, maximum, delta. A
 // positive delta (over-reservation, or what a failed or cancelled attempt
 // returns) is refunded up to the capacity; a negative one
 // (under-reservation) is charged, possibly making the level negative. The
 // cumulative charge moves by -delta.
-var finishScript = redis.NewScript(prelude + roomPrelude + `
+var finishScript = redis.NewScript(prelude + roomPrelude + aimdPrelude(limiter.DefaultAIMD) + `
 local now = now_us()
-local b = load(now, 3, 4)
+local ttl, hr, burst, kind = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
+local ms, req, rtok, atok = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
+local on = aimd_on(KEYS[4])
+local ai
+if on then
+  ai = aimd_load(KEYS[4])
+  aimd_advance(ai, now)
+end
+local b = load(now, 13, 4, on and aimd_over(ai, hr, burst) or nil)
 for i = 1, 4 do
   local x = b[i]
-  local d = tonumber(ARGV[3 + (i - 1) * 4 + 4])
+  local d = tonumber(ARGV[13 + (i - 1) * 4 + 4])
   if x.rate > 0 and d ~= 0 then
     if d > 0 then
       x.level = math.max(x.level, math.min(x.level + d, x.cap))
@@ -264,10 +300,96 @@ for i = 1, 4 do
     x.cum = x.cum - d
   end
 end
-save(now, b, tonumber(ARGV[2]))
+save(now, b, ttl)
 redis.call('ZREM', KEYS[2], ARGV[1])
+if on then
+  if kind == 's' then
+    aimd_answered(ai, ms, rtok, atok)
+    if ARGV[13] == '1' then aimd_ramp(ai, now, tonumber(ARGV[12])) end
+  elseif kind == 'f' then
+    aimd_failed(ai, ms, rtok)
+  elseif kind == 'c' then
+    aimd_unsent(ai, ms, req, rtok)
+  end
+  aimd_save(KEYS[4], ai, ttl)
+end
 wake_first(KEYS[3], ARGV[3])
 return 1
+`)
+
+// refusedScript ends a ticket the server refused for load, as a failure
+// (the request charge stays, the tokens return, the slot frees), and
+// tells the key: a 429 (not an overload) feeds the shared AIMD while no
+// headers describe the key (a cut, unless it is an echo of the last one,
+// empties the buckets the learned rates govern: the server's is empty),
+// and pauses every process for the server's hint or, without one, for
+// the AIMD's backoff; an overload pauses only for a hint. Pauses are cut
+// to the maximum and never shorten a later one.
+//
+// KEYS: state, in-flight set, room, learned, pause. ARGV: ticket id, state
+// TTL (ms), the key's channel, headroom, burst (s), 1 for an overload, the
+// ticket's AIMD epoch and measurement, its requests and tokens reserved,
+// the hint (µs, negative: none), the longest pause (µs), then per bucket:
+// rate, burst capacity, maximum, delta (as finishScript). It returns
+// {echo, pause set (µs), pause before (µs), request rate, token rate,
+// cuts}, the rates as strings.
+var refusedScript = redis.NewScript(prelude + roomPrelude + aimdPrelude(limiter.DefaultAIMD) + `
+local now = now_us()
+local ttl, hr, burst, overloaded = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6] == '1'
+local ep, ms, req, rtok = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
+local hint, maxpause = tonumber(ARGV[11]), tonumber(ARGV[12])
+local on = aimd_on(KEYS[4])
+local ai
+if on then
+  ai = aimd_load(KEYS[4])
+  aimd_advance(ai, now)
+end
+local b = load(now, 12, 4, on and aimd_over(ai, hr, burst) or nil)
+for i = 1, 4 do
+  local x = b[i]
+  local d = tonumber(ARGV[12 + (i - 1) * 4 + 4])
+  if x.rate > 0 and d > 0 then
+    x.level = math.max(x.level, math.min(x.level + d, x.cap))
+    x.cum = x.cum - d
+  end
+end
+redis.call('ZREM', KEYS[2], ARGV[1])
+local echo, pause = true, 0
+if on and not overloaded then
+  echo, pause = aimd_refused(ai, now, ep, ms, req, rtok, hint >= 0)
+  if not echo then
+    -- The cut takes effect at once: the governed buckets at the new
+    -- rates, emptied.
+    local over = aimd_over(ai, hr, burst)
+    for i = 1, 4 do
+      local x = b[i]
+      local o = 12 + (i - 1) * 4
+      local y = {rate = tonumber(ARGV[o + 1]), base = tonumber(ARGV[o + 2]), max = tonumber(ARGV[o + 3])}
+      over(i, y)
+      if y.aimd then
+        x.rate, x.base, x.max = y.rate, y.base, y.max
+        x.cap = math.min(math.max(x.base, x.big), x.max)
+        x.level = math.min(x.level or x.cap, 0)
+      end
+    end
+  end
+  aimd_save(KEYS[4], ai, ttl)
+end
+save(now, b, ttl)
+if hint >= 0 then pause = hint end
+local set, before = 0, 0
+local cur = tonumber(redis.call('GET', KEYS[5]) or '0') or 0
+before = math.max(math.ceil(cur - now), 0)
+if pause > 0 then
+  set = math.min(pause, maxpause)
+  if now + set > cur then
+    redis.call('SET', KEYS[5], string.format('%.0f', now + set), 'PX', math.ceil(set / 1000) + 1)
+  end
+end
+wake_first(KEYS[3], ARGV[3])
+local r1, r2, cuts = '0', '0', 0
+if ai then r1, r2, cuts = string.format('%.17g', ai.r1), string.format('%.17g', ai.r2), ai.cuts end
+return {echo and 1 or 0, set, before, r1, r2, cuts}
 `)
 
 // leaveScript takes tickets that give up out of the room, waking the new
@@ -291,20 +413,28 @@ return 1
 // unseen charge is the cumulative charge minus the ticket's snapshot; 'p':
 // the unseen charge is given), state TTL (ms), how long learned limits are
 // kept (ms; 0: the key's limits are explicit, learn nothing), the key's
-// channel, then per bucket: rate, burst capacity, maximum, remaining
+// channel, headroom, burst (s), then per bucket: rate, burst capacity, maximum, remaining
 // (negative = unknown), snapshot or unseen charge, limit (per minute, 0 =
 // unknown). A level becomes min(level, remaining + rate×age - unseen):
 // never raised. A limit that differs from the learned one replaces it and
-// bumps the learned version, waking the room's first ticket. With learning
-// it returns {version, h1..h4}, else {}.
-var observeScript = redis.NewScript(prelude + roomPrelude + `
+// bumps the learned version, waking the room's first ticket, and resets the
+// rates learned from 429s. With learning it returns {version, h1..h4},
+// else {}.
+var observeScript = redis.NewScript(prelude + roomPrelude + aimdPrelude(limiter.DefaultAIMD) + `
 local now = now_us()
 local age, mode = tonumber(ARGV[1]), ARGV[2]
 local keep, chan = tonumber(ARGV[4]), ARGV[5]
-local b = load(now, 5, 6)
+local hr, burst = tonumber(ARGV[6]), tonumber(ARGV[7])
+local on = aimd_on(KEYS[2])
+local ai
+if on then
+  ai = aimd_load(KEYS[2])
+  aimd_advance(ai, now)
+end
+local b = load(now, 7, 6, on and aimd_over(ai, hr, burst) or nil)
 for i = 1, 4 do
   local x = b[i]
-  local o = 5 + (i - 1) * 6
+  local o = 7 + (i - 1) * 6
   local rem, arg = tonumber(ARGV[o + 4]), tonumber(ARGV[o + 5])
   if x.rate > 0 and rem >= 0 then
     local unseen = arg
@@ -316,7 +446,7 @@ save(now, b, tonumber(ARGV[3]))
 if keep <= 0 then return {} end
 local changed = false
 for i = 1, 4 do
-  local lim = tonumber(ARGV[5 + (i - 1) * 6 + 6])
+  local lim = tonumber(ARGV[7 + (i - 1) * 6 + 6])
   if lim > 0 and tonumber(redis.call('HGET', KEYS[2], 'h' .. i) or '0') ~= lim then
     redis.call('HSET', KEYS[2], 'h' .. i, string.format('%.17g', lim))
     changed = true
@@ -324,6 +454,11 @@ for i = 1, 4 do
 end
 if changed then
   redis.call('HINCRBY', KEYS[2], 'v', 1)
+  if on then
+    -- Headers describe the key now: no rates from 429s.
+    aimd_reset(ai)
+    aimd_save(KEYS[2], ai, keep)
+  end
   wake_first(KEYS[3], chan)
 end
 redis.call('PEXPIRE', KEYS[2], keep)

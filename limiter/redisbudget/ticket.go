@@ -2,6 +2,7 @@ package redisbudget
 
 import (
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -9,7 +10,7 @@ import (
 )
 
 // ticket is one admitted attempt. It is safe for concurrent use; the first
-// of Settle, Fail and Cancel ends it, later calls are no-ops.
+// of Settle, Fail, Refused and Cancel ends it, later calls are no-ops.
 type ticket struct {
 	b    *Budget
 	k    *keyState
@@ -20,9 +21,11 @@ type ticket struct {
 	// (all processes): what was charged since is what a header computed
 	// when this request reached the provider cannot know about.
 	after [numBuckets]float64
-	// n is the key's local admission count at this ticket: a refusal of a
-	// ticket admitted before the last one is its echo.
-	n int64
+	// ep and ms are the shared AIMD's epoch and measurement at admission
+	// (-1: it did not run): a 429 of an older epoch is an echo of a cut.
+	ep, ms int64
+	// at is when it was admitted, for the latency of its answer.
+	at time.Time
 
 	mu   sync.Mutex
 	done bool
@@ -35,76 +38,42 @@ func (t *ticket) Cost() limiter.Cost { return t.cost }
 
 // Settle ends the attempt with the usage the response reported: refunds
 // over-reservation (up to each bucket's capacity), charges
-// under-reservation (a bucket may go negative) and frees the slot.
-// actual.Requests is ignored: a sent request keeps its request charge.
+// under-reservation (a bucket may go negative) and frees the slot; the
+// shared AIMD counts it answered (a key learning its limits starts its
+// ramp from the first answer). actual.Requests is ignored: a sent request
+// keeps its request charge.
 func (t *ticket) Settle(actual limiter.Cost) {
 	actual.Requests = t.cost.Requests
-	t.finish(actual)
-	t.k.mu.Lock()
-	t.k.streak = max(t.k.streak-1, 0)
-	t.k.mu.Unlock()
+	t.finish('s', actual)
 }
 
 // Fail ends an attempt that produced no usage: it keeps the request charge,
 // refunds the token charges and frees the slot.
-func (t *ticket) Fail() { t.finish(limiter.Cost{Requests: t.cost.Requests}) }
-
-// Refused ends an attempt the server turned away for load, as Fail does,
-// and pauses the key in every process: for the server's hint, or after a
-// 429 without one for a backoff (limiter.DefaultAIMD.BackoffBase, doubling
-// per further hint-less 429 until a success; 429s of tickets admitted
-// before the last one are echoes and pause nothing more). Rates are not
-// learned from 429s here (see the package comment).
-func (t *ticket) Refused(r limiter.Refusal) {
-	t.mu.Lock()
-	done := t.done
-	t.mu.Unlock()
-	if done {
-		return
-	}
-	t.finish(limiter.Cost{Requests: t.cost.Requests})
-	b, k := t.b, t.k
-	var d time.Duration
-	k.mu.Lock()
-	switch {
-	case r.Overloaded:
-		k.overloaded++
-	default:
-		k.rateLimited++
-	}
-	switch {
-	case r.HasRetryAfter:
-		d = r.RetryAfter
-	case !r.Overloaded && t.n > k.refusedAt:
-		k.refusedAt = k.reserved
-		k.streak++
-		d = min(limiter.DefaultAIMD.BackoffBase<<min(k.streak-1, 30), b.o.MaxPause)
-	}
-	k.mu.Unlock()
-	if d > 0 {
-		b.Pause(k.name, b.now().Add(d))
-	}
-}
+func (t *ticket) Fail() { t.finish('f', limiter.Cost{Requests: t.cost.Requests}) }
 
 // Cancel ends a ticket whose request was never sent: everything is
 // returned, the request charge included, and the slot is freed.
-func (t *ticket) Cancel() { t.finish(limiter.Cost{}) }
+func (t *ticket) Cancel() { t.finish('c', limiter.Cost{}) }
 
-// finish reconciles the buckets from the reserved cost to actual.
-func (t *ticket) finish(actual limiter.Cost) {
+// end marks the ticket ended; it reports false if it already was.
+func (t *ticket) end() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.done {
-		return
+		return false
 	}
 	t.done = true
-	k, b := t.k, t.b
-	k.mu.Lock()
-	p := k.p
-	k.finish(t)
-	k.mu.Unlock()
-	args := make([]any, 0, 3+4*numBuckets)
-	args = append(args, t.id, b.o.StateTTL.Milliseconds(), k.channel)
+	return true
+}
+
+// args are the arguments finishScript and refusedScript share: ticket id,
+// state TTL, channel, headroom, burst, then what follows (between), then
+// per bucket the parameters and the delta from reserved to actual.
+func (t *ticket) args(p params, conf limiter.Limits, actual limiter.Cost, between ...any) []any {
+	b, k := t.b, t.k
+	args := make([]any, 0, 5+len(between)+4*numBuckets)
+	args = append(args, t.id, b.o.StateTTL.Milliseconds(), k.channel, conf.Headroom, conf.Burst.Seconds())
+	args = append(args, between...)
 	for i := range numBuckets {
 		d := 0.0
 		if t.mask&(1<<i) != 0 {
@@ -112,11 +81,95 @@ func (t *ticket) finish(actual limiter.Cost) {
 		}
 		args = append(args, p.rate[i], p.base[i], p.max[i], d)
 	}
+	return args
+}
+
+// tokens is what c counts in the AIMD's token dimension.
+func tokens(c limiter.Cost) int64 { return c.Input + c.Output }
+
+// finish reconciles the buckets from the reserved cost to actual and tells
+// the shared AIMD how the attempt ended (kind 's', 'f' or 'c').
+func (t *ticket) finish(kind byte, actual limiter.Cost) {
+	if !t.end() {
+		return
+	}
+	k, b := t.k, t.b
+	k.mu.Lock()
+	p, conf := k.p, k.conf
+	k.finish(t)
+	k.mu.Unlock()
+	learn := 0
+	if conf.Auto {
+		learn = 1
+	}
+	latency := b.now().Sub(t.at)
+	args := t.args(p, conf, actual, string(kind), t.ep, t.ms, t.cost.Requests, tokens(t.cost), tokens(actual), micros(max(latency, 0)), learn)
 	ctx, cancel := b.opContext()
 	defer cancel()
-	keys := []string{k.redisKeys[rkState], k.redisKeys[rkInflight], k.redisKeys[rkRoom]}
+	keys := []string{k.redisKeys[rkState], k.redisKeys[rkInflight], k.redisKeys[rkRoom], k.redisKeys[rkLearned]}
 	if err := finishScript.Run(ctx, b.client, keys, args...).Err(); err != nil {
 		b.report(fmt.Errorf("redisbudget: settle %q: %w", k.name, err))
+	}
+}
+
+// Refused ends an attempt the server turned away for load, as Fail does,
+// and tells the key, in every process: a 429 pauses it for the server's
+// hint (at most MaxPause) and, where no headers describe the key, feeds
+// the shared AIMD, which cuts the rates it learned from 429s (a 429 of a
+// ticket admitted before the last cut is an echo: it changes nothing) and,
+// without a hint, pauses the key for its backoff; an overload (503/529)
+// pauses it only for a hint.
+func (t *ticket) Refused(r limiter.Refusal) {
+	if !t.end() {
+		return
+	}
+	k, b := t.k, t.b
+	k.mu.Lock()
+	p, conf := k.p, k.conf
+	k.finish(t)
+	if r.Overloaded {
+		k.overloaded++
+	} else {
+		k.rateLimited++
+	}
+	k.mu.Unlock()
+	hint := int64(-1)
+	if r.HasRetryAfter {
+		hint = micros(max(r.RetryAfter, 0))
+	}
+	overloaded := 0
+	if r.Overloaded {
+		overloaded = 1
+	}
+	args := t.args(p, conf, limiter.Cost{Requests: t.cost.Requests}, overloaded, t.ep, t.ms, t.cost.Requests, tokens(t.cost), hint, micros(b.o.MaxPause))
+	ctx, cancel := b.opContext()
+	defer cancel()
+	keys := []string{k.redisKeys[rkState], k.redisKeys[rkInflight], k.redisKeys[rkRoom], k.redisKeys[rkLearned], k.redisKeys[rkPause]}
+	res, err := refusedScript.Run(ctx, b.client, keys, args...).Slice()
+	if err != nil {
+		b.report(fmt.Errorf("redisbudget: refused %q: %w", k.name, err))
+		return
+	}
+	if len(res) != 6 {
+		b.report(fmt.Errorf("redisbudget: refused %q: unexpected reply %v", k.name, res))
+		return
+	}
+	set, _ := res[1].(int64)
+	before, _ := res[2].(int64)
+	now := b.now()
+	clamped := hint > micros(b.o.MaxPause)
+	k.mu.Lock()
+	k.aimd(res[3], res[4], res[5])
+	if clamped {
+		k.pauseClamped++
+	}
+	if until := now.Add(time.Duration(set) * time.Microsecond); set > 0 && until.After(k.paused) {
+		k.paused = until
+	}
+	k.mu.Unlock()
+	// Told when it starts a pause: the 429s of one congestion tell once.
+	if clamped && before == 0 && b.o.Warn != nil {
+		b.o.Warn(limiter.PauseClampedMessage(k.name, r.RetryAfter, b.o.MaxPause))
 	}
 }
 
@@ -127,4 +180,14 @@ func (t *ticket) finish(actual limiter.Cost) {
 // this ticket. It may be called before or after Settle/Fail.
 func (t *ticket) Observe(o limiter.Observation, headersAt time.Time) {
 	t.b.observe(t.k, o, t.b.now().Sub(headersAt), 't', t.after)
+}
+
+// aimd takes the shared AIMD's rates (per second, as strings) and cuts
+// from a script's reply, for Stats. It requires k.mu held.
+func (k *keyState) aimd(r1, r2, cuts any) {
+	s1, _ := r1.(string)
+	s2, _ := r2.(string)
+	k.aimdRate[0], _ = strconv.ParseFloat(s1, 64)
+	k.aimdRate[1], _ = strconv.ParseFloat(s2, 64)
+	k.aimdCuts, _ = cuts.(int64)
 }

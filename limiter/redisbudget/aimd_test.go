@@ -1,0 +1,228 @@
+package redisbudget
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/llmrun/llmrun/limiter"
+)
+
+// aimdDriver runs a sequence of AIMD events with explicit times through the
+// shared AIMD's Lua, in a state of its own (no keys): ARGV is events of six
+// fields (kind, time µs, then four numbers); it returns, after each, the
+// rates, whether a 429 was an echo, the pause it called for and whether the
+// request rate is a guess.
+var aimdDriver = redis.NewScript(aimdPrelude(limiter.DefaultAIMD) + `
+local a = {}
+for _, f in ipairs(AIMD_NAMES) do a[f] = 0 end
+local marks, out = {}, {}
+for i = 1, #ARGV, 6 do
+  local kind, t = ARGV[i], tonumber(ARGV[i + 1])
+  local x1, x2, x3, x4 = tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4]), tonumber(ARGV[i + 5])
+  local echo, pause = false, 0
+  if kind == 'sent' then
+    aimd_sent(a, t, x1, x2)
+    marks[#marks + 1] = {a.ep, a.ms}
+  elseif kind == 'unsent' then
+    aimd_unsent(a, marks[x1][2], x2, x3)
+  elseif kind == 'answered' then
+    aimd_answered(a, marks[x1][2], x2, x3)
+  elseif kind == 'failed' then
+    aimd_failed(a, marks[x1][2], x2)
+  elseif kind == 'refused' then
+    echo, pause = aimd_refused(a, t, marks[x1][1], marks[x1][2], x2, x3, x4 == 1)
+  elseif kind == 'ramp' then
+    aimd_ramp(a, t, x1)
+  end
+  aimd_advance(a, t)
+  local e, u = 0, 0
+  if echo then e = 1 end
+  if aimd_unmeasured(a) then u = 1 end
+  out[#out + 1] = string.format('%.17g %.17g %d %.0f %d', a.r1, a.r2, e, pause, u)
+end
+return out
+`)
+
+type aimdEvent struct {
+	kind           string
+	t              int64 // µs since the start
+	x1, x2, x3, x4 int64
+}
+
+// aimdEvents draws a plausible life of a key: admissions, answers,
+// failures, cancels and 429s (with and without a hint) of admitted
+// attempts, the ramp from the first answer, and time passing.
+func aimdEvents(rng *rand.Rand, n int) []aimdEvent {
+	var (
+		evs  []aimdEvent
+		open []int64 // marks (1-based) of attempts not ended
+		cost = map[int64]int64{}
+		t    int64
+		sent int64
+	)
+	end := func() (int64, bool) {
+		if len(open) == 0 {
+			return 0, false
+		}
+		i := rng.IntN(len(open))
+		m := open[i]
+		open = append(open[:i], open[i+1:]...)
+		return m, true
+	}
+	ramped := false
+	for len(evs) < n {
+		t += rng.Int64N(40_000)
+		switch r := rng.IntN(100); {
+		case r < 40:
+			sent++
+			tok := 50 + rng.Int64N(150)
+			cost[sent] = tok
+			open = append(open, sent)
+			evs = append(evs, aimdEvent{"sent", t, 1, tok, 0, 0})
+		case r < 65:
+			if m, ok := end(); ok {
+				evs = append(evs, aimdEvent{"answered", t, m, cost[m], rng.Int64N(cost[m] + 50), 0})
+				if !ramped {
+					ramped = true
+					evs = append(evs, aimdEvent{"ramp", t, rng.Int64N(300_000), 0, 0, 0})
+				}
+			}
+		case r < 70:
+			if m, ok := end(); ok {
+				evs = append(evs, aimdEvent{"failed", t, m, cost[m], 0, 0})
+			}
+		case r < 74:
+			if m, ok := end(); ok {
+				evs = append(evs, aimdEvent{"unsent", t, m, 1, cost[m], 0})
+			}
+		case r < 90:
+			if m, ok := end(); ok {
+				evs = append(evs, aimdEvent{"refused", t, m, 1, cost[m], rng.Int64N(2)})
+			}
+		default:
+			t += rng.Int64N(2_000_000) // a quiet spell: steps and holds pass
+			evs = append(evs, aimdEvent{"tick", t, 0, 0, 0, 0})
+		}
+	}
+	return evs
+}
+
+// TestSharedAIMDMatchesLimiter: the shared AIMD's Lua and limiter.AIMD,
+// driven by the same events at the same instants, agree on the rates, the
+// echoes, the pauses and whether the request rate is a guess, after every
+// event.
+func TestSharedAIMDMatchesLimiter(t *testing.T) {
+	c := newClient(t)
+	base := time.UnixMicro(1_700_000_000_000_000)
+	for seed := range uint64(8) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			evs := aimdEvents(rand.New(rand.NewPCG(seed, 15)), 600)
+			args := make([]any, 0, 6*len(evs))
+			for _, e := range evs {
+				args = append(args, e.kind, base.UnixMicro()+e.t, e.x1, e.x2, e.x3, e.x4)
+			}
+			res, err := aimdDriver.Run(context.Background(), c, nil, args...).StringSlice()
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := limiter.NewAIMD(limiter.DefaultAIMD)
+			var marks []limiter.AIMDMark
+			cuts := 0
+			for i, e := range evs {
+				now := base.Add(time.Duration(e.t) * time.Microsecond)
+				var re limiter.AIMDReaction
+				switch e.kind {
+				case "sent":
+					marks = append(marks, a.Sent(now, limiter.Cost{Requests: e.x1, Input: e.x2}))
+				case "unsent":
+					a.Unsent(marks[e.x1-1], limiter.Cost{Requests: e.x2, Input: e.x3})
+				case "answered":
+					a.Answered(marks[e.x1-1], limiter.Cost{Input: e.x2}, limiter.Cost{Input: e.x3})
+				case "failed":
+					a.Failed(marks[e.x1-1], limiter.Cost{Input: e.x2})
+				case "refused":
+					re = a.RateLimited(now, marks[e.x1-1], limiter.Cost{Requests: e.x2, Input: e.x3}, e.x4 == 1)
+					if !re.Echo {
+						cuts++
+					}
+				case "ramp":
+					a.Ramp(now, time.Duration(e.x1)*time.Microsecond)
+				}
+				r1, r2 := a.Rates(now)
+				f := strings.Fields(res[i])
+				l1, _ := strconv.ParseFloat(f[0], 64)
+				l2, _ := strconv.ParseFloat(f[1], 64)
+				echo := f[2] == "1"
+				pause, _ := strconv.ParseInt(f[3], 10, 64)
+				guess := f[4] == "1"
+				if !same(l1, r1) || !same(l2, r2) || echo != re.Echo || pause != re.Pause.Microseconds() || guess != a.Unmeasured() {
+					t.Fatalf("event %d %+v: Lua rates %g %g echo %v pause %dµs guess %v; limiter.AIMD %g %g echo %v pause %v guess %v",
+						i, e, l1, l2, echo, pause, guess, r1, r2, re.Echo, re.Pause, a.Unmeasured())
+				}
+			}
+			if cuts == 0 || a.Cuts() == 0 {
+				t.Errorf("no cut in %d events: the comparison proved little", len(evs))
+			}
+		})
+	}
+}
+
+// same reports whether two rates agree up to float rounding.
+func same(a, b float64) bool {
+	return math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b))+1e-12
+}
+
+// TestRatesFrom429sAreShared: where no headers describe a key, a 429 in
+// one process cuts the key's rate for every process: another one's next
+// Reserve runs at it, and an echo of the same congestion in a third
+// process (a ticket admitted before the cut) cuts nothing more.
+func TestRatesFrom429sAreShared(t *testing.T) {
+	auto := limiter.Limits{Auto: true, Concurrency: 64}
+	a, b, c := newBudget(t, auto), newBudget(t, auto), newBudget(t, auto)
+	key := testKey(t)
+	ctx := context.Background()
+	cost := limiter.Cost{Requests: 1, Input: 100}
+	reserve := func(bg *Budget) limiter.Ticket {
+		t.Helper()
+		tk, err := bg.Reserve(ctx, key, cost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tk
+	}
+	late := reserve(c) // admitted before the cut: its 429 is an echo
+	for range 10 {
+		reserve(a).Settle(cost)
+	}
+	reserve(a).Refused(limiter.Refusal{}) // no hint: a measured cut
+	sa := a.Stats()[0]
+	if sa.RefusalRPM <= 0 || sa.RefusalTPM <= 0 {
+		t.Fatalf("after a 429: rates from 429s %v rpm, %v tpm", sa.RefusalRPM, sa.RefusalTPM)
+	}
+	late.Refused(limiter.Refusal{})
+	tb := reserve(b)
+	tb.Cancel()
+	sb := b.Stats()[0]
+	if sb.RefusalRPM != sa.RefusalRPM || sb.Effective.RPM != sa.RefusalRPM {
+		t.Errorf("the other process: %v rpm from 429s (effective %v), want the first's %v", sb.RefusalRPM, sb.Effective.RPM, sa.RefusalRPM)
+	}
+	if sc := c.Stats()[0]; sc.RefusalRPM != sa.RefusalRPM {
+		t.Errorf("after an echo: %v rpm, want %v (unchanged)", sc.RefusalRPM, sa.RefusalRPM)
+	}
+	// Headers naming limits take over: the rates from 429s are dropped.
+	tk := reserve(b)
+	tk.Observe(limiter.Observation{Requests: limiter.Window{Limit: 600, Remaining: 500}}, time.Now())
+	tk.Settle(cost)
+	reserve(a).Cancel()
+	if s := a.Stats()[0]; s.RefusalRPM != 0 || s.Effective.RPM != 600 {
+		t.Errorf("after headers: %v rpm from 429s, effective %v; want 0 and 600", s.RefusalRPM, s.Effective.RPM)
+	}
+}
