@@ -39,7 +39,7 @@ func (p Prompt) AppendBody(dst []byte, f Format) []byte {
 			b = append(b, `}]}`...)
 		}
 		b = append(b, `,"contents":[{"parts":[{"text":`...)
-		b = appendJSONString(b, p.Prompt)
+		b = AppendJSONString(b, p.Prompt)
 		b = append(b, `}],"role":"user"}]`...)
 		if p.MaxTokens > 0 {
 			b = append(b, `,"generationConfig":{"maxOutputTokens":`...)
@@ -54,17 +54,17 @@ func (p Prompt) AppendBody(dst []byte, f Format) []byte {
 			b = appendSJSONString(b, p.System)
 		}
 		b = append(b, `,"messages":[{"content":`...)
-		b = appendJSONString(b, p.Prompt)
+		b = AppendJSONString(b, p.Prompt)
 		b = append(b, `,"role":"user"}]`...)
 	default:
 		b = append(b, `,"messages":[`...)
 		if p.System != "" {
 			b = append(b, `{"content":`...)
-			b = appendJSONString(b, p.System)
+			b = AppendJSONString(b, p.System)
 			b = append(b, `,"role":"system"},`...)
 		}
 		b = append(b, `{"content":`...)
-		b = appendJSONString(b, p.Prompt)
+		b = AppendJSONString(b, p.Prompt)
 		b = append(b, `,"role":"user"}]`...)
 		if p.MaxTokens > 0 {
 			b = append(b, `,"max_tokens":`...)
@@ -80,7 +80,7 @@ func (p Prompt) AppendBody(dst []byte, f Format) []byte {
 func appendSJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < ' ' || c > 0x7f || c == '"' || c == '\\' {
-			return appendJSONString(b, s)
+			return AppendJSONString(b, s)
 		}
 	}
 	b = append(b, '"')
@@ -88,11 +88,11 @@ func appendSJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// appendJSONString appends s as a JSON string exactly as encoding/json's
+// AppendJSONString appends s as a JSON string exactly as encoding/json's
 // Marshal does: '"', '\' and control characters escaped (\b \f \n \r \t
 // by name), '<', '>' and '&' as \u003c \u003e \u0026, U+2028 and U+2029
 // escaped, and each invalid UTF-8 byte as \ufffd.
-func appendJSONString(b []byte, s string) []byte {
+func AppendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	start := 0

@@ -110,7 +110,7 @@ func TestBuildMatchesReference(t *testing.T) {
 func TestAppendJSONStringMatchesEncoding(t *testing.T) {
 	check := func(s string) {
 		want, _ := json.Marshal(s)
-		if got := appendJSONString(nil, s); !bytes.Equal(got, want) {
+		if got := AppendJSONString(nil, s); !bytes.Equal(got, want) {
 			t.Fatalf("%q: got %s want %s", s, got, want)
 		}
 	}

@@ -4,8 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"strconv"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/llmrun/llmrun/providers"
 )
 
 // Line is one output or errors-file line: the OpenAI batch output format
@@ -82,5 +85,89 @@ func (l *Line) Marshal() ([]byte, error) {
 		}
 		l.Response.Body = s
 	}
-	return json.Marshal(l)
+	for _, raw := range []json.RawMessage{l.Llmrun.CostUSD, l.Llmrun.Vars} {
+		if len(raw) > 0 && !gjson.ValidBytes(raw) {
+			return json.Marshal(l) // the error encoding/json gives
+		}
+	}
+	return l.appendJSON(make([]byte, 0, 512+len(l.CustomID)+len(l.bodyOf()))), nil
+}
+
+func (l *Line) bodyOf() []byte {
+	if l.Response == nil {
+		return nil
+	}
+	return l.Response.Body
+}
+
+// appendJSON appends the line exactly as encoding/json's Marshal writes it
+// (field order, omitempty, strings and raw values escaped alike; see
+// TestLineMarshalMatchesEncoding), without its reflection and its
+// per-byte pass over the body: a line is written per request.
+func (l *Line) appendJSON(b []byte) []byte {
+	b = append(b, `{"id":`...)
+	b = providers.AppendJSONString(b, l.ID)
+	b = append(b, `,"custom_id":`...)
+	b = providers.AppendJSONString(b, l.CustomID)
+	b = append(b, `,"response":`...)
+	if r := l.Response; r == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, `{"status_code":`...)
+		b = strconv.AppendInt(b, int64(r.StatusCode), 10)
+		b = append(b, `,"request_id":`...)
+		b = providers.AppendJSONString(b, r.RequestID)
+		b = append(b, `,"body":`...)
+		if len(r.Body) == 0 {
+			b = append(b, "null"...)
+		} else {
+			b = providers.AppendCompactJSON(b, r.Body)
+		}
+		b = append(b, '}')
+	}
+	b = append(b, `,"error":`...)
+	if e := l.Error; e == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, `{"code":`...)
+		b = providers.AppendJSONString(b, e.Code)
+		b = append(b, `,"message":`...)
+		b = providers.AppendJSONString(b, e.Message)
+		b = append(b, '}')
+	}
+	d := &l.Llmrun
+	b = append(b, `,"llmrun":{"provider":`...)
+	b = providers.AppendJSONString(b, d.Provider)
+	b = append(b, `,"model":`...)
+	b = providers.AppendJSONString(b, d.Model)
+	if d.Mode != "" {
+		b = append(b, `,"mode":`...)
+		b = providers.AppendJSONString(b, d.Mode)
+	}
+	for _, f := range [...]struct {
+		key       string
+		v         int64
+		omitEmpty bool
+	}{
+		{`,"attempts":`, int64(d.Attempts), false}, {`,"latency_ms":`, d.LatencyMS, false}, {`,"ttft_ms":`, d.TTFTMS, false},
+		{`,"input_tokens":`, d.InputTokens, false}, {`,"output_tokens":`, d.OutputTokens, false},
+		{`,"cache_read_tokens":`, d.CacheRead, true}, {`,"cache_write_tokens":`, d.CacheWrite, true},
+	} {
+		if f.v != 0 || !f.omitEmpty {
+			b = append(b, f.key...)
+			b = strconv.AppendInt(b, f.v, 10)
+		}
+	}
+	if d.Estimated {
+		b = append(b, `,"usage_estimated":true`...)
+	}
+	if len(d.CostUSD) > 0 {
+		b = append(b, `,"cost_usd":`...)
+		b = providers.AppendCompactJSON(b, d.CostUSD)
+	}
+	if len(d.Vars) > 0 {
+		b = append(b, `,"vars":`...)
+		b = providers.AppendCompactJSON(b, d.Vars)
+	}
+	return append(b, "}}"...)
 }
