@@ -168,68 +168,93 @@ func (p *Parser) parseValid(line []byte, lineNo int) (*providers.Request, error)
 			return nil, err
 		}
 	}
+	id, err := f.customID(lineNo)
+	if err != nil {
+		return nil, err
+	}
+	req.ID = id
+	body, from, err := p.wireBody(line, &f, req)
+	if err != nil {
+		return nil, err
+	}
+	if body == nil {
+		return p.simple(req, &f)
+	}
+	return p.finish(req, body, from)
+}
+
+// customID is a line's custom_id (Gemini's batch lines: key), or line-N
+// when it names none.
+func (f *lineFields) customID(lineNo int) (string, error) {
 	idv := f.id
 	if !idv.Exists() {
 		idv = f.key // Gemini's batch lines name their request "key"
 	}
 	switch {
 	case !idv.Exists() || idv.Type == gjson.Null:
-		req.ID = "line-" + strconv.Itoa(lineNo)
+		return "line-" + strconv.Itoa(lineNo), nil
 	case idv.Type == gjson.String && idv.Str != "":
-		req.ID = idv.Str
+		return idv.Str, nil
 	default:
-		return nil, errors.New("custom_id (or key) must be a non-empty string")
+		return "", errors.New("custom_id (or key) must be a non-empty string")
 	}
+}
 
-	var body []byte
-	var from providers.Format
+// wireBody is the request body a line carries (or its template renders)
+// and the format it is written in; a nil body with no error means a
+// simple line, whose prompt field p.simple reads.
+func (p *Parser) wireBody(line []byte, f *lineFields, req *providers.Request) ([]byte, providers.Format, error) {
 	switch {
 	case p.Template != nil:
 		// The line is a record whose fields fill the template; the result
 		// is the prompt of a simple line with the flags' defaults.
 		text, err := p.Template.render(line)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		sp := providers.Prompt{Prompt: text, System: p.Defaults.System, Model: p.Defaults.Model, MaxTokens: p.Defaults.MaxTokens}
-		if body, err = p.buildSimple(&sp); err != nil {
-			return nil, err
+		body, err := p.buildSimple(&sp)
+		if err != nil {
+			return nil, 0, err
 		}
-		from, req.Vars = p.Format, bytes.Clone(line)
+		req.Vars = bytes.Clone(line)
+		return body, p.Format, nil
 	case f.body.Exists():
-		b := f.body
-		if !b.IsObject() {
-			return nil, errors.New("body must be a JSON object")
+		if !f.body.IsObject() {
+			return nil, 0, errors.New("body must be a JSON object")
 		}
 		if m := f.method; m.Exists() && m.Str != "POST" {
-			return nil, fmt.Errorf("method %q is not supported (only POST)", m.Str)
+			return nil, 0, fmt.Errorf("method %q is not supported (only POST)", m.Str)
 		}
 		if u := f.url; u.Exists() {
 			ep, ok := providers.EndpointOf(u.Str)
 			if !ok {
-				return nil, fmt.Errorf("url %q is not supported (want /v1/chat/completions, /v1/responses or /v1/embeddings)", u.Str)
+				return nil, 0, fmt.Errorf("url %q is not supported (want /v1/chat/completions, /v1/responses or /v1/embeddings)", u.Str)
 			}
 			req.Endpoint = ep
 		}
-		body, from = []byte(b.Raw), providers.FormatOpenAI
+		return []byte(f.body.Raw), providers.FormatOpenAI, nil
 	case f.params.Exists():
-		b := f.params
-		if !b.IsObject() {
-			return nil, errors.New("params must be a JSON object")
+		if !f.params.IsObject() {
+			return nil, 0, errors.New("params must be a JSON object")
 		}
-		body, from = []byte(b.Raw), providers.FormatAnthropic
+		return []byte(f.params.Raw), providers.FormatAnthropic, nil
 	case f.request.Exists():
-		b := f.request
-		if !b.IsObject() {
-			return nil, errors.New("request must be a JSON object")
+		if !f.request.IsObject() {
+			return nil, 0, errors.New("request must be a JSON object")
 		}
-		body, from = []byte(b.Raw), providers.FormatGemini
+		return []byte(f.request.Raw), providers.FormatGemini, nil
 	case f.prompt.Exists():
-		return p.simple(req, &f)
+		return nil, 0, nil
 	default:
-		return nil, errors.New("line has no prompt, body, params or request")
+		return nil, 0, errors.New("line has no prompt, body, params or request")
 	}
+}
 
+// finish checks body in the line's own format, translates it to the
+// provider's, fills the flags' defaults, checks it again and sets req's
+// body, model and max tokens from the result.
+func (p *Parser) finish(req *providers.Request, body []byte, from providers.Format) (*providers.Request, error) {
 	// Checked in the line's own shape: translating an Anthropic request
 	// that has only a system prompt would make a messages array of it.
 	if err := checkBody(body, req.Endpoint, from); err != nil {

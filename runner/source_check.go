@@ -48,22 +48,7 @@ func (s *Source) parseAll(lr recordReader, fps *fingerprinter, fn func(parsed) e
 		workers = s.checkWorkers
 	}
 	if workers < 2 {
-		for {
-			line, n, err := lr.next()
-			if err == io.EOF {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			p, err := s.parseOne(line, n, fps)
-			if err != nil {
-				return err
-			}
-			if err := fn(p); err != nil {
-				return err
-			}
-		}
+		return s.parseSerially(lr, fps, fn)
 	}
 
 	inFlight := 2*workers + 2
@@ -81,40 +66,15 @@ func (s *Source) parseAll(lr recordReader, fps *fingerprinter, fn func(parsed) e
 	}()
 
 	wg.Add(1 + workers)
-	go func() { // reader
+	go func() {
 		defer wg.Done()
-		defer close(work)
-		defer close(order)
-		for {
-			var b *checkBatch
-			select {
-			case b = <-free:
-			case <-quit:
-				return
-			}
-			b.fill(lr)
-			for _, ch := range []chan *checkBatch{order, work} {
-				select {
-				case ch <- b:
-				case <-quit:
-					return
-				}
-			}
-			if b.last {
-				return
-			}
-		}
+		readBatches(lr, free, order, work, quit)
 	}()
 	for range workers {
 		go func() {
 			defer wg.Done()
 			for b := range work {
-				start := 0
-				for i, end := range b.ends {
-					b.out[i], b.errs[i] = s.parseOne(b.buf[start:end], b.nums[i], fps)
-					start = end
-				}
-				close(b.ready)
+				s.parseBatch(b, fps)
 			}
 		}()
 	}
@@ -143,6 +103,63 @@ func (s *Source) parseAll(lr recordReader, fps *fingerprinter, fn func(parsed) e
 		free <- b
 	}
 	return nil
+}
+
+// parseSerially is parseAll on one goroutine.
+func (s *Source) parseSerially(lr recordReader, fps *fingerprinter, fn func(parsed) error) error {
+	for {
+		line, n, err := lr.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		p, err := s.parseOne(line, n, fps)
+		if err != nil {
+			return err
+		}
+		if err := fn(p); err != nil {
+			return err
+		}
+	}
+}
+
+// readBatches fills the free batches from lr and hands each to order
+// (for the caller, in input order) and to work (for the parsers), until
+// the input ends or quit closes; it closes work and order when it returns.
+func readBatches(lr recordReader, free <-chan *checkBatch, order, work chan<- *checkBatch, quit <-chan struct{}) {
+	defer close(work)
+	defer close(order)
+	for {
+		var b *checkBatch
+		select {
+		case b = <-free:
+		case <-quit:
+			return
+		}
+		b.fill(lr)
+		for _, ch := range []chan<- *checkBatch{order, work} {
+			select {
+			case ch <- b:
+			case <-quit:
+				return
+			}
+		}
+		if b.last {
+			return
+		}
+	}
+}
+
+// parseBatch parses b's lines and marks it ready.
+func (s *Source) parseBatch(b *checkBatch, fps *fingerprinter) {
+	start := 0
+	for i, end := range b.ends {
+		b.out[i], b.errs[i] = s.parseOne(b.buf[start:end], b.nums[i], fps)
+		start = end
+	}
+	close(b.ready)
 }
 
 // fill reads the next lines of lr into b.
