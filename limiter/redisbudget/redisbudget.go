@@ -321,28 +321,26 @@ func (b *Budget) ReservePriority(ctx context.Context, key string, c limiter.Cost
 		k.dequeue(b.now(), arrived)
 		k.mu.Unlock()
 	}
+	giveUp := func(err error) (limiter.Ticket, error) {
+		leave()
+		b.leaveRoom(k, w)
+		return nil, err
+	}
 
 	for {
 		if err := ctx.Err(); err != nil {
-			leave()
-			b.leaveRoom(k, w)
-			return nil, err
+			return giveUp(err)
 		}
 		k.mu.Lock()
 		p, ver := k.p, k.learnedVersion()
 		k.mu.Unlock()
 		if err := p.tooLarge(key, c); err != nil { // limits may have changed
-			leave()
-			b.leaveRoom(k, w)
-			return nil, err
+			return giveUp(err)
 		}
 		r, err := b.try(ctx, k, p, ver, c, w)
 		if err != nil {
-			leave()
-			b.leaveRoom(k, w)
-			return nil, err
+			return giveUp(err)
 		}
-		now := b.now()
 		switch {
 		case r.t != nil:
 			leave()
@@ -354,23 +352,29 @@ func (b *Budget) ReservePriority(ctx context.Context, key string, c limiter.Cost
 		case r.stale:
 			continue // learned limits taken: ask again with them
 		}
-		k.mu.Lock()
-		k.block(now, r.dim, r.wait)
-		k.mu.Unlock()
-		var fire <-chan time.Time
-		stop := func() bool { return false }
-		if r.first {
-			// Buckets and pauses say how long; a free slot or a refund
-			// wakes it sooner, and MaxWait bounds a lost wake-up.
-			fire, stop = b.newTimer(min(r.wait, b.o.MaxWait))
-		}
-		select {
-		case <-ctx.Done():
-		case <-fire:
-		case <-w.wake:
-		}
-		stop()
+		b.await(ctx, k, w, r)
 	}
+}
+
+// await blocks w after the refusal r until its wait is over, a wake-up
+// on the key's channel comes, or ctx ends.
+func (b *Budget) await(ctx context.Context, k *keyState, w *waiter, r tryResult) {
+	k.mu.Lock()
+	k.block(b.now(), r.dim, r.wait)
+	k.mu.Unlock()
+	var fire <-chan time.Time
+	stop := func() bool { return false }
+	if r.first {
+		// Buckets and pauses say how long; a free slot or a refund
+		// wakes it sooner, and MaxWait bounds a lost wake-up.
+		fire, stop = b.newTimer(min(r.wait, b.o.MaxWait))
+	}
+	select {
+	case <-ctx.Done():
+	case <-fire:
+	case <-w.wake:
+	}
+	stop()
 }
 
 // ready prepares key k for this process's first Reserve on it: it frees
