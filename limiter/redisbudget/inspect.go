@@ -135,19 +135,36 @@ func Inspect(ctx context.Context, client redis.UniversalClient, prefix, name str
 		return KeyReport{}, fmt.Errorf("redisbudget: inspect %q: unexpected reply %v", name, res)
 	}
 	now, _ := strconv.ParseFloat(str(res[0]), 64)
-	st := pairs(res[1])
-	num := func(m map[string]string, f string) float64 {
-		v, _ := strconv.ParseFloat(m[f], 64)
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return 0
-		}
-		return v
-	}
 	rep := KeyReport{Key: name, WaitingByPriority: map[string]int{}}
-	last := num(st, "t")
+	rep.readState(pairs(res[1]), now)
+	pause, _ := res[4].(int64)
+	rep.PausedFor = time.Duration(pause) * time.Microsecond
+	learned := pairs(res[5])
+	rep.LearnedVersion = int64(field(learned, "v"))
+	for i := range numBuckets {
+		rep.Learned[i] = field(learned, "h"+strconv.Itoa(i+1))
+	}
+	rep.countTickets(strs(res[2]), strs(res[3]))
+	return rep, nil
+}
+
+// field is the number in m's field f, 0 when it is missing or not finite.
+func field(m map[string]string, f string) float64 {
+	v, _ := strconv.ParseFloat(m[f], 64)
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0
+	}
+	return v
+}
+
+// readState fills the limits, bucket levels (refilled up to now, in
+// Redis's microseconds), concurrency and blocking dimension from the
+// key's state hash st.
+func (rep *KeyReport) readState(st map[string]string, now float64) {
+	last := field(st, "t")
 	for i := range numBuckets {
 		n := strconv.Itoa(i + 1)
-		rate, capacity := num(st, "r"+n), num(st, "k"+n)
+		rate, capacity := field(st, "r"+n), field(st, "k"+n)
 		if rate <= 0 {
 			continue
 		}
@@ -158,17 +175,16 @@ func Inspect(ctx context.Context, client redis.UniversalClient, prefix, name str
 			rep.Level[i] = min(lv+rate*max(now-last, 0)/1e6, capacity)
 		}
 	}
-	rep.Concurrency = int(num(st, "cc"))
-	if d := limiter.Dimension(num(st, "bd")); d > limiter.DimNone && d < limiter.NumDimensions {
+	rep.Concurrency = int(field(st, "cc"))
+	if d := limiter.Dimension(field(st, "bd")); d > limiter.DimNone && d < limiter.NumDimensions {
 		rep.Blocked = d.String()
 	}
-	pause, _ := res[4].(int64)
-	rep.PausedFor = time.Duration(pause) * time.Microsecond
-	learned := pairs(res[5])
-	rep.LearnedVersion = int64(num(learned, "v"))
-	for i := range numBuckets {
-		rep.Learned[i] = num(learned, "h"+strconv.Itoa(i+1))
-	}
+}
+
+// countTickets counts the tickets in flight and waiting, in all and by
+// the process holding them (ordered by host, pid and instance), the
+// waiting ones by the priority their id names.
+func (rep *KeyReport) countTickets(inFlight, waiting []string) {
 	procs := map[string]*ProcessReport{}
 	proc := func(id string) *ProcessReport {
 		h, ok := parseTicket(id)
@@ -182,11 +198,11 @@ func Inspect(ctx context.Context, client redis.UniversalClient, prefix, name str
 		}
 		return p
 	}
-	for _, id := range strs(res[2]) {
+	for _, id := range inFlight {
 		rep.InFlight++
 		proc(id).InFlight++
 	}
-	for _, id := range strs(res[3]) {
+	for _, id := range waiting {
 		rep.Waiting++
 		p := proc(id)
 		p.Waiting++
@@ -206,7 +222,6 @@ func Inspect(ctx context.Context, client redis.UniversalClient, prefix, name str
 	slices.SortFunc(rep.Processes, func(a, b ProcessReport) int {
 		return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.PID, b.PID), cmp.Compare(a.Instance, b.Instance))
 	})
-	return rep, nil
 }
 
 func str(v any) string {
