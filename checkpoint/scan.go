@@ -75,32 +75,10 @@ func scan(r io.Reader, o scanOpts, fn func(l *scanLine) error) (scanResult, erro
 
 	var (
 		res      scanResult
-		held     scanLine // the last non-blank complete line seen, not yet passed on
-		hasHeld  bool
-		heldLine []byte
-		heldID   []byte
+		held     heldLine
 		torn     *scanLine
 		lineBase int // lines in the chunks before the current one
-		err      error
 	)
-	hold := func(l *scanLine) {
-		heldLine = append(heldLine[:0], l.Line...)
-		held = *l
-		held.Line = heldLine
-		if l.ID != nil {
-			heldID = append(heldID[:0], l.ID...)
-			held.ID = heldID
-		}
-		hasHeld = true
-	}
-	emit := func() error {
-		hasHeld = false
-		res.Lines++
-		if held.Bad != "" {
-			res.Bad++
-		}
-		return fn(&held)
-	}
 	for c := range p.inOrder() {
 		if c.err != nil {
 			return res, fmt.Errorf("checkpoint: read %s: %w", o.path, c.err)
@@ -116,8 +94,8 @@ func scan(r io.Reader, o scanOpts, fn func(l *scanLine) error) (scanResult, erro
 				torn = &t
 				continue
 			}
-			if hasHeld {
-				if err = emit(); err != nil {
+			if held.ok {
+				if err := held.emit(&res, fn); err != nil {
 					return res, err
 				}
 			}
@@ -126,15 +104,15 @@ func scan(r io.Reader, o scanOpts, fn func(l *scanLine) error) (scanResult, erro
 				torn = &t
 				continue
 			}
-			hold(&l.scanLine)
+			held.hold(&l.scanLine)
 		}
 		lineBase += c.nl
 		p.recycle(c)
 	}
-	if hasHeld {
-		if held.Bad != "" {
-			torn = &held // malformed, and only blank lines (or space) after it
-		} else if err = emit(); err != nil {
+	if held.ok {
+		if held.l.Bad != "" {
+			torn = &held.l // malformed, and only blank lines (or space) after it
+		} else if err := held.emit(&res, fn); err != nil {
 			return res, err
 		}
 	}
@@ -143,6 +121,37 @@ func scan(r io.Reader, o scanOpts, fn func(l *scanLine) error) (scanResult, erro
 		res.Good, res.TornLine, res.Newlines = torn.Off, torn.No, torn.No-1
 	}
 	return res, nil
+}
+
+// heldLine is the last complete non-blank line seen, not yet passed on:
+// only the line after it tells whether a malformed one is the file's
+// last (a torn tail) or a bad line within it. It copies the line, whose
+// chunk is recycled.
+type heldLine struct {
+	l        scanLine
+	ok       bool
+	line, id []byte
+}
+
+func (h *heldLine) hold(l *scanLine) {
+	h.line = append(h.line[:0], l.Line...)
+	h.l = *l
+	h.l.Line = h.line
+	if l.ID != nil {
+		h.id = append(h.id[:0], l.ID...)
+		h.l.ID = h.id
+	}
+	h.ok = true
+}
+
+// emit passes the held line to fn and counts it in res.
+func (h *heldLine) emit(res *scanResult, fn func(l *scanLine) error) error {
+	h.ok = false
+	res.Lines++
+	if h.l.Bad != "" {
+		res.Bad++
+	}
+	return fn(&h.l)
 }
 
 // chunk is a run of whole lines of the file, validated by a worker.
