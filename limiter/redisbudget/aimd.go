@@ -127,6 +127,15 @@ local function aimd_advance(a, now)
   a.s1, a.s2 = 0, 0
 end
 
+-- aimd_at: the key's AIMD advanced to now, or nil when its headers named
+-- a limit (the AIMD is off).
+local function aimd_at(key, now)
+  if not aimd_on(key) then return nil end
+  local a = aimd_load(key)
+  aimd_advance(a, now)
+  return a
+end
+
 local function aimd_unmeasured(a)
   return a.r1 > 0 and (a.rp == 1 or a.p1 == 0)
 end

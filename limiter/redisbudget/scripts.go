@@ -185,12 +185,8 @@ if first[1] and first[1] ~= id then
   end
 end
 
-local on = aimd_on(KEYS[6])
-local ai
-if on then
-  ai = aimd_load(KEYS[6])
-  aimd_advance(ai, now)
-end
+local ai = aimd_at(KEYS[6], now)
+local on = ai ~= nil
 local b = load(now, 12, 4, on and aimd_over(ai, hr, burst) or nil)
 local amount = {}
 for i = 1, 4 do
@@ -281,12 +277,8 @@ var finishScript = redis.NewScript(prelude + roomPrelude + aimdPrelude(limiter.D
 local now = now_us()
 local ttl, hr, burst, kind = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
 local ms, req, rtok, atok = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
-local on = aimd_on(KEYS[4])
-local ai
-if on then
-  ai = aimd_load(KEYS[4])
-  aimd_advance(ai, now)
-end
+local ai = aimd_at(KEYS[4], now)
+local on = ai ~= nil
 local b = load(now, 13, 4, on and aimd_over(ai, hr, burst) or nil)
 for i = 1, 4 do
   local x = b[i]
@@ -338,12 +330,8 @@ local now = now_us()
 local ttl, hr, burst, overloaded = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6] == '1'
 local ep, ms, req, rtok = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
 local hint, maxpause = tonumber(ARGV[11]), tonumber(ARGV[12])
-local on = aimd_on(KEYS[4])
-local ai
-if on then
-  ai = aimd_load(KEYS[4])
-  aimd_advance(ai, now)
-end
+local ai = aimd_at(KEYS[4], now)
+local on = ai ~= nil
 local b = load(now, 12, 4, on and aimd_over(ai, hr, burst) or nil)
 for i = 1, 4 do
   local x = b[i]
@@ -425,12 +413,8 @@ local now = now_us()
 local age, mode = tonumber(ARGV[1]), ARGV[2]
 local keep, chan = tonumber(ARGV[4]), ARGV[5]
 local hr, burst = tonumber(ARGV[6]), tonumber(ARGV[7])
-local on = aimd_on(KEYS[2])
-local ai
-if on then
-  ai = aimd_load(KEYS[2])
-  aimd_advance(ai, now)
-end
+local ai = aimd_at(KEYS[2], now)
+local on = ai ~= nil
 local b = load(now, 7, 6, on and aimd_over(ai, hr, burst) or nil)
 for i = 1, 4 do
   local x = b[i]
