@@ -187,6 +187,12 @@ func TestSummaryText(t *testing.T) {
 	if got := s.Text(); !strings.Contains(got, "1 attempt;") || strings.Contains(got, "retr") {
 		t.Errorf("no retries, yet they are detailed: %q", got)
 	}
+	// The demo's 0.1s run: 20 requests, 0.09s of request time, 0.08s of it waiting.
+	short := &Summary{Requests: 20, Succeeded: 20, RequestSeconds: 0.09, WallSeconds: 0.1,
+		Limits: []KeyLimits{{WaitBySeconds: map[string]float64{"requests": 0.08}}}}
+	if got := short.Text(); strings.Contains(got, "waiting") {
+		t.Errorf("a wait of 0.08s in all is reported: %q", got)
+	}
 	if got := (&Summary{Requests: 2}).OneLine(); !strings.HasPrefix(got, "llmrun: 2 requests:") {
 		t.Errorf("OneLine %q", got)
 	}

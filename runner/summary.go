@@ -223,10 +223,11 @@ func (s *Summary) costString() string {
 			line += fmt.Sprintf(", %s cache hits %.0f%%", m.Model, 100*m.CacheHitRatio)
 		}
 	}
+	line += " (prices of " + s.PricesDate
 	if s.Unpriced > 0 {
-		line += fmt.Sprintf(" (%d answers of models without a price not counted)", s.Unpriced)
+		line += fmt.Sprintf("; %d answers of models without a price not counted", s.Unpriced)
 	}
-	line += " (prices of " + s.PricesDate + ")"
+	line += ")"
 	if s.RecordedCostUSD != nil {
 		line += fmt.Sprintf("; %v recorded in this output of --max-cost %v", pricing.FromUSD(*s.RecordedCostUSD), pricing.FromUSD(s.MaxCostUSD))
 	}

@@ -19,11 +19,18 @@ var dimensionWords = map[string]string{
 	limiter.DimPause.String():       "a 429 pause",
 }
 
+// minWaitWorthSaying is the summed wait, in seconds, below which the
+// summary says nothing of waiting.
+const minWaitWorthSaying = 1.0
+
 // waitString says what share of the requests' time went to waiting for
 // the budget, and for what: "42% of request time waiting for input TPM".
 // The waits are summed over every request, as RequestSeconds is, so the
 // share is a share, whatever the concurrency (a sum of waits set against
-// the wall time would read 2h in a 72s run).
+// the wall time would read 2h in a 72s run). Waits under a second in all
+// are left unsaid: a run of 20 short requests whose first went alone while
+// the limits were learned spent "90%" of its 0.1s waiting, which is true
+// and tells the user nothing.
 func (s *Summary) waitString() string {
 	by := map[string]float64{}
 	var total float64
@@ -33,7 +40,7 @@ func (s *Summary) waitString() string {
 			total += w
 		}
 	}
-	if s.RequestSeconds <= 0 || total <= 0 {
+	if s.RequestSeconds <= 0 || total < minWaitWorthSaying {
 		return ""
 	}
 	dims := make([]string, 0, len(by))
