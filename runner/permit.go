@@ -184,9 +184,6 @@ func (p *permit) end(o attemptOutcome) {
 	r, h := p.r, p.h
 	r.observeAttempt(p, o) // may stop the run: before the gate opens
 	r.logAttempt(h, o)
-	if p.slot {
-		<-r.slots
-	}
 	if p.spendHeld {
 		r.spend.settle(p.spend, o.cost.cost)
 	}
@@ -202,6 +199,12 @@ func (p *permit) end(o attemptOutcome) {
 		default:
 			p.observeFailure(o)
 		}
+	}
+	// The slot frees after the budget has heard the outcome: a refusal
+	// for the day, a 429's pause or a cut must bind the next admission,
+	// which the free slot lets in.
+	if p.slot {
+		<-r.slots
 	}
 	if p.gate != nil {
 		p.gate() // after settle: the key's first answer has calibrated the estimate
