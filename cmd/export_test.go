@@ -17,7 +17,7 @@ import (
 
 // TestExportReadBack runs a batch against the built-in mock in each answer
 // shape (Chat Completions, Anthropic Messages, Gemini, the Responses API,
-// embeddings), exports it to CSV and Parquet with its input, reads both
+// OpenAI's and Gemini's embeddings), exports it to CSV and Parquet with its input, reads both
 // back (the Parquet file with parquet-go, which wrote it) and compares
 // every row with the output's line and the input's prompt: the answer text
 // as the shape holds it, model, finish reason, tokens, cost, latency and
@@ -46,6 +46,9 @@ func TestExportReadBack(t *testing.T) {
 		"embeddings": {"mock-openai", func(i int) string {
 			return fmt.Sprintf(`{"custom_id":"r%d","url":"/v1/embeddings","body":{"model":"emb","input":["one %d","two"]}}`, i, i)
 		}, nil, ""},
+		"gemini embeddings": {"mock-gemini", func(i int) string {
+			return fmt.Sprintf(`{"key":"r%d","request":{"requests":[{"content":{"parts":[{"text":"one %d"}]}},{"content":{"parts":[{"text":"two"}]}}]}}`, i, i)
+		}, nil, ""},
 	}
 	for name, sh := range shapes {
 		t.Run(name, func(t *testing.T) {
@@ -70,7 +73,7 @@ func TestExportReadBack(t *testing.T) {
 			for i := range 13 {
 				l := gjson.Parse(sh.line(i))
 				id := l.Get("custom_id").Str + l.Get("key").Str
-				for _, path := range []string{"prompt", "params.system", "params.messages.0.content", "request.contents.0.parts.0.text", "body.instructions", "body.input"} {
+				for _, path := range []string{"prompt", "params.system", "params.messages.0.content", "request.contents.0.parts.0.text", "body.instructions", "body.input", "request.requests.#.content.parts.0.text"} {
 					v := l.Get(path)
 					for _, x := range append(v.Array(), v)[:max(len(v.Array()), 1)] {
 						if x.Type == gjson.String {
@@ -139,6 +142,9 @@ func checkRow(t *testing.T, format string, r export.Row, line gjson.Result, text
 		}
 	} else {
 		vecs := body.Get("data.#.embedding").Array()
+		if len(vecs) == 0 { // Gemini's batchEmbedContents
+			vecs = body.Get("embeddings.#.values").Array()
+		}
 		if len(r.Embeddings) != len(vecs) || len(vecs) != 2 {
 			t.Fatalf("%s %s: %d vectors, output %d", format, r.CustomID, len(r.Embeddings), len(vecs))
 		}

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -187,17 +188,112 @@ func TestGeminiLearnsFromBare429s(t *testing.T) {
 	}
 }
 
-// TestGeminiRefusesEmbeddings: an embeddings line sent to Gemini is an
-// input error naming its line, not a request sent wrong.
-func TestGeminiRefusesEmbeddings(t *testing.T) {
+// geminiEmbedLines are embeddings lines for Gemini, by id with their
+// inputs and the vector length each asks for: OpenAI's shape with one
+// input and with many, Gemini's own embedContent and batchEmbedContents
+// shapes (without a model: --model names it), one with a
+// dimensionality.
+func geminiEmbedLines() (string, map[string][]string, map[string]int) {
+	lines := `{"custom_id":"oa-one","url":"/v1/embeddings","body":{"model":"text-embedding-004","input":"the moon is made of rock"}}
+{"custom_id":"oa-many","url":"/v1/embeddings","body":{"model":"text-embedding-004","input":["first text","second text","third text"],"dimensions":8}}
+{"key":"gm-one","request":{"content":{"parts":[{"text":"a document about tides"}]},"taskType":"RETRIEVAL_DOCUMENT"}}
+{"key":"gm-many","request":{"requests":[{"content":{"parts":[{"text":"query one"}]}},{"content":{"parts":[{"text":"query two"}]},"outputDimensionality":4}]}}
+`
+	inputs := map[string][]string{
+		"oa-one":  {"the moon is made of rock"},
+		"oa-many": {"first text", "second text", "third text"},
+		"gm-one":  {"a document about tides"},
+		"gm-many": {"query one", "query two"},
+	}
+	dims := map[string]int{"oa-many": 8}
+	return lines, inputs, dims
+}
+
+// geminiVectors are the vectors of a Gemini embeddings answer, in order.
+func geminiVectors(body gjson.Result) [][]float32 {
+	vals := body.Get("embeddings.#.values").Array()
+	if v := body.Get("embedding.values"); v.Exists() {
+		vals = []gjson.Result{v}
+	}
+	var out [][]float32
+	for _, v := range vals {
+		var vec []float32
+		json.Unmarshal([]byte(v.Raw), &vec)
+		out = append(out, vec)
+	}
+	return out
+}
+
+// TestGeminiEmbeddings: OpenAI's and Gemini's embeddings lines, one input
+// and many per request, go to embedContent and batchEmbedContents: every
+// vector is the mock's for its input, model and dimensionality; as Gemini
+// sends no usage, the input tokens are llmrun's estimate, marked so, and
+// no output is counted; export writes the vectors.
+func TestGeminiEmbeddings(t *testing.T) {
 	m, url := mockServer(t, mock.Config{})
+	lines, inputs, dims := geminiEmbedLines()
 	in := filepath.Join(t.TempDir(), "in.jsonl")
-	os.WriteFile(in, []byte(`{"custom_id":"e1","method":"POST","url":"/v1/embeddings","body":{"model":"text-embedding-004","input":"hi"}}`+"\n"), 0o644)
+	os.WriteFile(in, []byte(lines), 0o644)
+	out := filepath.Join(t.TempDir(), "out.jsonl")
 	c := &cli{env: geminiEnv(url)}
-	if code := c.run(t, "batch", in, "--provider", "gemini", "--quiet"); code != ExitUsage || !strings.Contains(c.stderr.String(), in+":1:") || !strings.Contains(c.stderr.String(), "embeddings") {
+	if code := c.run(t, "batch", in, "--provider", "gemini", "--model", "text-embedding-004", "-o", out, "--quiet"); code != 0 {
 		t.Fatalf("exit %d: %s", code, c.stderr.String())
 	}
-	if m.Stats().Attempts != 0 {
-		t.Errorf("%d requests sent", m.Stats().Attempts)
+	got := readLines(t, out)
+	for id, ins := range inputs {
+		l := got[id]
+		vecs := geminiVectors(l.Get("response.body"))
+		if len(vecs) != len(ins) {
+			t.Fatalf("%s: %d vectors, want %d: %s", id, len(vecs), len(ins), l.Raw)
+		}
+		for i, text := range ins {
+			d := cmp.Or(dims[id], mock.DefaultEmbeddingDims)
+			if id == "gm-many" && i == 1 {
+				d = 4
+			}
+			if want := mock.Embedding("text-embedding-004", text, d); fmt.Sprint(vecs[i]) != fmt.Sprint(want) {
+				t.Errorf("%s input %d: %v, want %v", id, i, vecs[i], want)
+			}
+		}
+		dl := l.Get("llmrun")
+		if dl.Get("provider").Str != "gemini" || dl.Get("model").Str != "text-embedding-004" || dl.Get("input_tokens").Int() <= 0 ||
+			dl.Get("output_tokens").Int() != 0 || !dl.Get("usage_estimated").Bool() {
+			t.Errorf("%s: %s", id, dl.Raw)
+		}
+	}
+	if st := m.Stats(); st.Completed != 4 || st.BadRequests != 0 || st.OutputTokens != 0 {
+		t.Errorf("mock stats %+v", st)
+	}
+	if code := c.run(t, "export", out, "--input", in, "--format", "csv", "-o", filepath.Join(t.TempDir(), "x.csv")); code != 0 {
+		t.Fatalf("export exit %d: %s", code, c.stderr.String())
+	}
+}
+
+// TestGeminiEmbeddingsRefused: an embeddings line Gemini cannot take
+// (token ids, base64 vectors, too many inputs) is an input error naming
+// its line, before anything is sent.
+func TestGeminiEmbeddingsRefused(t *testing.T) {
+	many := make([]string, 101)
+	for i := range many {
+		many[i] = fmt.Sprintf("%q", fmt.Sprint("text ", i))
+	}
+	for name, tc := range map[string]struct{ line, want string }{
+		"token ids": {`{"custom_id":"e1","url":"/v1/embeddings","body":{"model":"e","input":[[1,2,3]]}}`, "token-id"},
+		"base64":    {`{"custom_id":"e1","url":"/v1/embeddings","body":{"model":"e","input":"hi","encoding_format":"base64"}}`, "floats only"},
+		"too many":  {`{"custom_id":"e1","url":"/v1/embeddings","body":{"model":"e","input":[` + strings.Join(many, ",") + `]}}`, "at most 100"},
+		"no parts":  {`{"key":"e1","request":{"content":{"parts":[]}}}`, "content with parts"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m, url := mockServer(t, mock.Config{})
+			in := filepath.Join(t.TempDir(), "in.jsonl")
+			os.WriteFile(in, []byte(`{"key":"ok","request":{"content":{"parts":[{"text":"fine"}]}}}`+"\n"+tc.line+"\n"), 0o644)
+			c := &cli{env: geminiEnv(url)}
+			if code := c.run(t, "batch", in, "--provider", "gemini", "--model", "e", "--quiet"); code != ExitUsage || !strings.Contains(c.stderr.String(), in+":2:") || !strings.Contains(c.stderr.String(), tc.want) {
+				t.Fatalf("exit %d: %s", code, c.stderr.String())
+			}
+			if m.Stats().Attempts != 0 {
+				t.Errorf("%d requests sent", m.Stats().Attempts)
+			}
+		})
 	}
 }

@@ -77,6 +77,13 @@ func ReadAnswer(body []byte) Answer {
 			a.Embeddings = append(a.Embeddings, vector(d.Get("embedding")))
 			return true
 		})
+	case root.Get("embedding.values").IsArray(): // Gemini embedContent
+		a.Embeddings = [][]float64{vector(root.Get("embedding.values"))}
+	case root.Get("embeddings").IsArray(): // Gemini batchEmbedContents
+		root.Get("embeddings").ForEach(func(_, e gjson.Result) bool {
+			a.Embeddings = append(a.Embeddings, vector(e.Get("values")))
+			return true
+		})
 	}
 	return a
 }

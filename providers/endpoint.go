@@ -81,8 +81,12 @@ func ResponsesText(body []byte) []byte {
 const tokenIDText = " tok"
 
 // EmbeddingsText gathers the inputs of an embeddings body for a tokenizer:
-// a string, strings, or token ids (each counted as one token).
+// a string, strings, or token ids (each counted as one token); a Gemini
+// body's text parts.
 func EmbeddingsText(body []byte) []byte {
+	if !gjson.GetBytes(body, "input").Exists() {
+		return ContentsText(body)
+	}
 	var b []byte
 	var add func(v gjson.Result)
 	add = func(v gjson.Result) {
@@ -101,9 +105,13 @@ func EmbeddingsText(body []byte) []byte {
 }
 
 // EmbeddingInputs is how many inputs an embeddings body holds: the length
-// of its input array (an array of token ids is one input), else 1.
+// of its input array (an array of token ids is one input) or of a Gemini
+// body's requests, else 1.
 func EmbeddingInputs(body []byte) int {
 	in := gjson.GetBytes(body, "input")
+	if reqs := gjson.GetBytes(body, "requests"); !in.Exists() && reqs.IsArray() {
+		return max(len(reqs.Array()), 1)
+	}
 	if !in.IsArray() {
 		return 1
 	}
@@ -128,3 +136,12 @@ func BatchUnits(item BatchItem) int {
 	}
 	return 1
 }
+
+// embeddingTokens is what one input's vector may take in an answer, counted
+// in the plain-answer tokens Config.ResponseLimit allows 64 bytes each:
+// 128 KiB, a 3,072-dimension vector printed as floats in full.
+const embeddingTokens = 2048
+
+// EmbeddingsBound is a Wire's BoundTokens for embeddings: an answer sized
+// by its inputs, not by max tokens it has none of.
+func EmbeddingsBound(req *Request) int { return EmbeddingInputs(req.Body) * embeddingTokens }

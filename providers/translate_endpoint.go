@@ -11,8 +11,8 @@ import (
 // format to another, for input lines of another provider's shape and for
 // fallback: chat requests as Translate does; a Responses request to a
 // format without that API becomes a chat request there (see
-// ResponsesToChat); an embeddings request cannot leave its format, as no
-// other format llmrun speaks has one. It returns the body and the endpoint
+// ResponsesToChat); an embeddings request goes between OpenAI's format and
+// Gemini's, the two that have embeddings, and no further. It returns the body and the endpoint
 // it is for. The same format returns body and ep themselves.
 func TranslateEndpoint(body []byte, from Format, ep Endpoint, to Format) ([]byte, Endpoint, error) {
 	if from == to {
@@ -20,7 +20,17 @@ func TranslateEndpoint(body []byte, from Format, ep Endpoint, to Format) ([]byte
 	}
 	switch ep {
 	case EndpointEmbeddings:
-		return nil, ep, &TranslateError{From: from, To: to, Reason: "an embeddings request cannot fall back to a chat API (the " + to.String() + " format has no embeddings)"}
+		var out []byte
+		var err error
+		switch {
+		case from == FormatOpenAI && to == FormatGemini:
+			out, err = embeddingsToGemini(body)
+		case from == FormatGemini && to == FormatOpenAI:
+			out, err = embeddingsFromGemini(body)
+		default:
+			err = &TranslateError{From: from, To: to, Reason: "an embeddings request cannot fall back to a chat API (the " + to.String() + " format has no embeddings)"}
+		}
+		return out, ep, err
 	case EndpointResponses:
 		chat, err := ResponsesToChat(body)
 		var te *TranslateError

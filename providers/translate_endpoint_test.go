@@ -70,3 +70,56 @@ func asTranslate(err error, te **TranslateError) bool {
 	*te = e
 	return ok
 }
+
+// TestTranslateEmbeddings: an embeddings request goes between OpenAI's
+// shape and Gemini's both ways (one input a content, many requests;
+// dimensions outputDimensionality), and there and back again is the same
+// request; what has no equivalent refuses with a *TranslateError.
+func TestTranslateEmbeddings(t *testing.T) {
+	for name, tc := range map[string]struct{ openai, gemini string }{
+		"one": {`{"model":"text-embedding-004","input":"hello"}`,
+			`{"model":"text-embedding-004","content":{"parts":[{"text":"hello"}]}}`},
+		"one, dims": {`{"model":"e","input":"hello","dimensions":8}`,
+			`{"model":"e","content":{"parts":[{"text":"hello"}]},"outputDimensionality":8}`},
+		"many": {`{"model":"e","input":["a","b \"q\""],"dimensions":4}`,
+			`{"model":"e","requests":[{"content":{"parts":[{"text":"a"}]},"outputDimensionality":4},{"content":{"parts":[{"text":"b \"q\""}]},"outputDimensionality":4}]}`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g, ep, err := TranslateEndpoint([]byte(tc.openai), FormatOpenAI, EndpointEmbeddings, FormatGemini)
+			if err != nil || ep != EndpointEmbeddings {
+				t.Fatal(err, ep)
+			}
+			sameJSON(t, g, tc.gemini)
+			back, _, err := TranslateEndpoint(g, FormatGemini, EndpointEmbeddings, FormatOpenAI)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameJSON(t, back, tc.openai)
+		})
+	}
+	// Gemini's task type has nothing to change at OpenAI; text parts join.
+	oa, _, err := TranslateEndpoint([]byte(`{"content":{"parts":[{"text":"a"},{"text":"b"}]},"taskType":"RETRIEVAL_QUERY"}`), FormatGemini, EndpointEmbeddings, FormatOpenAI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameJSON(t, oa, `{"input":"a\nb"}`)
+	for name, tc := range map[string]struct {
+		body     string
+		from, to Format
+		want     string
+	}{
+		"token ids":      {`{"model":"e","input":[[1,2]]}`, FormatOpenAI, FormatGemini, "token-id"},
+		"base64":         {`{"model":"e","input":"x","encoding_format":"base64"}`, FormatOpenAI, FormatGemini, "floats only"},
+		"unknown field":  {`{"model":"e","input":"x","extra":1}`, FormatOpenAI, FormatGemini, "extra has no Gemini equivalent"},
+		"to anthropic":   {`{"model":"e","input":"x"}`, FormatOpenAI, FormatAnthropic, "cannot fall back to a chat API"},
+		"a title":        {`{"content":{"parts":[{"text":"a"}]},"title":"T"}`, FormatGemini, FormatOpenAI, "title"},
+		"an image":       {`{"content":{"parts":[{"inlineData":{"mimeType":"image/png","data":"AA=="}}]}}`, FormatGemini, FormatOpenAI, "not text"},
+		"two dimensions": {`{"requests":[{"content":{"parts":[{"text":"a"}]},"outputDimensionality":4},{"content":{"parts":[{"text":"b"}]},"outputDimensionality":8}]}`, FormatGemini, FormatOpenAI, "one for all"},
+	} {
+		_, _, err := TranslateEndpoint([]byte(tc.body), tc.from, EndpointEmbeddings, tc.to)
+		var te *TranslateError
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !asTranslate(err, &te) {
+			t.Errorf("%s: %v, want %q", name, err, tc.want)
+		}
+	}
+}

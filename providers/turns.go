@@ -49,7 +49,8 @@ func CheckTurns(body []byte, f Format) error {
 }
 
 // ContentsText gathers the text of a Gemini body a tokenizer should count:
-// the system instruction's and the contents' text parts.
+// the system instruction's and the contents' text parts, or an
+// embeddings body's (its content, or each of its requests').
 func ContentsText(body []byte) []byte {
 	var b []byte
 	add := func(parts gjson.Result) {
@@ -61,11 +62,16 @@ func ContentsText(body []byte) []byte {
 			return true
 		})
 	}
-	r := gjson.GetManyBytes(body, "systemInstruction.parts", "system_instruction.parts", "contents")
+	r := gjson.GetManyBytes(body, "systemInstruction.parts", "system_instruction.parts", "contents", "content.parts", "requests")
 	add(r[0])
 	add(r[1])
 	r[2].ForEach(func(_, c gjson.Result) bool {
 		add(c.Get("parts"))
+		return true
+	})
+	add(r[3]) // an embeddings body: one content, or many requests
+	r[4].ForEach(func(_, rq gjson.Result) bool {
+		add(rq.Get("content.parts"))
 		return true
 	})
 	return b

@@ -243,12 +243,32 @@ func (p *Parser) wireBody(line []byte, f *lineFields, req *providers.Request) ([
 		if !f.request.IsObject() {
 			return nil, 0, errors.New("request must be a JSON object")
 		}
-		return []byte(f.request.Raw), providers.FormatGemini, nil
+		ep, err := geminiEndpoint(f)
+		req.Endpoint = ep
+		return []byte(f.request.Raw), providers.FormatGemini, err
 	case f.prompt.Exists():
 		return nil, 0, nil
 	default:
 		return nil, 0, errors.New("line has no prompt, body, params or request")
 	}
+}
+
+// geminiEndpoint is the endpoint of a line in Gemini's shape: its url if
+// it names one, else what its request is: an embedContent request (a
+// content) or a batchEmbedContents one (requests) is embeddings, as
+// Gemini's own embeddings batch files write them; contents is chat.
+func geminiEndpoint(f *lineFields) (providers.Endpoint, error) {
+	if u := f.url; u.Exists() {
+		ep, ok := providers.EndpointOf(u.Str)
+		if !ok || ep == providers.EndpointResponses {
+			return 0, fmt.Errorf("url %q does not fit a request in Gemini's shape (want /v1/chat/completions or /v1/embeddings)", u.Str)
+		}
+		return ep, nil
+	}
+	if !f.request.Get("contents").Exists() && (f.request.Get("content").Exists() || f.request.Get("requests").Exists()) {
+		return providers.EndpointEmbeddings, nil
+	}
+	return providers.EndpointChat, nil
 }
 
 // finish checks body in the line's own format, translates it to the
@@ -350,6 +370,9 @@ func checkBody(body []byte, ep providers.Endpoint, f providers.Format) error {
 		}
 		return nil
 	case providers.EndpointEmbeddings:
+		if f == providers.FormatGemini {
+			return providers.CheckGeminiEmbeddings(body)
+		}
 		in := gjson.GetBytes(body, "input")
 		switch {
 		case in.Type == gjson.String && in.Str != "":

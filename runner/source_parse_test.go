@@ -83,6 +83,15 @@ func (p *Parser) parseReference(line []byte, lineNo int) (*providers.Request, er
 		if !b.IsObject() {
 			return nil, errors.New("request must be a JSON object")
 		}
+		if u := root.Get("url"); u.Exists() {
+			ep, ok := providers.EndpointOf(u.Str)
+			if !ok || ep == providers.EndpointResponses {
+				return nil, fmt.Errorf("url %q does not fit a request in Gemini's shape (want /v1/chat/completions or /v1/embeddings)", u.Str)
+			}
+			req.Endpoint = ep
+		} else if !b.Get("contents").Exists() && (b.Get("content").Exists() || b.Get("requests").Exists()) {
+			req.Endpoint = providers.EndpointEmbeddings
+		}
 		body, from = []byte(b.Raw), providers.FormatGemini
 	case root.Get("prompt").Exists():
 		pr := root.Get("prompt")
@@ -173,6 +182,7 @@ var simpleMembers = []string{
 	`"body":null`, `"method":"GET"`, `"url":"/v1/embeddings"`, `"url":"/v1/chat/completions"`,
 	`"params":{"model":"c","max_tokens":5,"messages":[{"role":"user","content":"x"}]}`, `"params":{"messages":[{"role":"user","content":"y"}]}`,
 	`"request":{"contents":[{"role":"user","parts":[{"text":"x"}]}]}`, `"extra":[1,{"prompt":"nested"}]`,
+	`"request":{"content":{"parts":[{"text":"x"}]}}`, `"request":{"requests":[{"content":{"parts":[{"text":"y"}]}}]}`, `"url":"/v1/responses"`,
 	`"custom\u005fid":"esc"`, `"prompt":"second"`, `"priority":3`, `"priority":"high"`, `"priority":"urgent"`, `"priority":1.5`, `"priority":null`,
 }
 

@@ -1,6 +1,7 @@
 // Package gemini is the provider of Google's Gemini API (the native
-// generateContent endpoints of generativelanguage.googleapis.com, not its
-// OpenAI-compatible layer), and in batch.go its Batch API client.
+// generateContent and embedContent endpoints of
+// generativelanguage.googleapis.com, not its OpenAI-compatible layer), and
+// in batch.go its Batch API client.
 //
 // Streamed answers are reassembled into exactly the response a
 // non-streaming call returns, so the output file does not depend on
@@ -37,7 +38,7 @@ const DefaultBaseURL = "https://generativelanguage.googleapis.com/v1beta"
 // responseId stands in.
 const requestIDHeader = "x-request-id"
 
-// Provider sends generateContent requests. It is safe for concurrent use:
+// Provider sends generateContent and embeddings requests. It is safe for concurrent use:
 // all of its fields are read-only after New.
 type Provider struct {
 	cfg  providers.Config
@@ -100,8 +101,12 @@ func (p *Provider) BaseURL() string { return providers.StripUserinfo(p.cfg.BaseU
 // Send makes one attempt of req. It never retries. Errors are
 // *providers.Error, except that a done ctx yields ctx.Err() itself.
 func (p *Provider) Send(ctx context.Context, req *providers.Request) (*providers.Response, error) {
-	if req.Endpoint != providers.EndpointChat {
-		return nil, &providers.Error{Class: providers.ClassInvalid, Message: "the " + req.Endpoint.String() + " endpoint is not supported on Gemini (chat requests only)"}
+	switch req.Endpoint {
+	case providers.EndpointChat:
+	case providers.EndpointEmbeddings:
+		return p.sendEmbed(ctx, req)
+	default:
+		return nil, &providers.Error{Class: providers.ClassInvalid, Message: "the " + req.Endpoint.String() + " endpoint is not supported on Gemini (chat and embeddings only)"}
 	}
 	body, model, err := prepare(req.Body)
 	if err != nil {

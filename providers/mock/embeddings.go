@@ -39,6 +39,9 @@ type embedRequest struct {
 	inputs []string // token-id inputs as "ids:1,2,3"
 	dims   int
 	base64 bool
+	// each is the dimensions of each input, where they may differ
+	// (Gemini's requests each name their own); nil: dims for all.
+	each []int
 }
 
 func (e embeddings) parse(body []byte) (*request, *apiError) {

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -104,5 +105,51 @@ func TestEmbeddings(t *testing.T) {
 	az := post(t, srv, "/openai/deployments/emb1/embeddings?api-version=2024-10-21", `{"input":"hi"}`, "api-key", "k")
 	if az.status != 200 || gjson.GetBytes(az.body, "model").Str != "emb1" || vectors(t, az.body)[0][0] != mock.Embedding("emb1", "hi", mock.DefaultEmbeddingDims)[0] {
 		t.Errorf("azure: %d %s", az.status, az.body)
+	}
+}
+
+// TestGeminiEmbeddings: embedContent answers one vector, batchEmbedContents
+// one per request in order, each Embedding of its text parts (joined by
+// newlines) at its own dimensionality, with no usage (Gemini sends none);
+// the API's refusals are INVALID_ARGUMENT 400s.
+func TestGeminiEmbeddings(t *testing.T) {
+	srv, m := start(t, mock.Config{})
+	one := post(t, srv, "/v1beta/models/text-embedding-004:embedContent", `{"content":{"parts":[{"text":"a"},{"text":"b"}]},"taskType":"RETRIEVAL_DOCUMENT"}`)
+	var v []float32
+	json.Unmarshal([]byte(gjson.GetBytes(one.body, "embedding.values").Raw), &v)
+	if want := mock.Embedding("text-embedding-004", "a\nb", mock.DefaultEmbeddingDims); one.status != 200 || fmt.Sprint(v) != fmt.Sprint(want) || gjson.GetBytes(one.body, "usageMetadata").Exists() {
+		t.Fatalf("%d %s", one.status, one.body)
+	}
+	many := post(t, srv, "/v1beta/models/e:batchEmbedContents", `{"requests":[{"model":"models/e","content":{"parts":[{"text":"x"}]}},{"model":"models/e","content":{"parts":[{"text":"y"}]},"outputDimensionality":5}]}`)
+	es := gjson.GetBytes(many.body, "embeddings").Array()
+	if many.status != 200 || len(es) != 2 {
+		t.Fatalf("%d %s", many.status, many.body)
+	}
+	for i, w := range []struct {
+		in   string
+		dims int
+	}{{"x", mock.DefaultEmbeddingDims}, {"y", 5}} {
+		var got []float32
+		json.Unmarshal([]byte(es[i].Get("values").Raw), &got)
+		if fmt.Sprint(got) != fmt.Sprint(mock.Embedding("e", w.in, w.dims)) {
+			t.Errorf("request %d: %v", i, got)
+		}
+	}
+	reqs := strings.Repeat(`{"model":"models/e","content":{"parts":[{"text":"x"}]}},`, 101)
+	for body, path := range map[string]string{
+		`{"content":{"parts":[]}}`:                                      "embedContent",
+		`{"content":{"parts":[{"text":"x"}]},"stream":true}`:            "embedContent",
+		`{"content":{"parts":[{"text":"x"}]},"outputDimensionality":0}`: "embedContent",
+		`{"requests":[]}`: "batchEmbedContents",
+		`{"requests":[{"model":"models/other","content":{"parts":[{"text":"x"}]}}]}`: "batchEmbedContents",
+		`{"requests":[` + reqs[:len(reqs)-1] + `]}`:                                  "batchEmbedContents",
+	} {
+		res := post(t, srv, "/v1beta/models/e:"+path, body)
+		if res.status != 400 || gjson.GetBytes(res.body, "error.status").Str != "INVALID_ARGUMENT" {
+			t.Errorf("%.60s: %d %s", body, res.status, res.body)
+		}
+	}
+	if st := m.Stats(); st.Completed != 2 || st.OutputTokens != 0 || st.InputTokens == 0 {
+		t.Errorf("stats %+v", st)
 	}
 }

@@ -16,6 +16,7 @@ import (
 type gemini struct {
 	model  string // without "models/"
 	stream bool
+	embed  uint8 // gmEmbedOne, gmEmbedMany: an embeddings route (gemini_embed.go)
 }
 
 // Routes of the Gemini API, under its version prefix.
@@ -39,6 +40,10 @@ func (s *Server) handleGemini(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.handleAPI(gemini{model: model, stream: true})(w, r)
+	case "embedContent":
+		s.handleAPI(gemini{model: model, embed: gmEmbedOne})(w, r)
+	case "batchEmbedContents":
+		s.handleAPI(gemini{model: model, embed: gmEmbedMany})(w, r)
 	case "batchGenerateContent":
 		s.batches.inFlight.Add(1)
 		defer s.batches.inFlight.Add(-1)
@@ -71,6 +76,9 @@ func (c geminiContent) text() string {
 }
 
 func (g gemini) parse(body []byte) (*request, *apiError) {
+	if g.embed != 0 {
+		return g.parseEmbed(body)
+	}
 	var in struct {
 		Contents          []geminiContent `json:"contents"`
 		SystemInstruction *geminiContent  `json:"systemInstruction"`
@@ -271,6 +279,9 @@ func (g gemini) appendResponse(b []byte, c *completion, text string, finish bool
 }
 
 func (g gemini) plainBody(c *completion) []byte {
+	if c.embed != nil {
+		return g.embedBody(c)
+	}
 	return g.appendResponse(make([]byte, 0, 512+len(c.text)), c, c.text, true, c.outTokens)
 }
 

@@ -28,17 +28,6 @@ func prepareEmbeddings(in []byte) ([]byte, error) {
 	return out, err
 }
 
-// embeddingTokens is what one input's vector may take in an answer, counted
-// in the plain-answer tokens Config.ResponseLimit allows 64 bytes each:
-// 128 KiB, a 3,072-dimension vector printed as floats in full.
-const embeddingTokens = 2048
-
-// embeddingsBound sizes an embeddings answer by its inputs, not by max
-// tokens it has none of.
-func embeddingsBound(req *providers.Request) int {
-	return providers.EmbeddingInputs(req.Body) * embeddingTokens
-}
-
 // parseEmbeddings reads an embeddings answer; Text stays empty.
 func (p *Provider) parseEmbeddings(b []byte, out *providers.Response) error {
 	root := gjson.ParseBytes(b)

@@ -85,7 +85,7 @@ func NewDialect(cfg providers.Config, d Dialect) *Provider {
 	for ep, w := range map[providers.Endpoint]providers.Wire{
 		providers.EndpointChat:       {Prepare: p.prepare, ReadStream: p.readStream, ParsePlain: p.parsePlain},
 		providers.EndpointResponses:  {Prepare: p.prepareResponses, ReadStream: p.readResponsesStream, ParsePlain: p.parseResponses},
-		providers.EndpointEmbeddings: {Prepare: prepareEmbeddings, ReadStream: p.readEmbeddingsStream, ParsePlain: p.parseEmbeddings, BoundTokens: embeddingsBound},
+		providers.EndpointEmbeddings: {Prepare: prepareEmbeddings, ReadStream: p.readEmbeddingsStream, ParsePlain: p.parseEmbeddings, BoundTokens: providers.EmbeddingsBound},
 	} {
 		w.URL = base + strings.TrimPrefix(ep.Path(), "/v1")
 		w.Header = header
