@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/llmrun/llmrun/internal/jsonvalid"
 )
 
 // outputIDs reads the output: its ids in order and each one's fingerprint,
@@ -226,7 +228,7 @@ func TestSealCarriesTheFingerprint(t *testing.T) {
 	if !strings.HasSuffix(string(line), `"llmrun":{"attempts":1,"fingerprint":"0123456789abcdef","crc32c":"`+string(line[len(line)-11:len(line)-3])+`"}}`) {
 		t.Fatalf("sealed line %s", line)
 	}
-	if lineFP(line) != 0x0123456789abcdef || verifySeal(line) != sealOK || !validJSON(line) {
+	if lineFP(line) != 0x0123456789abcdef || verifySeal(line) != sealOK || !jsonvalid.Valid(line) {
 		t.Fatal("lineFP or the seal")
 	}
 	if gjson.GetBytes(line, "llmrun.fingerprint").Str != "0123456789abcdef" {

@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/llmrun/llmrun/internal/jsonvalid"
 )
 
 // scanChunk is the read size of scan; a line longer than it grows the buffer.
@@ -347,7 +349,7 @@ func checkLine(line []byte, needID bool) string {
 		}
 		return "checksum mismatch: the line changed after it was written" + nul
 	case unsealed:
-		if !validJSON(line) {
+		if !jsonvalid.Valid(line) {
 			if bytes.IndexByte(line, 0) >= 0 {
 				nul = " (it holds NUL bytes)"
 			}

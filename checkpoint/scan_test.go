@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/llmrun/llmrun/internal/jsonvalid"
 )
 
 // collectIDs scans content as an output file and returns the ids of its
@@ -158,7 +160,7 @@ func TestSealCatchesSplices(t *testing.T) {
 		withSeal = append(withSeal, sealed(result(id)))
 	}
 	spliced := strings.Split(cutMiddle(lines(plain...), 200, 700), "\n")[1]
-	if !validJSON([]byte(spliced)) || !strings.Contains(spliced, `"custom_id":"b"`) || !strings.Contains(spliced, "answer to e") {
+	if !jsonvalid.Valid([]byte(spliced)) || !strings.Contains(spliced, `"custom_id":"b"`) || !strings.Contains(spliced, "answer to e") {
 		t.Fatalf("the unsealed splice %q was expected to pass as JSON", spliced)
 	}
 	spliced = strings.Split(cutMiddle(lines(withSeal...), 200, 700), "\n")[1]
@@ -166,7 +168,7 @@ func TestSealCatchesSplices(t *testing.T) {
 		t.Fatalf("checkLine(sealed splice) = %q", got)
 	}
 	for _, l := range withSeal {
-		if got := checkLine([]byte(l), true); got != "" || !validJSON([]byte(l)) || verifySeal([]byte(l)) != sealOK {
+		if got := checkLine([]byte(l), true); got != "" || !jsonvalid.Valid([]byte(l)) || verifySeal([]byte(l)) != sealOK {
 			t.Fatalf("a sealed line fails: %q %s", got, l)
 		}
 	}
@@ -177,7 +179,7 @@ func TestSealCatchesSplices(t *testing.T) {
 		`{"a":{"b":1} }`:  `{"a":{"b":1} }`,
 		`{"a":[{"b":1}]}`: `{"a":[{"b":1}]}`,
 	} {
-		if got := sealed(in); !strings.HasPrefix(got, want) || !validJSON([]byte(got)) {
+		if got := sealed(in); !strings.HasPrefix(got, want) || !jsonvalid.Valid([]byte(got)) {
 			t.Errorf("seal(%s) = %s", in, got)
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/llmrun/llmrun/internal/jsonvalid"
 )
 
 // Group-commit defaults for FsyncBatch.
@@ -585,7 +587,7 @@ func validLine(id string, line []byte, checkID bool, fp Fingerprint) error {
 	if bytes.IndexByte(line, '\n') >= 0 {
 		return fmt.Errorf("%w: %q: the line contains a newline", ErrBadLine, id)
 	}
-	if !isObject(line) || !validJSON(line) {
+	if !isObject(line) || !jsonvalid.Valid(line) {
 		return fmt.Errorf("%w: %q: not a JSON object", ErrBadLine, id)
 	}
 	if checkID {

@@ -7,7 +7,7 @@ import "strings"
 // escape, which in LLM text means most deltas with a newline or a quote);
 // these helpers hand out raw slices instead, so a decoder can append the
 // escaped text as it is. They expect valid JSON (check once with
-// gjson.Valid) and never panic on invalid input; they just stop early.
+// jsonvalid.Valid) and never panic on invalid input; they just stop early.
 
 // EachMember calls fn with the raw key (quotes included) and the raw value
 // of each member of the JSON object obj, in order, until fn returns false.

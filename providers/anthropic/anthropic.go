@@ -169,6 +169,7 @@ func (p *Provider) readStream(ctx context.Context, r io.Reader, out *providers.R
 	var a assembler
 	now := p.cfg.Clock()
 	dec := sse.NewDecoder(r)
+	defer dec.Release()
 	ttft := false
 	for dec.Next() {
 		ev := dec.Event()

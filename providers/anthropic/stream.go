@@ -7,6 +7,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/llmrun/llmrun/internal/jsonvalid"
 	"github.com/llmrun/llmrun/providers"
 )
 
@@ -54,7 +55,7 @@ func midStream(msg string, data []byte) *providers.Error {
 // reports whether the message is complete.
 func (a *assembler) event(name, data []byte) (bool, *providers.Error) {
 	s := view(data)
-	if len(data) > 0 && !gjson.Valid(s) {
+	if len(data) > 0 && !jsonvalid.Valid(data) {
 		return false, midStream("stream event is not valid JSON", data)
 	}
 	switch eventName(name, s) {

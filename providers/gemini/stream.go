@@ -7,6 +7,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/llmrun/llmrun/internal/jsonvalid"
 	"github.com/llmrun/llmrun/providers"
 )
 
@@ -78,7 +79,7 @@ func set(ms []member, key, val string) []member {
 // chunk applies one data event. A top-level "error" ends the stream.
 func (a *assembler) chunk(data []byte) *providers.Error {
 	s := view(data)
-	if !gjson.Valid(s) {
+	if !jsonvalid.Valid(data) {
 		return &providers.Error{Class: providers.ClassMidStream, Message: "stream chunk is not valid JSON", Body: append([]byte(nil), data...)}
 	}
 	providers.EachMember(s, a.topLevel)

@@ -231,6 +231,7 @@ func (p *Provider) readStream(ctx context.Context, r io.Reader, out *providers.R
 	var a assembler
 	now := p.cfg.Clock()
 	dec := sse.NewDecoder(r)
+	defer dec.Release()
 	ttft := false
 	for dec.Next() {
 		data := dec.Event().Data

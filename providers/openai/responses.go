@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/llmrun/llmrun/internal/jsonvalid"
 	"github.com/llmrun/llmrun/providers"
 	"github.com/llmrun/llmrun/providers/sse"
 )
@@ -133,7 +134,7 @@ func (s *rstream) member(k, v string) bool {
 // the stream has ended well, or the error that ended it.
 func (s *rstream) event(data []byte) (final []byte, err *providers.Error) {
 	v := view(data)
-	if !gjson.Valid(v) {
+	if !jsonvalid.Valid(data) {
 		return nil, &providers.Error{Class: providers.ClassMidStream, Message: "stream event is not valid JSON", Body: append([]byte(nil), data...)}
 	}
 	s.typ, s.delta, s.response, s.errObj, s.code, s.message = "", "", "", "", "", ""
@@ -182,6 +183,7 @@ func (p *Provider) readResponsesStream(ctx context.Context, r io.Reader, out *pr
 	var s rstream
 	now := p.cfg.Clock()
 	dec := sse.NewDecoder(r)
+	defer dec.Release()
 	ttft := false
 	for dec.Next() {
 		data := dec.Event().Data

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"unsafe"
 
+	"github.com/llmrun/llmrun/internal/jsonvalid"
 	"github.com/llmrun/llmrun/providers"
 	"github.com/tidwall/gjson"
 )
@@ -73,7 +74,7 @@ func keep(dst []byte, raw string) []byte { return append(dst[:0], raw...) }
 // chunk applies one data event. An "error" member ends the stream.
 func (a *assembler) chunk(data []byte) *providers.Error {
 	s := view(data)
-	if !gjson.Valid(s) {
+	if !jsonvalid.Valid(data) {
 		return &providers.Error{Class: providers.ClassMidStream, Message: "stream chunk is not valid JSON", Body: append([]byte(nil), data...)}
 	}
 	providers.EachMember(s, a.topLevel)

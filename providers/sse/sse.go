@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"sync"
 )
 
 // Event is one dispatched event. Its slices are owned by the Decoder and
@@ -40,17 +41,48 @@ type Decoder struct {
 	ev      Event
 	err     error
 	started bool // the leading BOM check has been done
+	pooled  bool // r came from readers
 }
 
-// NewDecoder returns a Decoder reading from r.
+// readers are the 16 KiB readers of finished decoders, for the next ones:
+// a run reads one stream per request, and a new reader for each was most of
+// the bytes a streaming run allocated (and so of its collections). Only the
+// reader is reused, never the event buffers: callers may keep strings that
+// alias an event's data (gjson hands out substrings of what it parses), and
+// the reader's buffer never reaches an event (Next copies out of it).
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, bufSize) }}
+
+const bufSize = 16 << 10
+
+// errReleased is Err after Release.
+var errReleased = errors.New("sse: decoder released")
+
+// NewDecoder returns a Decoder reading from r. Call Release when done with
+// it to pass its reader on to the next stream.
 func NewDecoder(r io.Reader) *Decoder {
-	return newDecoderSize(r, 16<<10)
+	br := readers.Get().(*bufio.Reader)
+	br.Reset(r)
+	return &Decoder{r: br, pooled: true}
 }
 
 // newDecoderSize lets tests shrink the buffer so the long-line path runs on
-// small inputs.
+// small inputs. Its decoder is not pooled.
 func newDecoderSize(r io.Reader, size int) *Decoder {
 	return &Decoder{r: bufio.NewReaderSize(r, size)}
+}
+
+// Release hands the decoder's reader to the next NewDecoder; Next reports
+// false from then on. The events' slices stay valid. A second Release does
+// nothing.
+func (d *Decoder) Release() {
+	if d.r == nil {
+		return
+	}
+	if d.pooled {
+		d.r.Reset(nil) // drop the stream
+		readers.Put(d.r)
+	}
+	d.r, d.long, d.err = nil, nil, errReleased
 }
 
 // Next advances to the next event, returning false at the end of the stream

@@ -160,6 +160,64 @@ func TestDecoderSteadyStateAllocs(t *testing.T) {
 	}
 }
 
+// TestDecoderRelease: a released decoder reports no more events and an
+// error, its last event intact; a second Release is harmless; decoders made
+// after a Release (which may get its reader) and decoders alive at the same
+// time each decode their own stream, however long its lines were.
+func TestDecoderRelease(t *testing.T) {
+	long := strings.Repeat("x", 40<<10) // past the 16 KiB reader
+	d := NewDecoder(strings.NewReader("event: a\ndata: " + long + "\n\ndata: more\n\n"))
+	if !d.Next() || string(d.Event().Name) != "a" || string(d.Event().Data) != long {
+		t.Fatal("first event of the long stream")
+	}
+	kept := d.Event().Data
+	d.Release()
+	if d.Next() || !errors.Is(d.Err(), errReleased) {
+		t.Fatalf("after Release: Next true or Err %v", d.Err())
+	}
+	d.Release()
+	other := NewDecoder(strings.NewReader("data: " + strings.Repeat("y", 1000) + "\n\n"))
+	for other.Next() {
+	}
+	other.Release()
+	if string(kept) != long {
+		t.Fatal("a released decoder's last event changed")
+	}
+	for i := range 50 {
+		streams := []string{"event: x\ndata: one\ndata: two\n\n", "data: {\"n\":" + strings.Repeat("7", i) + "}\n\n"}
+		var ds []*Decoder
+		for _, s := range streams {
+			ds = append(ds, NewDecoder(strings.NewReader(s)))
+		}
+		for j, d := range ds {
+			var got []ev
+			for d.Next() {
+				got = append(got, ev{string(d.Event().Name), string(d.Event().Data)})
+			}
+			if want := refDecode(streams[j]); !equalEvents(got, want) || d.Err() != nil {
+				t.Fatalf("round %d stream %d: got %q want %q (err %v)", i, j, got, want, d.Err())
+			}
+		}
+		for _, d := range ds {
+			d.Release()
+		}
+	}
+}
+
+// BenchmarkDecoderPerStream is a run's pattern: a short stream per
+// request, each with its own decoder. With Release the decoder's 16 KiB
+// reader is reused: what is left is the Decoder and its event buffer.
+func BenchmarkDecoderPerStream(b *testing.B) {
+	stream := strings.Repeat("data: {\"choices\":[{\"delta\":{\"content\":\"abcd\"}}]}\n\n", 20) + "data: [DONE]\n\n"
+	b.ReportAllocs()
+	for b.Loop() {
+		d := NewDecoder(strings.NewReader(stream))
+		for d.Next() {
+		}
+		d.Release()
+	}
+}
+
 // repeatReader serves chunk forever.
 type repeatReader struct {
 	chunk []byte

@@ -1,22 +1,25 @@
-package checkpoint
+// Package jsonvalid checks JSON fast: the checkpoint validates every line
+// of an output when it opens it, and the stream decoders every event they
+// read, both mostly the text of answers inside JSON strings.
+package jsonvalid
 
 import (
 	"encoding/binary"
 	"math/bits"
 )
 
-// maxDepth bounds the nesting validJSON accepts, as encoding/json does.
+// maxDepth bounds the nesting Valid accepts, as encoding/json does.
 const maxDepth = 10000
 
-// validJSON reports whether b is one JSON value with optional space around
+// Valid reports whether b is one JSON value with optional space around
 // it: the same answer as encoding/json.Valid, which a fuzz test checks.
 //
-// Open validates every line of a checkpoint, and a 1M-line output is
-// hundreds of megabytes, mostly the text of answers inside JSON strings. The
+// A 1M-line output is hundreds of megabytes, and a streamed answer is
+// checked event by event, mostly answer text inside JSON strings. The
 // general validators walk that text a byte at a time (about 3 ns a byte on
-// the reference machine); validJSON skips string content eight bytes at a
+// the reference machine); Valid skips string content eight bytes at a
 // time, stopping only at a quote, a backslash or a control character.
-func validJSON(b []byte) bool {
+func Valid(b []byte) bool {
 	var stackBuf [32]byte
 	stack := stackBuf[:0] // '{' or '[' per open container
 	i := skipSpace(b, 0)

@@ -1,4 +1,4 @@
-package checkpoint
+package jsonvalid
 
 import (
 	"encoding/json"
@@ -18,40 +18,48 @@ func TestValidJSON(t *testing.T) {
 		`"a\"b"`, `"a\\"`, `"\u00e9\uD83D\uDE00"`, `"\u00g0"`, `"\x"`, `"\`, `"abc`, `"a` + "\x00" + `b"`,
 		`"tab` + "\t" + `"`, "\"\x1f\"", "\"\x7f\"", `"é✓"`, "\"\xff\xfe\"", `"0123456789abcdef\"0123456789"`,
 		`{"a":"0123456789abcdef0123456789abcdef"}` + "\n", "\r\n{}\r\n",
-		benchString(600), string(benchLine(3, 600)), string(benchLine(3, 600)[:400]),
+		benchString(600), string(outputLine(600)), string(outputLine(600)[:400]),
 		deep, "[" + deep + "]",
 	}
 	for _, s := range tests {
-		if got, want := validJSON([]byte(s)), json.Valid([]byte(s)); got != want {
-			t.Errorf("validJSON(%.60q) = %v, json.Valid says %v", s, got, want)
+		if got, want := Valid([]byte(s)), json.Valid([]byte(s)); got != want {
+			t.Errorf("Valid(%.60q) = %v, json.Valid says %v", s, got, want)
 		}
 	}
+}
+
+// outputLine is an output line of about size bytes, most of it answer text.
+func outputLine(size int) []byte {
+	head := `{"id":"llmrun_req_1","custom_id":"req-00000001","response":{"status_code":200,"request_id":"req_1","body":{"id":"chatcmpl-1","model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"`
+	tail := `"},"finish_reason":"stop"}],"usage":{"prompt_tokens":42,"completion_tokens":96}}},"error":null,"llmrun":{"provider":"openai","model":"gpt-4o-mini","attempts":1,"latency_ms":812,"ttft_ms":201,"input_tokens":42,"output_tokens":96}}`
+	fill := max(size-len(head)-len(tail), 0)
+	return []byte(head + strings.Repeat("lorem ipsum ", fill/12+1)[:fill] + tail)
 }
 
 func benchString(n int) string {
 	return `{"text":"` + strings.Repeat(`lorem \"ipsum\" \u00e9 `, n/20) + `"}`
 }
 
-// FuzzValidJSON checks validJSON against encoding/json.Valid.
+// FuzzValidJSON checks Valid against encoding/json.Valid.
 func FuzzValidJSON(f *testing.F) {
-	for _, s := range []string{`{"a":[1,2.5e3,"x\"y",true,null]}`, `"\u12ab"`, string(benchLine(1, 200)), "[\"a\x00\"]", `{"a":-0.0E+1}`} {
+	for _, s := range []string{`{"a":[1,2.5e3,"x\"y",true,null]}`, `"\u12ab"`, string(outputLine(200)), "[\"a\x00\"]", `{"a":-0.0E+1}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if got, want := validJSON(b), json.Valid(b); got != want {
-			t.Fatalf("validJSON(%q) = %v, json.Valid says %v", b, got, want)
+		if got, want := Valid(b), json.Valid(b); got != want {
+			t.Fatalf("Valid(%q) = %v, json.Valid says %v", b, got, want)
 		}
 	})
 }
 
-// BenchmarkValidJSON compares validJSON with gjson.ValidBytes and json.Valid
+// BenchmarkValidJSON compares Valid with gjson.ValidBytes and json.Valid
 // on a runner-shaped ~600-byte output line.
 func BenchmarkValidJSON(b *testing.B) {
-	l := benchLine(1, 600)
+	l := outputLine(600)
 	for _, c := range []struct {
 		name  string
 		valid func([]byte) bool
-	}{{"validJSON", validJSON}, {"gjson", gjson.ValidBytes}, {"encoding-json", json.Valid}} {
+	}{{"Valid", Valid}, {"gjson", gjson.ValidBytes}, {"encoding-json", json.Valid}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.SetBytes(int64(len(l)))
 			for b.Loop() {
