@@ -297,3 +297,28 @@ func TestGeminiEmbeddingsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestGeminiEmbeddingsBatchRefused: --mode batch with embeddings for
+// Gemini is a usage error naming the first such line and why, before any
+// batch call; --mode auto runs them live instead.
+func TestGeminiEmbeddingsBatchRefused(t *testing.T) {
+	m, url := mockServer(t, mock.Config{})
+	lines, inputs, _ := geminiEmbedLines()
+	in := filepath.Join(t.TempDir(), "in.jsonl")
+	os.WriteFile(in, []byte(`{"key":"chat","request":{"contents":[{"parts":[{"text":"hi"}]}]}}`+"\n"+lines), 0o644)
+	c := &cli{env: geminiEnv(url)}
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	code := c.run(t, "batch", in, "--provider", "gemini", "--model", "text-embedding-004", "-o", out, "--quiet", "--mode", "batch")
+	if msg := c.stderr.String(); code != ExitUsage || !strings.Contains(msg, in+":2:") || !strings.Contains(msg, "asyncBatchEmbedContent") || !strings.Contains(msg, "--mode sync") {
+		t.Fatalf("exit %d: %s", code, msg)
+	}
+	if st := m.Stats(); st.BatchCalls != 0 || st.Attempts != 0 {
+		t.Errorf("calls made: %+v", st)
+	}
+	if code := c.run(t, "batch", in, "--provider", "gemini", "--model", "text-embedding-004", "-o", out, "--quiet", "--mode", "auto", "--batch-threshold", "1"); code != 0 {
+		t.Fatalf("auto: exit %d: %s", code, c.stderr.String())
+	}
+	if got := readLines(t, out); len(got) != len(inputs)+1 || m.Stats().BatchCalls != 0 {
+		t.Errorf("%d answers, stats %+v", len(got), m.Stats())
+	}
+}

@@ -118,8 +118,10 @@ type batch struct {
 	routes  []runner.Route
 	src     *runner.Source
 	total   int // requests in the source (its shard)
-	limits  limiter.Limits
-	budget  limiter.Budget
+	// firstLine is the first line of each endpoint the source asks for.
+	firstLine map[providers.Endpoint]int
+	limits    limiter.Limits
+	budget    limiter.Budget
 	// closeBudget releases the budget's connections.
 	closeBudget func()
 	estimator   *estimate.Estimator
@@ -295,7 +297,7 @@ func (b *batch) checkInput() error {
 		return err
 	}
 	o.checked(b.io, check)
-	b.total = check.Requests
+	b.total, b.firstLine = check.Requests, check.FirstLine
 	if o.Cost.MaxCost > 0 {
 		return checkPriced(b.prices, b.routes, models)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/llmrun/llmrun/providers"
 	"github.com/llmrun/llmrun/runner"
 )
 
@@ -132,6 +133,15 @@ func (b *batch) runOffline(ctx context.Context) (sum *runner.Summary, handled bo
 	if err != nil {
 		return nil, true, err
 	}
+	if mode == ModeBatch && len(open) == 0 {
+		if ep, line, why := b.unbatched(client); why != "" {
+			if o.Offline.Mode == ModeBatch {
+				return nil, true, usagef("%s:%d: a %s request, and %s has no batch API for it: %s; run with --mode sync", b.src.Path, line, ep, client.Name(), why)
+			}
+			b.io.infof("--mode auto: the live API after all: %s has no batch API for %s requests (line %d)", client.Name(), ep, line)
+			return nil, false, nil
+		}
+	}
 	cfg := runner.OfflineConfig{
 		Source: b.src, Total: b.total, Client: client, Store: store,
 		MaxItems: o.Offline.MaxItems, MaxBytes: o.Offline.MaxBytes,
@@ -173,4 +183,24 @@ func (b *batch) refuseOpen() error {
 		n += len(r.IDs)
 	}
 	return usagef("%d requests sit in %d open provider batch(es) (%s): running them live would pay twice; rerun with --mode batch to wait for them, or `llmrun cancel %s` first", n, len(open), open[0].ID, b.o.Output)
+}
+
+// unbatched is an endpoint the input asks for that client's batch API does
+// not take, with its first line and why; why is "" when it takes them all.
+func (b *batch) unbatched(client providers.BatchClient) (providers.Endpoint, int, string) {
+	eb, ok := client.(providers.EndpointBatcher)
+	if !ok {
+		return 0, 0, ""
+	}
+	var (
+		bad  providers.Endpoint
+		at   int
+		what string
+	)
+	for ep, line := range b.firstLine {
+		if ok, why := eb.Batches(ep); !ok && (what == "" || line < at) {
+			bad, at, what = ep, line, why
+		}
+	}
+	return bad, at, what
 }

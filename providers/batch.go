@@ -173,6 +173,14 @@ type BatchClient interface {
 	Cancel(ctx context.Context, id string) (BatchJob, error)
 }
 
+// EndpointBatcher is a BatchClient whose batch API takes only some
+// endpoints; a client that does not implement it takes every endpoint.
+type EndpointBatcher interface {
+	// Batches reports whether the batch API takes requests for ep, and
+	// if not, why.
+	Batches(ep Endpoint) (bool, string)
+}
+
 // ListSince pages through a newest-first list of batches for a client's
 // List: page(after) returns the page after the batch id after ("" for the
 // first) and whether more follow. It stops at the end, after ListPages

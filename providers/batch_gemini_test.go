@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -144,6 +145,22 @@ var geminiBatchRow = batchRow{
 	},
 }
 
+// geminiFileBatchRow is the Gemini client sending every batch as an input
+// file (an inline limit of 0): the suite's client tests run through the
+// Files API upload, the file-input create and the responses file. (Its
+// wire tests post by hand, inline, as the gemini row's do.)
+var geminiFileBatchRow = func() batchRow {
+	r := geminiBatchRow
+	r.name = "gemini-file"
+	r.new = func(c providers.Config) providers.BatchClient { return gemini.NewBatch(c, gemini.InlineUpTo(0)) }
+	r.uploads = true
+	// ItemSize counts an item as inline, {"request":…,"metadata":{"key":…}}
+	// and a comma; its file line {"key":…,"request":…} is 13 bytes shorter
+	// (the suite sizes 5 items).
+	r.envelope = -13 * 5
+	return r
+}()
+
 // TestGeminiBatchOneModel: a Gemini batch names one model in its URL; a
 // batch mixing models is refused before anything is sent, as one whose
 // bodies are not Gemini's.
@@ -163,5 +180,58 @@ func TestGeminiBatchOneModel(t *testing.T) {
 	}
 	if st := m.Stats(); st.BatchCalls != 0 {
 		t.Errorf("%d calls sent", st.BatchCalls)
+	}
+}
+
+// TestGeminiBatchInlineOrFile: a batch up to the inline limit goes in the
+// create call, one byte more as an uploaded file (the limit injected
+// small, at the size of 3 items); either way every result comes back,
+// joined on its key, and a file's upload carries the key and its size.
+func TestGeminiBatchInlineOrFile(t *testing.T) {
+	its := geminiBatchRow.items(4)
+	var limit int64
+	for _, it := range its[:3] {
+		limit += gemini.NewBatch(providers.Config{}).ItemSize(it)
+	}
+	var uploads []http.Header
+	clk := newBatchClock()
+	m := mock.New(mock.Config{Now: clk.Now, BatchDelay: time.Minute})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/upload/") {
+			uploads = append(uploads, r.Header.Clone())
+		}
+		m.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	b := gemini.NewBatch(providers.Config{BaseURL: srv.URL + "/v1beta", APIKey: batchKey, HTTPClient: srv.Client()}, gemini.InlineUpTo(limit))
+	for n, wantFiles := range map[int]int64{3: 0, 4: 1} {
+		before := m.Stats().FilesUploaded
+		job, err := b.Submit(t.Context(), its[:n], providers.BatchLabel{Input: "in.jsonl"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.Stats().FilesUploaded - before; got != wantFiles {
+			t.Fatalf("%d items: %d files uploaded, want %d", n, got, wantFiles)
+		}
+		clk.Advance(time.Hour)
+		if job, err = b.Poll(t.Context(), job.ID); err != nil || !job.Ended {
+			t.Fatalf("%+v %v", job, err)
+		}
+		got := map[string]string{}
+		if err := b.Results(t.Context(), job, func(r providers.BatchResult) error {
+			got[r.CustomID] = gjson.GetBytes(r.Body, geminiBatchRow.textPath).Str
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		for i, it := range its[:n] {
+			if want := mock.Answer(fmt.Sprintf("Question %d", i), 20); got[it.CustomID] != want || len(got) != n {
+				t.Errorf("%d items: %s: %q, want %q (%d results)", n, it.CustomID, got[it.CustomID], want, len(got))
+			}
+		}
+	}
+	if len(uploads) != 2 || uploads[0].Get("X-Goog-Api-Key") != batchKey || uploads[0].Get("X-Goog-Upload-Header-Content-Length") == "" ||
+		uploads[1].Get("X-Goog-Upload-Command") != "upload, finalize" {
+		t.Errorf("upload calls %v", uploads)
 	}
 }

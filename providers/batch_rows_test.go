@@ -37,6 +37,9 @@ type batchRow struct {
 	idPrefix               string
 	maxItems               int
 	labels                 bool
+	// uploads says the client uploads its requests as a file (OpenAI's
+	// always do, and they are labelled; Gemini's beyond the inline limit).
+	uploads bool
 	// validIDs says which custom_ids ValidID accepts; oddID is a valid
 	// one that is awkward to encode, for the exact-size test.
 	validIDs map[string]bool
@@ -124,7 +127,7 @@ type batchStep struct {
 	counts batchCounts
 }
 
-var batchRows = []batchRow{openAIBatchRow, anthropicBatchRow, azureBatchRow, geminiBatchRow}
+var batchRows = []batchRow{openAIBatchRow, anthropicBatchRow, azureBatchRow, geminiBatchRow, geminiFileBatchRow}
 
 // azureBatchRow is OpenAI's batch API under an Azure resource's /openai,
 // with a classic api-version in the base URL's query (merged into every

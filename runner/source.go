@@ -776,6 +776,9 @@ type CheckResult struct {
 	// LossyLines counts the lines whose invalid UTF-8 was replaced
 	// (Parser.LossyUTF8); LossyFirst is the first of them.
 	LossyLines, LossyFirst int
+	// FirstLine is the first line of the shard asking for each endpoint,
+	// so a batch API that takes only some can be refused up front.
+	FirstLine map[providers.Endpoint]int
 }
 
 // Check validates the whole file in one streaming pass before anything is
@@ -810,6 +813,12 @@ func (s *Source) Check() (CheckResult, error) {
 		}
 		ids.add(p.req.ID)
 		if p.inShard {
+			if _, ok := res.FirstLine[p.req.Endpoint]; !ok {
+				if res.FirstLine == nil {
+					res.FirstLine = make(map[providers.Endpoint]int)
+				}
+				res.FirstLine[p.req.Endpoint] = p.req.Line
+			}
 			res.Requests++
 			if fps != nil {
 				s.set.Add(p.req.ID, p.fp)

@@ -17,10 +17,15 @@ import (
 	"github.com/llmrun/llmrun/providers"
 )
 
-// The Gemini Batch API (wire-formats §5.7), with its requests inline: one
-// POST models/{model}:batchGenerateContent creates the batch, answered
-// with a long-running Operation; GET batches/{id} polls it; once done, its
-// output holds the responses, each tagged with its request's key.
+// The Gemini Batch API (wire-formats §5.7): one POST
+// models/{model}:batchGenerateContent creates the batch, answered with a
+// long-running Operation; GET batches/{id} polls it; once done, its output
+// holds the responses, each tagged with its request's key. A batch up to
+// MaxInlineBytes sends its requests inline, in the create call, and gets
+// its responses inline; a larger one uploads them as a JSONL file through
+// the Files API (a resumable upload) and names it in inputConfig.fileName,
+// and its responses come back as a file too (output.responsesFile), read
+// line by line.
 //
 // The API's own words for a batch's state (BATCH_STATE_RUNNING, or
 // JOB_STATE_RUNNING in the SDKs) are reported without their prefix, in
@@ -28,11 +33,16 @@ import (
 // An expired or cancelled batch has results only for the requests that
 // ran; the others are left for the runner to report.
 
-// Batch limits: inline requests may total 20 MB per call (the envelope
-// and the display name taken off); Google documents no count limit.
+// MaxInlineBytes is the largest batch whose requests go inline: a create
+// call may total 20 MB (the envelope and the display name taken off).
+// Larger batches go as an input file.
+const MaxInlineBytes = 20_000_000 - 1024
+
+// Batch limits: an input file may hold 2 GB; Google documents no count
+// limit.
 const (
 	batchMaxItems = 50_000
-	batchMaxBytes = 20_000_000 - 1024
+	batchMaxBytes = 2_000_000_000
 	// batchMaxKey bounds a key as llmrun sends it.
 	batchMaxKey = 256
 	// batchMaxAnswer bounds an Operation read whole: it holds the inline
@@ -46,17 +56,31 @@ const (
 type Batch struct {
 	cfg  providers.Config
 	base string
+	// inline is the largest batch sent inline (MaxInlineBytes).
+	inline int64
 }
 
 var _ providers.BatchClient = (*Batch)(nil)
 
+// BatchOption adjusts a Batch client.
+type BatchOption func(*Batch)
+
+// InlineUpTo makes batches of up to n bytes go inline and larger ones as
+// a file, in place of MaxInlineBytes: a test sends a file without
+// uploading 20 MB.
+func InlineUpTo(n int64) BatchOption { return func(b *Batch) { b.inline = n } }
+
 // NewBatch returns a Batch API client for cfg (BaseURL as for New; Stream
 // is ignored).
-func NewBatch(cfg providers.Config) *Batch {
+func NewBatch(cfg providers.Config, opts ...BatchOption) *Batch {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = providers.NewHTTPClient(0)
 	}
-	return &Batch{cfg: cfg, base: apiRoot(cfg.BaseURL)}
+	b := &Batch{cfg: cfg, base: apiRoot(cfg.BaseURL), inline: MaxInlineBytes}
+	for _, o := range opts {
+		o(b)
+	}
+	return b
 }
 
 // Name implements providers.BatchClient.
@@ -71,7 +95,7 @@ func (b *Batch) BaseURL() string { return providers.StripUserinfo(b.cfg.BaseURL)
 // MaxItems implements providers.BatchClient.
 func (b *Batch) MaxItems() int { return batchMaxItems }
 
-// MaxBytes implements providers.BatchClient: 20 MB of inline requests.
+// MaxBytes implements providers.BatchClient: an input file's 2 GB.
 func (b *Batch) MaxBytes() int64 { return batchMaxBytes }
 
 // ItemSize implements providers.BatchClient: the item's bytes in the
@@ -96,6 +120,17 @@ func (b *Batch) ValidID(id string) bool {
 		}
 	}
 	return true
+}
+
+// Batches implements providers.EndpointBatcher: chat only. Gemini
+// batches embeddings through another call (asyncBatchEmbedContent, one
+// input per request, results under another name), which this client does
+// not speak yet.
+func (b *Batch) Batches(ep providers.Endpoint) (bool, string) {
+	if ep == providers.EndpointChat {
+		return true, ""
+	}
+	return false, "this client sends Gemini batches of generateContent requests only (embeddings go through asyncBatchEmbedContent, which it does not speak)"
 }
 
 // Labels implements providers.BatchClient: a batch's displayName shows in
@@ -126,12 +161,16 @@ func displayName(label providers.BatchLabel) string {
 }
 
 // Submit implements providers.BatchClient. A batch names one model (in
-// its URL), so every item must ask for the same one.
+// its URL), so every item must ask for the same one. Up to the inline
+// limit the requests go in the create call; beyond it they are uploaded
+// first, as a file (a failed upload created nothing: the status says so).
 func (b *Batch) Submit(ctx context.Context, items []providers.BatchItem, label providers.BatchLabel) (providers.BatchJob, error) {
-	body := append(make([]byte, 0, 64<<10), `{"batch":{"displayName":`...)
-	name, _ := json.Marshal(displayName(label))
-	body = append(body, name...)
-	body = append(body, `,"inputConfig":{"requests":{"requests":[`...)
+	var size int64
+	for _, it := range items {
+		size += b.ItemSize(it)
+	}
+	file := size > b.inline
+	var reqs []byte // inline: the requests array's members; file: its lines
 	model := ""
 	for i, it := range items {
 		req, m, err := prepare(it.Body)
@@ -147,13 +186,42 @@ func (b *Batch) Submit(ctx context.Context, items []providers.BatchItem, label p
 				Message: "request " + it.CustomID + ": " + err.Error(), Err: err}
 		}
 		model = m
-		if i > 0 {
-			body = append(body, ',')
+		switch {
+		case file:
+			reqs = fileAppendItem(reqs, it.CustomID, req)
+		case i > 0:
+			reqs = append(reqs, ',')
+			fallthrough
+		default:
+			reqs = batchAppendItem(reqs, it.CustomID, req)
 		}
-		body = batchAppendItem(body, it.CustomID, req)
 	}
-	body = append(body, "]}}}}"...)
+	body := append(make([]byte, 0, len(reqs)+256), `{"batch":{"displayName":`...)
+	name, _ := json.Marshal(displayName(label))
+	body = append(body, name...)
+	if file {
+		f, err := b.upload(ctx, reqs, displayName(label))
+		if err != nil {
+			return providers.BatchJob{}, err
+		}
+		fn, _ := json.Marshal(f)
+		body = append(body, `,"inputConfig":{"fileName":`...)
+		body = append(append(body, fn...), "}}}"...)
+	} else {
+		body = append(body, `,"inputConfig":{"requests":{"requests":[`...)
+		body = append(append(body, reqs...), "]}}}}"...)
+	}
 	return b.job(ctx, http.MethodPost, "/"+model+":batchGenerateContent", body)
+}
+
+// fileAppendItem appends one line of an input file: {"key", "request"}.
+func fileAppendItem(dst []byte, key string, body []byte) []byte {
+	k, _ := json.Marshal(key)
+	dst = append(dst, `{"key":`...)
+	dst = append(dst, k...)
+	dst = append(dst, `,"request":`...)
+	dst = append(dst, body...)
+	return append(dst, "}\n"...)
 }
 
 // List implements providers.BatchClient: GET batches, page by page. The
@@ -223,9 +291,7 @@ func (b *Batch) Results(ctx context.Context, job providers.BatchJob, fn func(pro
 	if where == "" {
 		where = b.base + "/" + batchPath(job.ID)
 	}
-	ru, err := url.Parse(where)
-	base, berr := url.Parse(b.base)
-	if err != nil || berr != nil || ru.Host != base.Host || (ru.Scheme != base.Scheme && ru.Scheme != "https") {
+	if !b.sameHost(where) {
 		return &providers.Error{Class: providers.ClassInvalid, Message: "results location " + where + " is not on " + b.BaseURL() + "; not sending the API key there"}
 	}
 	raw, err := b.fetch(ctx, http.MethodGet, where, nil)
@@ -242,7 +308,7 @@ func (b *Batch) Results(ctx context.Context, job providers.BatchJob, fn func(pro
 		out = op.Get("response")
 	}
 	if f := out.Get("responsesFile").Str; f != "" {
-		return &providers.Error{Class: providers.ClassServer, Message: "batch " + j.ID + " wrote its results to " + f + ", which this client does not read"}
+		return b.download(ctx, f, func(line []byte) error { return fn(resultOf(gjson.ParseBytes(line))) })
 	}
 	for _, r := range out.Get("inlinedResponses.inlinedResponses").Array() {
 		if err := fn(resultOf(r)); err != nil {
@@ -252,10 +318,13 @@ func (b *Batch) Results(ctx context.Context, job providers.BatchJob, fn func(pro
 	return nil
 }
 
-// resultOf converts one inlined response: {"response": …} or
-// {"error": Status}, with its request's metadata.key.
+// resultOf converts one response: {"response": …} or {"error": Status},
+// with its request's key (inline: in metadata; a file's line: at the top).
 func resultOf(r gjson.Result) providers.BatchResult {
 	res := providers.BatchResult{CustomID: r.Get("metadata.key").Str}
+	if k := r.Get("key"); k.Type == gjson.String {
+		res.CustomID = k.Str
+	}
 	if e := r.Get("error"); e.Exists() {
 		body := []byte(`{"error":` + e.Raw + `}`)
 		status := int(e.Get("code").Int())

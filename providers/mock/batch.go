@@ -68,6 +68,10 @@ type batchStore struct {
 	// for the list endpoints (newest first).
 	fileList  []*mfile
 	batchList []*mbatch
+	// uploads and gmFiles are Gemini's Files API: uploads started, and
+	// files by name ("files/…"), input and output alike.
+	uploads map[string]gmUpload
+	gmFiles map[string][]byte
 	// completions counts successful answers by custom_id as sent.
 	completions map[string]int
 	inFlight    atomic.Int64
@@ -141,8 +145,10 @@ type mbatch struct {
 	created time.Time
 	items   []bitem
 
-	// Gemini only: the displayName.
-	name string
+	// Gemini only: the displayName, and whether the requests came in a
+	// file (the responses then go to one, outFile).
+	name      string
+	fileInput bool
 
 	// OpenAI only.
 	inputFile, endpoint string
@@ -328,6 +334,9 @@ func (s *Server) finish(b *mbatch, t time.Time, state string, done int) {
 	if b.d.tag() == 'o' {
 		s.writeOutputFiles(b)
 	}
+	if b.fileInput {
+		s.writeGMOutputFile(b)
+	}
 }
 
 // execute answers one item as the synchronous endpoint would answer its
@@ -407,22 +416,24 @@ func errBatchTooLarge(msg string) *apiError {
 // registerBatchRoutes adds the batch endpoints of both APIs to the mux.
 func (s *Server) registerBatchRoutes() {
 	for pattern, h := range map[string]http.HandlerFunc{
-		"POST /v1/files":                          s.handleFileUpload,
-		"GET /v1/files":                           s.handleFileList,
-		"GET /v1/files/{id}":                      s.handleFileGet,
-		"GET /v1/files/{id}/content":              s.handleFileContent,
-		"POST /v1/batches":                        s.handleOABatchCreate,
-		"GET /v1/batches":                         s.handleOABatchList,
-		"GET /v1/batches/{id}":                    s.handleOABatchGet,
-		"POST /v1/batches/{id}/cancel":            s.handleOABatchCancel,
-		"POST /v1/messages/batches":               s.handleANBatchCreate,
-		"GET /v1/messages/batches":                s.handleANBatchList,
-		"GET /v1/messages/batches/{id}":           s.handleANBatchGet,
-		"GET /v1/messages/batches/{id}/results":   s.handleANBatchResults,
-		"POST /v1/messages/batches/{id}/cancel":   s.handleANBatchCancel,
-		"GET " + geminiPrefix + "batches":         s.handleGMBatchList,
-		"GET " + geminiPrefix + "batches/{id}":    s.handleGMBatchGet,
-		"POST " + geminiPrefix + "batches/{call}": s.handleGMBatchCancel,
+		"POST /v1/files":                                s.handleFileUpload,
+		"GET /v1/files":                                 s.handleFileList,
+		"GET /v1/files/{id}":                            s.handleFileGet,
+		"GET /v1/files/{id}/content":                    s.handleFileContent,
+		"POST /v1/batches":                              s.handleOABatchCreate,
+		"GET /v1/batches":                               s.handleOABatchList,
+		"GET /v1/batches/{id}":                          s.handleOABatchGet,
+		"POST /v1/batches/{id}/cancel":                  s.handleOABatchCancel,
+		"POST /v1/messages/batches":                     s.handleANBatchCreate,
+		"GET /v1/messages/batches":                      s.handleANBatchList,
+		"GET /v1/messages/batches/{id}":                 s.handleANBatchGet,
+		"GET /v1/messages/batches/{id}/results":         s.handleANBatchResults,
+		"POST /v1/messages/batches/{id}/cancel":         s.handleANBatchCancel,
+		"POST /upload" + geminiPrefix + "files":         s.handleGMUpload,
+		"GET /download" + geminiPrefix + "files/{call}": s.handleGMDownload,
+		"GET " + geminiPrefix + "batches":               s.handleGMBatchList,
+		"GET " + geminiPrefix + "batches/{id}":          s.handleGMBatchGet,
+		"POST " + geminiPrefix + "batches/{call}":       s.handleGMBatchCancel,
 	} {
 		s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 			s.batches.inFlight.Add(1)

@@ -10,7 +10,8 @@ import (
 	"time"
 )
 
-// The Gemini Batch API, requests inline (wire-formats §5.7): POST
+// The Gemini Batch API, requests inline or in a file (batch_gemini_file.go)
+// (wire-formats §5.7): POST
 // models/{model}:batchGenerateContent answers a long-running Operation;
 // GET batches/{id} shows it, with its responses inline once done (in
 // metadata.output, where the SDKs read them, and in response, where the
@@ -49,14 +50,21 @@ func (s *Server) handleGMBatchCreate(w http.ResponseWriter, r *http.Request, mod
 		}
 		return // otherwise the client is gone
 	}
-	name, items, e := parseGMBatch(body, maxItems, maxBytes)
+	s.batches.mu.Lock()
+	name, items, e := parseGMBatch(body, maxItems, maxBytes, func(f string) ([]byte, bool) { data, ok := s.batches.gmFiles[f]; return data, ok })
+	s.batches.mu.Unlock()
 	if e != nil {
-		s.badRequest(w, d, reqID, e)
+		if e.status == 404 {
+			s.bump(&s.stats.NotFound)
+			s.fail(w, d, reqID, e)
+		} else {
+			s.badRequest(w, d, reqID, e)
+		}
 		return
 	}
 	now := s.now()
 	s.batches.mu.Lock()
-	b := &mbatch{d: d, created: now, items: items, name: name}
+	b := &mbatch{d: d, created: now, items: items, name: name, fileInput: gjsonFileName(body) != ""}
 	s.register(b, "batches/")
 	body = s.appendGMOperation(nil, b, now)
 	s.batches.mu.Unlock()
@@ -68,9 +76,24 @@ func gmPayloadTooLarge(maxBytes int64) *apiError {
 	return errBatchTooLarge("Request payload size exceeds the limit: " + strconv.FormatInt(maxBytes, 10) + " bytes.")
 }
 
-// parseGMBatch reads a create call's body into its display name and items,
-// or the error Gemini answers, checked in the order Gemini checks them.
-func parseGMBatch(body []byte, maxItems int, maxBytes int64) (string, []bitem, *apiError) {
+// gjsonFileName is the input file a create call names, "" for inline
+// requests.
+func gjsonFileName(body []byte) string {
+	var in struct {
+		Batch struct {
+			InputConfig struct {
+				FileName string `json:"fileName"`
+			} `json:"inputConfig"`
+		} `json:"batch"`
+	}
+	json.Unmarshal(body, &in)
+	return in.Batch.InputConfig.FileName
+}
+
+// parseGMBatch reads a create call's body into its display name and items
+// (inline, or from the input file it names, which file looks up), or the
+// error Gemini answers, checked in the order Gemini checks them.
+func parseGMBatch(body []byte, maxItems int, maxBytes int64, file func(name string) ([]byte, bool)) (string, []bitem, *apiError) {
 	var in struct {
 		Batch struct {
 			DisplayName *string `json:"displayName"`
@@ -102,7 +125,12 @@ func parseGMBatch(body []byte, maxItems int, maxBytes int64) (string, []bitem, *
 	case in.Batch.DisplayName == nil || *in.Batch.DisplayName == "":
 		return bad("* BatchGenerateContentRequest.batch.display_name: display_name is required")
 	case in.Batch.InputConfig.FileName != "":
-		return bad("this mock takes inline requests only, not input files")
+		data, ok := file(in.Batch.InputConfig.FileName)
+		if !ok {
+			return "", nil, errNoSuch("file", in.Batch.InputConfig.FileName)
+		}
+		items, e := gmFileItems(data, maxItems)
+		return *in.Batch.DisplayName, items, e
 	case len(reqs) == 0:
 		return bad("* BatchGenerateContentRequest.batch.input_config: requests must not be empty")
 	case len(reqs) > maxItems:
@@ -268,6 +296,9 @@ func (s *Server) appendGMOperation(b []byte, m *mbatch, now time.Time) []byte {
 		return append(b, `},"done":true,"error":{"code":400,"message":"The batch failed.","status":"INVALID_ARGUMENT"}}`...)
 	}
 	out := appendGMOutput(nil, m)
+	if m.fileInput {
+		out = append(appendString([]byte(`{"responsesFile":`), m.outFile), '}')
+	}
 	b = append(b, `,"output":`...)
 	b = append(b, out...)
 	b = append(b, `},"done":true,"response":{"@type":"`+geminiOutputType+`",`...)

@@ -20,7 +20,6 @@ func TestGeminiBatchCreateRefusals(t *testing.T) {
 		"not json":       {`{"batch":`, "Invalid JSON payload received."},
 		"bad requests":   {`{"batch":{"displayName":"x","inputConfig":{"requests":{"requests":{}}}}}`, "Invalid JSON payload received."},
 		"no name":        {`{"batch":{"inputConfig":{"requests":{"requests":[` + item + `]}}}}`, "display_name is required"},
-		"input file":     {`{"batch":{"displayName":"x","inputConfig":{"fileName":"files/f"}}}`, "inline requests only"},
 		"empty":          {`{"batch":{"displayName":"x","inputConfig":{"requests":{"requests":[]}}}}`, "requests must not be empty"},
 		"request string": {`{"batch":{"displayName":"x","inputConfig":{"requests":{"requests":[{"request":"hi"}]}}}}`, "requests[0].request: must be an object"},
 	}
@@ -39,5 +38,16 @@ func TestGeminiBatchCreateRefusals(t *testing.T) {
 				t.Fatalf("a refused create made a batch: %s", r.body)
 			}
 		})
+	}
+}
+
+// TestGeminiBatchUnknownFile: a create call naming an input file never
+// uploaded is a 404 and creates no batch.
+func TestGeminiBatchUnknownFile(t *testing.T) {
+	srv, m := start(t, mock.Config{})
+	r := post(t, srv, "/v1beta/models/gemini-x:batchGenerateContent", `{"batch":{"displayName":"x","inputConfig":{"fileName":"files/f"}}}`)
+	wantStatus(t, r, 404)
+	if st := m.Stats(); st.BatchesCreated != 0 || st.NotFound != 1 {
+		t.Fatalf("stats %+v", st)
 	}
 }

@@ -198,7 +198,7 @@ type Stats struct {
 	// the token figures too (when their batch ends), so a test can check
 	// that no request was answered twice across batch and live runs.
 	BatchCalls         int64 `json:"batch_calls"`     // HTTP calls to the batch and file routes
-	FilesUploaded      int64 `json:"files_uploaded"`  // OpenAI input files
+	FilesUploaded      int64 `json:"files_uploaded"`  // OpenAI and Gemini input files
 	BatchesCreated     int64 `json:"batches_created"` // incl. OpenAI batches that fail validation
 	BatchesCanceled    int64 `json:"batches_canceled"`
 	BatchItems         int64 `json:"batch_items"` // requests in created batches
