@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 // This file is the HTTP half every provider shares: one POST with a
@@ -337,6 +339,22 @@ func StreamEnded(ctx context.Context, decErr error, out *Response, end string) e
 		return err
 	}
 	return &Error{Class: ClassMidStream, Status: out.Status, RequestID: out.RequestID, Message: "stream ended before " + end}
+}
+
+// ReadWholeJSON reads, in a stream reader's place, an answer that is one
+// JSON body whatever content type came with it (a proxy's or a local
+// server's text/plain): a read failure is StreamError's, a body that is
+// not JSON a ClassMidStream error carrying its start with apiKey redacted.
+func ReadWholeJSON(ctx context.Context, r io.Reader, out *Response, apiKey string) ([]byte, error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, StreamError(ctx, err, out.Status, out.RequestID)
+	}
+	if !gjson.ValidBytes(b) {
+		return nil, &Error{Class: ClassMidStream, Status: out.Status, RequestID: out.RequestID,
+			Message: "response body is not valid JSON", Body: Redact(b[:min(len(b), MaxErrorBody)], apiKey)}
+	}
+	return b, nil
 }
 
 // StreamError maps a failure while reading a 2xx stream: the caller's

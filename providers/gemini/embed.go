@@ -73,13 +73,9 @@ func (p *Provider) parseEmbed(b []byte, out *providers.Response) error {
 // readEmbedStream reads an embeddings answer that came with a content type
 // other than JSON (a proxy's text/plain): one JSON body all the same.
 func (p *Provider) readEmbedStream(ctx context.Context, r io.Reader, out *providers.Response, _ time.Time) error {
-	b, err := io.ReadAll(r)
+	b, err := providers.ReadWholeJSON(ctx, r, out, p.cfg.APIKey)
 	if err != nil {
-		return providers.StreamError(ctx, err, out.Status, out.RequestID)
-	}
-	if !gjson.ValidBytes(b) {
-		return &providers.Error{Class: providers.ClassMidStream, Status: out.Status, RequestID: out.RequestID,
-			Message: "response body is not valid JSON", Body: providers.Redact(b[:min(len(b), providers.MaxErrorBody)], p.cfg.APIKey)}
+		return err
 	}
 	return p.parseEmbed(b, out)
 }

@@ -44,13 +44,9 @@ func (p *Provider) parseEmbeddings(b []byte, out *providers.Response) error {
 // type other than JSON (a local server's text/plain): it is one JSON body
 // all the same.
 func (p *Provider) readEmbeddingsStream(ctx context.Context, r io.Reader, out *providers.Response, _ time.Time) error {
-	b, err := io.ReadAll(r)
+	b, err := providers.ReadWholeJSON(ctx, r, out, p.cfg.APIKey)
 	if err != nil {
-		return providers.StreamError(ctx, err, out.Status, out.RequestID)
-	}
-	if !gjson.ValidBytes(b) {
-		return &providers.Error{Class: providers.ClassMidStream, Status: out.Status, RequestID: out.RequestID,
-			Message: "response body is not valid JSON", Body: providers.Redact(b[:min(len(b), providers.MaxErrorBody)], p.cfg.APIKey)}
+		return err
 	}
 	return p.parseEmbeddings(b, out)
 }
