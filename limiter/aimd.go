@@ -36,6 +36,12 @@ type AIMDConfig struct {
 	// the key starts (default 1s, like Limits.Burst): the first
 	// measurement discounts it.
 	Burst time.Duration
+	// Grain is the finest spacing admissions can be paced at (timer
+	// wake-ups are not exact below it): a guessed rate admits one request
+	// at a time, or Grain's worth of the rate where that is more (default
+	// 10ms). Paced one by one at 1,000/s, a ramp never used 75% of its rate
+	// and stopped doubling there.
+	Grain time.Duration
 	// BackoffBase is the key-wide pause after a refusal without a hint; it
 	// doubles with every further one before a success (default 250ms), up
 	// to BackoffMax (default DefaultMaxPause).
@@ -53,6 +59,7 @@ var DefaultAIMD = AIMDConfig{
 	ProbeKeep:   0.8,
 	MinSample:   250 * time.Millisecond,
 	Burst:       time.Second,
+	Grain:       10 * time.Millisecond,
 	BackoffBase: 250 * time.Millisecond,
 	BackoffMax:  DefaultMaxPause,
 }
@@ -78,6 +85,7 @@ func (c AIMDConfig) withDefaults() AIMDConfig {
 	pos(&c.ProbeKeep, d.ProbeKeep)
 	posD(&c.MinSample, d.MinSample)
 	posD(&c.Burst, d.Burst)
+	posD(&c.Grain, d.Grain)
 	posD(&c.BackoffBase, d.BackoffBase)
 	posD(&c.BackoffMax, d.BackoffMax)
 	c.Margin = min(c.Margin, 0.5)

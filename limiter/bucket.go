@@ -22,6 +22,7 @@ type bucket struct {
 	cap   float64 // rate × burst: how much it may hold when nobody waits
 	max   float64 // largest admissible single cost (the per-minute limit); above it Reserve fails with ErrTooLarge
 	level float64 // may be negative after an under-reservation is charged
+	paced bool    // a guessed rate (an AIMD ramp): admits without a skew margin
 }
 
 func (b *bucket) on() bool { return b.rate > 0 }

@@ -173,6 +173,7 @@ func (k *keyState) applyLimits() {
 			continue
 		}
 		was := b.on()
+		b.paced = false
 		b.rate = perMin * k.conf.Headroom / 60
 		burst := b.rate * k.conf.Burst.Seconds()
 		b.max = math.Inf(1) // a limit learned from 429s makes nothing too large
@@ -181,10 +182,14 @@ func (k *keyState) applyLimits() {
 		}
 		b.cap = min(max(burst, k.biggest[i]), b.max)
 		if d := k.described(0); i == 0 && k.rc.Unmeasured() && (d == 0 || perMin < d) {
-			// A guessed rate paces one request at a time: a burst would
-			// let the concurrency window, not the rate, decide how many
-			// attempts are in flight when the next 429 comes.
-			b.cap = 0
+			// A guessed rate paces one request at a time, or a timer
+			// grain's worth at rates a timer cannot space one by one: a
+			// burst would let the concurrency window, not the rate,
+			// decide how many attempts are in flight when the next 429
+			// comes. No skew margin either: it would make every
+			// admission wait for a full bucket, a timer per request.
+			b.cap = b.rate * k.rc.cfg.Grain.Seconds()
+			b.paced = true
 		}
 		if i == 0 {
 			b.cap = max(b.cap, 1) // one request always fits
@@ -321,7 +326,7 @@ func (k *keyState) reserveAt(now time.Time, c Cost) (time.Duration, Dimension) {
 // skew margin (see Limits.Skew), but never more than the capacity, so a
 // request as large as the bucket is still admitted when it is full.
 func (k *keyState) need(b *bucket, amount float64) float64 {
-	if amount <= 0 {
+	if amount <= 0 || b.paced {
 		return amount
 	}
 	return min(amount+b.rate*k.conf.Skew.Seconds(), max(b.cap, amount))

@@ -225,3 +225,34 @@ func TestNoRatesFrom429sWithoutA429(t *testing.T) {
 		}
 	})
 }
+
+// TestRampAdmitsAGrainAtOnce: a ramp's guessed rate admits a timer
+// grain's worth of requests at once, with no skew margin. Before, a ramp at
+// 1,000/s held one request (the skew margin made every admission wait for
+// a full bucket): one timer per request, which real timers cannot keep at
+// 1 ms, so the ramp never used 75% of its rate and stopped doubling there;
+// a fast local server with no headers got 650 requests/s instead of 7,000.
+func TestRampAdmitsAGrainAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Options{Defaults: Limits{Auto: true, Concurrency: 64, Skew: 100 * time.Millisecond}})
+		c := Cost{Requests: 1, Input: 10, Output: 10}
+		r := mustReserve(t, l, "k", c)
+		time.Sleep(time.Millisecond) // the first answer took 1ms: the ramp starts at 1,000/s
+		r.Settle(c)
+		r.Observe(Observation{Requests: Window{-1, -1, 0}, Tokens: Window{-1, -1, 0}}, time.Now())
+		time.Sleep(DefaultAIMD.Grain) // the bucket fills: a grain's worth
+		// The concurrency window (slow start from the one answer) limits
+		// too: take as many as it allows.
+		want := min(int(1000*DefaultAIMD.Grain.Seconds()), l.Stats()[0].Effective.Concurrency)
+		if want < 2 {
+			t.Fatalf("window %d: the test needs room for 2", want)
+		}
+		start := time.Now()
+		for i := range want {
+			mustReserve(t, l, "k", c)
+			if waited := time.Since(start); waited > 0 {
+				t.Fatalf("request %d of %d waited %v for a paced bucket holding a grain's worth", i+1, want, waited)
+			}
+		}
+	})
+}

@@ -47,10 +47,10 @@ func aimdPrelude(c limiter.AIMDConfig) string {
 	us := func(d interface{ Microseconds() int64 }) int64 { return d.Microseconds() }
 	return fmt.Sprintf(`
 local AIMD = {start = %g, step = %d, hold = %d, margin = %g, decrease = %g, probe = %g,
-  keep = %g, minsample = %d, burst = %d, bbase = %d, bmax = %d}
+  keep = %g, minsample = %d, burst = %d, grain = %d, bbase = %d, bmax = %d}
 local AIMD_NAMES = {%s}
 local AIMD_FIELDS = {%s}
-`, c.StartRate, us(c.Step), us(c.Hold), c.Margin, c.Decrease, c.Probe, c.ProbeKeep, us(c.MinSample), us(c.Burst),
+`, c.StartRate, us(c.Step), us(c.Hold), c.Margin, c.Decrease, c.Probe, c.ProbeKeep, us(c.MinSample), us(c.Burst), us(c.Grain),
 		us(c.BackoffBase), us(c.BackoffMax), strings.Join(names, ", "), strings.Join(fields, ", ")) + aimdLua
 }
 
@@ -157,7 +157,7 @@ local function aimd_over(a, hr, burst)
     if desc == 0 then x.max = 1e308 end
     x.aimd = true
     if i == 1 then
-      if aimd_unmeasured(a) then x.base = 0 end
+      if aimd_unmeasured(a) then x.base, x.paced = x.rate * AIMD.grain / 1e6, true end
       x.base = math.max(x.base, 1)
     end
   end

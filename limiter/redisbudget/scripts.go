@@ -207,7 +207,7 @@ for i = 1, 4 do
   local x, a = b[i], amount[i]
   if x.rate > 0 then
     local need = a
-    if a > 0 then need = math.min(a + x.rate * skew, math.max(x.cap, a)) end
+    if a > 0 and not x.paced then need = math.min(a + x.rate * skew, math.max(x.cap, a)) end
     local short = need - x.level
     if short > 1e-6 then
       local d = math.max(math.ceil(short / x.rate * 1e6), 1)
