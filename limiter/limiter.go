@@ -411,12 +411,13 @@ func (l *Limiter) Observe(key string, o Observation) {
 	k.observeAt(now, o, now, nil)
 }
 
-// Pause stops all admissions for key until the given instant (a 429 with
+// pause stops all admissions for key until the given instant (a 429 with
 // retry-after): every waiter of the key waits, not just the caller. An
 // earlier pause never shortens a later one. A pause longer than MaxPause is
 // cut to it and counted; it is reported to Warn when it starts a pause (the
-// 429s of one congestion tell once).
-func (l *Limiter) Pause(key string, until time.Time) {
+// 429s of one congestion tell once). Runs pause a key through
+// Reservation.Refused; tests set a pause directly.
+func (l *Limiter) pause(key string, until time.Time) {
 	k := l.key(key)
 	now := l.now()
 	k.mu.Lock()
@@ -434,10 +435,12 @@ func PauseClampedMessage(key string, asked, maxPause time.Duration) string {
 	return fmt.Sprintf("key %q: the server asked to pause for %v; pausing %v (the maximum pause)", key, asked.Round(time.Second), maxPause)
 }
 
-// RateLimited tells key a 429 happened. In Auto mode it halves the
+// rateLimited tells key a 429 happened. In Auto mode it halves the
 // concurrency window (at most once per round of attempts); otherwise it is
 // only counted.
-func (l *Limiter) RateLimited(key string) {
+//
+// Runs report 429s through Reservation.Refused; tests count one directly.
+func (l *Limiter) rateLimited(key string) {
 	k := l.key(key)
 	k.mu.Lock()
 	defer k.mu.Unlock()

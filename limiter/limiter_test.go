@@ -100,8 +100,8 @@ func TestPauseIsSharedByAllWaiters(t *testing.T) {
 		start := time.Now()
 		r := mustReserve(t, l, "k", Cost{Requests: 1})
 		// One worker's 429 with retry-after 5s pauses the key for everyone.
-		l.Pause("k", start.Add(5*time.Second))
-		l.Pause("k", start.Add(time.Second)) // must not shorten it
+		l.pause("k", start.Add(5*time.Second))
+		l.pause("k", start.Add(time.Second)) // must not shorten it
 		var chs []<-chan result
 		for range 3 {
 			chs = append(chs, reserveAsync(context.Background(), l, "k", Cost{Requests: 1}))
@@ -150,10 +150,10 @@ func TestLongPauseHintIsClamped(t *testing.T) {
 		var warns []string
 		l := New(Options{Warn: func(m string) { warns = append(warns, m) }})
 		start := time.Now()
-		l.Pause("k", start.Add(24*time.Hour))
-		l.Pause("k", start.Add(time.Hour)) // the same congestion: counted, not told again
+		l.pause("k", start.Add(24*time.Hour))
+		l.pause("k", start.Add(time.Hour)) // the same congestion: counted, not told again
 		time.Sleep(time.Second)
-		l.Pause("k", time.Now().Add(time.Hour)) // later, still paused: not told again
+		l.pause("k", time.Now().Add(time.Hour)) // later, still paused: not told again
 		ch := reserveAsync(context.Background(), l, "k", Cost{Requests: 1})
 		// The last hint, cut, ends the pause at 1s + MaxPause.
 		want := time.Second + DefaultMaxPause
@@ -171,8 +171,8 @@ func TestLongPauseHintIsClamped(t *testing.T) {
 		}
 		// A shorter hint is obeyed as given; MaxPause is configurable.
 		l = New(Options{MaxPause: time.Minute})
-		l.Pause("k", time.Now().Add(30*time.Second))
-		l.Pause("j", time.Now().Add(2*time.Minute))
+		l.pause("k", time.Now().Add(30*time.Second))
+		l.pause("j", time.Now().Add(2*time.Minute))
 		st := l.Stats()
 		if got := st[1].PausedUntil.Sub(time.Now()); got != 30*time.Second || st[1].PauseClamped != 0 {
 			t.Errorf("30s hint: paused %v (clamped %d), want 30s (0)", got, st[1].PauseClamped)
@@ -490,7 +490,7 @@ func TestAutoLearnsFromObserve(t *testing.T) {
 		pending(t, w3, "paced by the learned RPM")
 		time.Sleep(time.Millisecond)
 		done(t, w3, "after 1s")
-		l.RateLimited("k")
+		l.rateLimited("k")
 		if s := l.Stats()[0]; s.Effective.Concurrency != 1 || s.RateLimited != 1 {
 			t.Fatalf("after a 429: %+v", s)
 		}

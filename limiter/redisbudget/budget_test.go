@@ -271,8 +271,8 @@ func TestLongPauseHintIsClamped(t *testing.T) {
 	})
 	b := newBudget(t, lim)
 	key := testKey(t)
-	a.Pause(key, time.Now().Add(time.Hour))
-	a.Pause(key, time.Now().Add(time.Hour)) // the same pause: counted, not told again
+	a.pause(key, time.Now().Add(time.Hour))
+	a.pause(key, time.Now().Add(time.Hour)) // the same pause: counted, not told again
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	start := time.Now()
@@ -297,9 +297,9 @@ func TestPauseIsSharedAcrossProcesses(t *testing.T) {
 	a, b := newBudget(t, lim), newBudget(t, lim)
 	key := testKey(t)
 
-	a.Pause(key, time.Now().Add(150*time.Millisecond))
-	a.Pause(key, time.Now().Add(10*time.Millisecond)) // never shortens
-	a.Pause(key, time.Now().Add(-time.Second))        // in the past: nothing
+	a.pause(key, time.Now().Add(150*time.Millisecond))
+	a.pause(key, time.Now().Add(10*time.Millisecond)) // never shortens
+	a.pause(key, time.Now().Add(-time.Second))        // in the past: nothing
 	start := time.Now()
 	tk, err := b.Reserve(context.Background(), key, limiter.Cost{Requests: 1})
 	if err != nil {

@@ -95,7 +95,7 @@ func TestHealthTellsStateChangesOnly(t *testing.T) {
 			}
 		}
 		for range 5 {
-			b.Pause(key, time.Now().Add(time.Second))
+			b.pause(key, time.Now().Add(time.Second))
 		}
 		for _, tk := range tks {
 			tk.Fail()

@@ -29,7 +29,7 @@ func TestInspectSeesEveryProcess(t *testing.T) {
 	queued(t, b, key, 1)
 	queued(t, b, key, 1)
 	queued(t, a, key, -1)
-	a.Pause(key, time.Now().Add(5*time.Second))
+	a.pause(key, time.Now().Add(5*time.Second))
 
 	keys, err := Keys(ctx, a.client, "")
 	if err != nil || !slices.Contains(keys, key) {

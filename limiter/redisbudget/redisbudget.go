@@ -630,13 +630,14 @@ func known(w limiter.Window) bool {
 	return w != (limiter.Window{}) && (w.Limit >= 0 || w.Remaining >= 0)
 }
 
-// Pause stops all admissions for key, in every process, until the given
+// pause stops all admissions for key, in every process, until the given
 // instant (a 429 with retry-after), but for at most MaxPause: a longer hint
 // is cut to it, counted and reported to Warn when it starts a pause. An
 // earlier pause never shortens a later one. The instant is
 // turned into a duration from this process's clock, so the clocks of other
-// machines do not matter.
-func (b *Budget) Pause(key string, until time.Time) {
+// machines do not matter. Runs pause a key through Ticket.Refused; tests
+// set a pause directly.
+func (b *Budget) pause(key string, until time.Time) {
 	k := b.key(key)
 	now := b.now()
 	asked := until.Sub(now)
@@ -663,15 +664,6 @@ func (b *Budget) Pause(key string, until time.Time) {
 	if d < asked && before == 0 && b.o.Warn != nil {
 		b.o.Warn(limiter.PauseClampedMessage(key, asked, b.o.MaxPause))
 	}
-}
-
-// RateLimited counts a 429 for key (in this process's Stats); what is
-// learned from a 429 goes through Ticket.Refused.
-func (b *Budget) RateLimited(key string) {
-	k := b.key(key)
-	k.mu.Lock()
-	k.rateLimited++
-	k.mu.Unlock()
 }
 
 // Stats returns a snapshot of every key this process used, sorted by key:
