@@ -46,6 +46,7 @@ GET /mock/stats returns its counters as JSON.`,
 	f.StringVar(&cfg.APIKey, "api-key", "", "require this API key (401 otherwise)")
 	f.BoolVar(&cfg.NoUsage, "no-usage", false, "answer Chat Completions without usage, as some local servers do")
 	f.DurationVar(&cfg.TokenDelay, "token-delay", 0, "delay per generated token (slow streams)")
+	f.IntVar(&cfg.AnswerWords, "answer-words", 0, "words in every answer after its head (0: 8 to 24, drawn per prompt); long answers for streaming benchmarks")
 	f.Int64Var(&cfg.Seed, "seed", 1, "seed for fault selection and answers")
 	f.DurationVar(&cfg.BatchDelay, "batch-delay", 0, "how long a provider batch takes to process")
 	f.Float64Var(&cfg.BatchFailRate, "batch-fail-rate", 0, "fraction of batch items answered with an error")

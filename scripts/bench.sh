@@ -7,6 +7,9 @@
 #   scripts/bench.sh stream N [llmrun flags]  N requests, streamed and plain, 3 runs each:
 #                                             client CPU (user+sys) per output token
 #
+# BENCH_MOCK_FLAGS are passed to `llmrun mock`, e.g. BENCH_MOCK_FLAGS='--answer-words 61'
+# for answers of about 109 tokens (the default answers are about 35).
+#
 # Needs GNU time (/usr/bin/time, Debian package "time") and awk. Work files go
 # to $BENCH_DIR (default: a new directory under ${TMPDIR:-/tmp}); a 10M-line
 # scale run needs about 10 GB there. Run it when the machine is quiet
@@ -21,7 +24,8 @@ dir=${BENCH_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/llmrun-bench.XXXXXX")}
 mkdir -p "$dir"
 go build -o "$dir/llmrun" .
 port=$((20000 + RANDOM % 20000))
-"$dir/llmrun" mock --addr "127.0.0.1:$port" >"$dir/mock.log" 2>&1 &
+# shellcheck disable=SC2086 # BENCH_MOCK_FLAGS is a list of flags
+"$dir/llmrun" mock --addr "127.0.0.1:$port" ${BENCH_MOCK_FLAGS:-} >"$dir/mock.log" 2>&1 &
 mock=$!
 trap 'kill "$mock" 2>/dev/null || true' EXIT
 for _ in $(seq 50); do
@@ -64,9 +68,9 @@ stream)
 			rm -f "$dir/in.out.jsonl" "$dir/in.out.jsonl.state.json"
 			read -r _ _ cpu < <(run "s$stream$i" "$dir/in.jsonl" --stream="$stream" "$@")
 			tokens=$(grep -o '"output_tokens": *[0-9]*' "$dir/s$stream$i.summary.json" | head -1 | tr -dc 0-9)
-			awk -v c="$cpu" -v t="$tokens" 'BEGIN { printf "%.3f\n", c / t * 1e6 }'
+			awk -v c="$cpu" -v t="$tokens" 'BEGIN { printf "%.3f %s\n", c / t * 1e6, c }'
 		done >"$dir/stream-$stream"
-		echo "--stream=$stream: $(tr '\n' ' ' <"$dir/stream-$stream")µs of client CPU per output token (median $(median <"$dir/stream-$stream")), $tokens output tokens"
+		echo "--stream=$stream: $(cut -d' ' -f1 "$dir/stream-$stream" | tr '\n' ' ')µs of client CPU per output token (median $(cut -d' ' -f1 "$dir/stream-$stream" | median)), CPU median $(cut -d' ' -f2 "$dir/stream-$stream" | median)s, $tokens output tokens"
 	done
 	;;
 *)

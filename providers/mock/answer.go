@@ -49,12 +49,22 @@ var answerWords = [...]string{
 // maxTokens tokens by the CountTokens rule (maxTokens*4 bytes, backed off to
 // a UTF-8 boundary). The result depends on nothing else.
 func Answer(prompt string, maxTokens int) string {
-	text, _ := answer(prompt, maxTokens)
+	text, _ := answer(prompt, maxTokens, 0)
 	return text
 }
 
-// answer is Answer that also reports whether the text was cut by maxTokens.
-func answer(prompt string, maxTokens int) (string, bool) {
+// AnswerWords is Answer with exactly words words after the head instead of
+// 8 to 24 (words <= 0: Answer's), the answer of a server whose
+// Config.AnswerWords is words. Its words are drawn as Answer's are, so the
+// first words of both agree.
+func AnswerWords(prompt string, maxTokens, words int) string {
+	text, _ := answer(prompt, maxTokens, words)
+	return text
+}
+
+// answer is AnswerWords that also reports whether the text was cut by
+// maxTokens.
+func answer(prompt string, maxTokens, nWords int) (string, bool) {
 	h := fnv.New128a()
 	h.Write([]byte(prompt))
 	sum := h.Sum(nil)
@@ -71,6 +81,9 @@ func answer(prompt string, maxTokens int) (string, bool) {
 		b.WriteString(": ")
 	}
 	n := 8 + rng.IntN(17)
+	if nWords > 0 {
+		n = nWords
+	}
 	for i := range n {
 		if i > 0 {
 			b.WriteByte(' ')

@@ -354,7 +354,7 @@ func (s *Server) execute(d dialect, it *bitem) bresult {
 	if req.model == "" {
 		req.model = defaultModel
 	}
-	c := newCompletion(d, it.h, req, reqID)
+	c := newCompletion(d, it.h, req, reqID, s.cfg.AnswerWords)
 	if s.batches.completions == nil {
 		s.batches.completions = make(map[string]int)
 	}

@@ -309,3 +309,61 @@ func TestNotFoundAndStats(t *testing.T) {
 		}
 	}
 }
+
+func TestAnswerWords(t *testing.T) {
+	const prompt = "Tell me one fact about the number 7."
+	if mock.AnswerWords(prompt, 0, 0) != mock.Answer(prompt, 0) {
+		t.Errorf("AnswerWords(0) = %q, want Answer's %q", mock.AnswerWords(prompt, 0, 0), mock.Answer(prompt, 0))
+	}
+	head := "Answer to Tell me one fact about: "
+	short := strings.Fields(strings.TrimSuffix(strings.TrimPrefix(mock.Answer(prompt, 0), head), "."))
+	for _, n := range []int{1, 60, 200} {
+		got := mock.AnswerWords(prompt, 0, n)
+		if got != mock.AnswerWords(prompt, 0, n) {
+			t.Errorf("AnswerWords(%d) not deterministic", n)
+		}
+		rest, ok := strings.CutPrefix(got, head)
+		words := strings.Fields(strings.TrimSuffix(rest, "."))
+		if !ok || !strings.HasSuffix(got, ".") || len(words) != n {
+			t.Fatalf("AnswerWords(%d) = %q: %d words after the head", n, got, len(words))
+		}
+		// The words are drawn as Answer's are: the shorter is a prefix.
+		k := min(n, len(short))
+		if strings.Join(words[:k], " ") != strings.Join(short[:k], " ") {
+			t.Errorf("AnswerWords(%d) starts %q, Answer %q", n, words[:k], short[:k])
+		}
+	}
+	if got := mock.AnswerWords(prompt, 5, 200); mock.CountTokens(got) > 5 || !strings.HasPrefix(mock.AnswerWords(prompt, 0, 200), got) {
+		t.Errorf("AnswerWords(max 5) = %q", got)
+	}
+}
+
+// TestConfigAnswerWords: a server with AnswerWords answers with
+// AnswerWords' text, plain and streamed alike, and counts its tokens.
+func TestConfigAnswerWords(t *testing.T) {
+	srv, m := start(t, mock.Config{AnswerWords: 60})
+	const prompt = "Tell me one fact about the number 7."
+	want := mock.AnswerWords(prompt, 0, 60)
+	plain := post(t, srv, "/v1/chat/completions", oaBody(prompt, ""))
+	wantStatus(t, plain, 200)
+	if got := path(decode(t, plain.body), "choices", 0, "message", "content"); got != want {
+		t.Errorf("plain content %q, want %q", got, want)
+	}
+	r := post(t, srv, "/v1/chat/completions", oaBody(prompt, `,"stream":true`))
+	wantStatus(t, r, 200)
+	var text strings.Builder
+	for _, ev := range parseSSE(t, r.body) {
+		if ev.data == "[DONE]" {
+			continue
+		}
+		if c, ok := path(decode(t, []byte(ev.data)), "choices", 0, "delta", "content").(string); ok {
+			text.WriteString(c)
+		}
+	}
+	if text.String() != want {
+		t.Errorf("streamed text %q, want %q", text.String(), want)
+	}
+	if s := m.Stats(); s.OutputTokens != 2*int64(mock.CountTokens(want)) {
+		t.Errorf("output tokens %d, want 2×%d", s.OutputTokens, mock.CountTokens(want))
+	}
+}

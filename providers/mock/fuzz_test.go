@@ -40,7 +40,7 @@ func FuzzParse(f *testing.F) {
 				}
 				continue
 			}
-			c := newCompletion(d, bodyHash(d.tag(), body), req, "req_x")
+			c := newCompletion(d, bodyHash(d.tag(), body), req, "req_x", 0)
 			if !json.Valid(d.plainBody(c)) {
 				t.Fatalf("plain body for %q is not JSON: %s", body, d.plainBody(c))
 			}

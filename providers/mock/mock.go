@@ -101,6 +101,10 @@ type Config struct {
 	// TokenDelay is the delay before each streamed token; non-streaming
 	// answers wait TokenDelay times their output tokens.
 	TokenDelay time.Duration
+	// AnswerWords, when positive, makes every answer that many words long
+	// after its head (see AnswerWords) instead of 8 to 24: long answers for
+	// streaming benchmarks, as real answers run to hundreds of tokens.
+	AnswerWords int
 	// Seed selects which attempts fault.
 	Seed int64
 	// Now is the clock of the rate-limit buckets and headers and of the
@@ -392,7 +396,7 @@ func (s *Server) handleAPI(d dialect) http.HandlerFunc {
 			return
 		}
 
-		c := newCompletion(d, h, req, reqID)
+		c := newCompletion(d, h, req, reqID, s.cfg.AnswerWords)
 		c.cacheRead, c.cacheWrite = g.read, g.written
 		a := &admission{s: s, h: h}
 		defer a.release(0, false) // a no-op unless something panicked
@@ -657,8 +661,8 @@ func bodyHash(tag byte, body []byte) [32]byte {
 
 // newCompletion builds the answer to req. Everything in it follows from the
 // body hash and the prompt.
-func newCompletion(d dialect, h [32]byte, req *request, reqID string) *completion {
-	text, truncated := answer(req.prompt, req.maxTokens)
+func newCompletion(d dialect, h [32]byte, req *request, reqID string, words int) *completion {
+	text, truncated := answer(req.prompt, req.maxTokens, words)
 	c := &completion{
 		model:        req.model,
 		reqID:        reqID,
