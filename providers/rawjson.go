@@ -1,6 +1,6 @@
 package providers
 
-import "strings"
+import "math/bits"
 
 // Shallow walking of raw JSON for the stream decoders' hot path. gjson
 // unescapes every string value it visits (one allocation per value with an
@@ -17,7 +17,13 @@ func EachMember(obj string, fn func(key, val string) bool) {
 	if i >= len(obj) || obj[i] != '{' {
 		return
 	}
-	i++
+	EachMemberFrom(obj, i+1, fn)
+}
+
+// EachMemberFrom is EachMember from obj[i] on, where i is past the '{' or
+// a comma between members: a decoder that knows the members before i
+// (they repeat what it has already applied) starts after them.
+func EachMemberFrom(obj string, i int, fn func(key, val string) bool) {
 	for {
 		i = skipSpace(obj, i)
 		if i >= len(obj) || obj[i] != '"' {
@@ -90,25 +96,73 @@ func skipSpace(s string, i int) int {
 }
 
 // endString returns the index just past the string starting at s[i] == '"'.
-// It jumps from quote to quote (IndexByte is vectorised) and counts the
-// backslashes before each: an odd count means the quote is escaped.
+// It looks at eight bytes at a time for a quote or a backslash (the
+// strings of a stream chunk are short: a call to IndexByte for each, and
+// counting the backslashes before every quote, cost more than the scan) and
+// steps over each escape's next byte.
 func endString(s string, i int) int {
-	for i++; i < len(s); {
-		q := strings.IndexByte(s[i:], '"')
-		if q < 0 {
+	for i++; ; {
+		for i+8 <= len(s) {
+			w := load64(s, i)
+			q := w ^ (ones * '"')
+			b := w ^ (ones * '\\')
+			// Each term flags its bytes exactly up to its first hit (a borrow
+			// only flags bytes after one), so the lowest flag is the first.
+			if m := (((q - ones) &^ q) | ((b - ones) &^ b)) & highs; m != 0 {
+				i += bits.TrailingZeros64(m) / 8
+				break
+			}
+			i += 8
+		}
+		if i >= len(s) {
 			return len(s)
 		}
-		i += q
-		bs := 0
-		for j := i - 1; j >= 0 && s[j] == '\\'; j-- {
-			bs++
+		switch s[i] {
+		case '"':
+			return i + 1
+		case '\\':
+			i += 2
+		default: // fewer than eight bytes were left
+			i++
 		}
-		i++
-		if bs%2 == 0 {
+	}
+}
+
+// nextStructural returns the index of the first quote, brace or bracket
+// in s at or after i, or len(s), eight bytes at a time like endString.
+func nextStructural(s string, i int) int {
+	for i+8 <= len(s) {
+		w := load64(s, i)
+		q := w ^ (ones * '"')
+		// Without bit 0x20, '{' and '}' are '[' and ']' (and only they are).
+		u := w &^ (ones * 0x20)
+		o := u ^ (ones * '[')
+		c := u ^ (ones * ']')
+		if m := (((q - ones) &^ q) | ((o - ones) &^ o) | ((c - ones) &^ c)) & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+		i += 8
+	}
+	for ; i < len(s); i++ {
+		switch s[i] {
+		case '"', '{', '}', '[', ']':
 			return i
 		}
 	}
 	return len(s)
+}
+
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// load64 is the eight bytes of s at i, little-endian (one load once
+// compiled).
+func load64(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 // endValue returns the index just past the value starting at s[i].
@@ -131,7 +185,7 @@ func endValue(s string, i int) int {
 					return i + 1
 				}
 			}
-			i++
+			i = nextStructural(s, i+1)
 		}
 		return len(s)
 	}

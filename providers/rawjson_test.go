@@ -1,6 +1,7 @@
 package providers
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -31,6 +32,32 @@ func TestEachMember(t *testing.T) {
 	}
 	for _, bad := range []string{``, `[]`, `{`, `{"a"`, `{"a":`, `{"a":"x`, `{"a":[1,`, `"x"`} {
 		members(bad) // must not panic
+	}
+}
+
+// TestEachMemberWordScan: the eight-bytes-at-a-time scans find a quote,
+// backslash, brace or bracket at every offset of a word and across words,
+// and an escaped backslash before a closing quote does not escape it.
+func TestEachMemberWordScan(t *testing.T) {
+	for pad := range 20 {
+		p := strings.Repeat("x", pad)
+		for _, v := range []string{
+			`"` + p + `\\"`,                        // an escaped backslash, then the close
+			`"` + p + `\"` + p + `"`,               // an escaped quote in the middle
+			`"` + p + `\\\"x"`,                     // three backslashes: the quote is escaped
+			`{"` + p + `":[1,"` + p + `]"]}`,       // nesting after a run of plain bytes
+			`{"k":"` + p + `}]{["}`,                // structural bytes inside a string
+			`[{"a":"` + p + `"},["` + p + `"],{}]`, // arrays and objects side by side
+		} {
+			obj := `{"a":` + v + `,"` + p + `b":2}`
+			if !gjson.Valid(obj) {
+				t.Fatalf("test value %s is not JSON", obj)
+			}
+			got := members(obj)
+			if len(got) != 2 || got[0].val != v || got[1] != (member{`"` + p + `b"`, `2`}) {
+				t.Errorf("members(%s) = %q", obj, got)
+			}
+		}
 	}
 }
 

@@ -19,10 +19,27 @@ const maxDepth = 10000
 // general validators walk that text a byte at a time (about 3 ns a byte on
 // the reference machine); Valid skips string content eight bytes at a
 // time, stopping only at a quote, a backslash or a control character.
-func Valid(b []byte) bool {
+func Valid(b []byte) bool { return valid(b, false) }
+
+// ObjectTail reports whether b ends a JSON object whose start, a '{' and
+// one or more members each followed by a comma, was valid: whether
+// `{"a":1,` + b is valid JSON. A stream decoder that has seen the start of
+// an event before (every OpenAI chunk repeats its id, model and so on)
+// checks only the rest.
+func ObjectTail(b []byte) bool { return valid(b, true) }
+
+// valid is Valid, or with tail ObjectTail.
+func valid(b []byte, tail bool) bool {
 	var stackBuf [32]byte
 	stack := stackBuf[:0] // '{' or '[' per open container
 	i := skipSpace(b, 0)
+	if tail {
+		stack = append(stack, '{')
+		var ok bool
+		if i, ok = key(b, i); !ok {
+			return false
+		}
+	}
 	for {
 		// A value starts at i.
 		if i >= len(b) {

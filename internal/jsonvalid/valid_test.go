@@ -28,6 +28,32 @@ func TestValidJSON(t *testing.T) {
 	}
 }
 
+// TestObjectTail: ObjectTail(b) is json.Valid of an object start + b.
+func TestObjectTail(t *testing.T) {
+	for _, b := range []string{
+		`"b":2}`, ` "b" : [1,{"c":"}"}] } `, `"b":2,"c":null}`, `}`, ``, `"b":2`, `"b":2,}`, `"b"}`,
+		`2}`, `"b":2}}`, `"b":2} x`, `"b":"x\"}`, `"b":{"c":[}`, `,"b":2}`,
+	} {
+		for _, head := range []string{`{"a":1,`, ` { "a" : [ ] , `} {
+			if got, want := ObjectTail([]byte(b)), json.Valid([]byte(head+b)); got != want {
+				t.Errorf("ObjectTail(%q) = %v, json.Valid(%q) says %v", b, got, head+b, want)
+			}
+		}
+	}
+}
+
+// FuzzObjectTail checks ObjectTail against encoding/json.Valid.
+func FuzzObjectTail(f *testing.F) {
+	for _, s := range []string{`"b":2}`, `}`, `"b":[1,{"c":"\u00e9"}]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := ObjectTail(b), json.Valid(append([]byte(`{"a":1,`), b...)); got != want {
+			t.Fatalf("ObjectTail(%q) = %v, json.Valid says %v", b, got, want)
+		}
+	})
+}
+
 // outputLine is an output line of about size bytes, most of it answer text.
 func outputLine(size int) []byte {
 	head := `{"id":"llmrun_req_1","custom_id":"req-00000001","response":{"status_code":200,"request_id":"req_1","body":{"id":"chatcmpl-1","model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"`

@@ -1,8 +1,10 @@
 package openai
 
 import (
+	"bytes"
 	"slices"
 	"strconv"
+	"strings"
 	"unsafe"
 
 	"github.com/llmrun/llmrun/internal/jsonvalid"
@@ -30,6 +32,14 @@ type assembler struct {
 	content bool
 	scratch *choice // the choice being updated by the current chunk
 	err     *providers.Error
+	// head is the last chunk's leading members up to its first choices,
+	// usage or error member: the id, object, created, model and so on that
+	// every chunk repeats byte for byte. Applying them again changes
+	// nothing, so a chunk that starts with head is checked and walked from
+	// there on. walked and headEnd find it while a whole chunk is walked.
+	head    []byte
+	walked  string
+	headEnd int
 }
 
 type choice struct {
@@ -74,17 +84,47 @@ func keep(dst []byte, raw string) []byte { return append(dst[:0], raw...) }
 // chunk applies one data event. An "error" member ends the stream.
 func (a *assembler) chunk(data []byte) *providers.Error {
 	s := view(data)
-	if !jsonvalid.Valid(data) {
-		return &providers.Error{Class: providers.ClassMidStream, Message: "stream chunk is not valid JSON", Body: append([]byte(nil), data...)}
+	// The rest of a chunk that starts with head is valid JSON exactly when
+	// the chunk is: a valid JSON prefix ending in a comma between members
+	// leaves the parser in one state whatever it was.
+	if h := len(a.head); h > 0 && len(data) > h && bytes.HasPrefix(data, a.head) {
+		if !jsonvalid.ObjectTail(data[h:]) {
+			return &providers.Error{Class: providers.ClassMidStream, Message: "stream chunk is not valid JSON", Body: append([]byte(nil), data...)}
+		}
+		providers.EachMemberFrom(s, h, a.topLevel)
+	} else {
+		if !jsonvalid.Valid(data) {
+			return &providers.Error{Class: providers.ClassMidStream, Message: "stream chunk is not valid JSON", Body: append([]byte(nil), data...)}
+		}
+		a.walked, a.headEnd = s, 0
+		providers.EachMember(s, a.topLevel)
+		a.keepHead(s)
 	}
-	providers.EachMember(s, a.topLevel)
 	if a.err != nil {
 		a.err.Body = append([]byte(nil), data...)
 	}
 	return a.err
 }
 
+// keepHead sets head from the chunk s just walked whole.
+func (a *assembler) keepHead(s string) {
+	a.head = a.head[:0]
+	end := a.headEnd
+	a.walked, a.headEnd = "", 0
+	// Only members followed by a comma: the rest starts at a key.
+	if end > 0 && strings.HasSuffix(strings.TrimRight(s[:end], " \t\r\n"), ",") {
+		a.head = append(a.head, s[:end]...)
+	}
+}
+
 func (a *assembler) topLevel(k, v string) bool {
+	if a.walked != "" && a.headEnd == 0 {
+		switch k {
+		case `"choices"`, `"usage"`, `"error"`: // applied once per chunk
+			// k aliases walked: its offset there is where the head ends.
+			a.headEnd = int(uintptr(unsafe.Pointer(unsafe.StringData(k))) - uintptr(unsafe.Pointer(unsafe.StringData(a.walked))))
+		}
+	}
 	switch k {
 	case `"id"`:
 		if a.id == nil || (string(a.id) == `""` && v != "null") {

@@ -1,0 +1,55 @@
+package openai
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestChunkHead: chunks that repeat the last one's leading members are
+// walked from their first choices, usage or error member, and the answer
+// is the one a full walk of every chunk gives; a repeated head with an
+// invalid rest is still refused.
+func TestChunkHead(t *testing.T) {
+	const head = `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":7,"model":"m","system_fingerprint":"fp",`
+	const reordered = `{"object":"chat.completion.chunk","id":"chatcmpl-1","created":7,"model":"m","system_fingerprint":"fp",`
+	chunks := []string{
+		// Azure's first chunk: empty id and model, filters, no choices.
+		`{"choices":[],"created":0,"id":"","model":"","object":"","prompt_filter_results":[{"prompt_index":0}]}`,
+		head + `"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}],"usage":null}`,
+		head + `"choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":null}],"usage":null}`,
+		head + `"choices":[{"index":0,"delta":{"content":"lo \"you\""},"finish_reason":null}],"usage":null}`,
+		// Members in another order: a new head.
+		reordered + ` "choices":[{"index":0,"delta":{"content":"!"},"finish_reason":null}]}`,
+		reordered + ` "choices":[{"index":1,"delta":{"content":"second"},"finish_reason":null}]}`,
+		head + `"service_tier":"default","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
+		head + `"service_tier":"default","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}`,
+	}
+	var fast, full assembler
+	skipped := 0
+	for _, c := range chunks {
+		if len(fast.head) > 0 && strings.HasPrefix(c, string(fast.head)) {
+			skipped++
+		}
+		if err := fast.chunk([]byte(c)); err != nil {
+			t.Fatalf("chunk %s: %v", c, err)
+		}
+		full.head = nil // walk every chunk whole
+		if err := full.chunk([]byte(c)); err != nil {
+			t.Fatalf("chunk %s: %v", c, err)
+		}
+	}
+	if got, want := string(fast.body()), string(full.body()); got != want {
+		t.Errorf("body\n got %s\nwant %s", got, want)
+	}
+	if !strings.Contains(string(fast.body()), `"content":"Hello \"you\"!"`) || skipped != 4 {
+		t.Errorf("skipped the head of %d chunks, want 4; body %s", skipped, fast.body())
+	}
+	if string(fast.head) != head+`"service_tier":"default",` {
+		t.Errorf("head %q", fast.head)
+	}
+	for _, bad := range []string{`"choices":[}`, `"choices":[]`, `}`, `"choices":[],}`} {
+		if err := fast.chunk([]byte(string(fast.head) + bad)); err == nil || err.Message != "stream chunk is not valid JSON" {
+			t.Errorf("head + %s: %v", bad, err)
+		}
+	}
+}
