@@ -45,6 +45,8 @@ type task struct {
 	// spent is what its answers cost, over every hop (guard-rejected
 	// answers too).
 	spent spend
+	// ready: the task holds a token of run.ready (see run.unready).
+	ready bool
 }
 
 // hop is one request's attempts on one route of the fallback chain.
@@ -76,7 +78,8 @@ type hop struct {
 // ends with goes to the sink. A request stopped by an interrupt or abort
 // is not written at all: it stays pending for the rerun.
 func (r *run) process(req *providers.Request, fp checkpoint.Fingerprint) {
-	t := &task{req: req, fp: fp, start: time.Now()}
+	t := &task{req: req, fp: fp, start: time.Now(), ready: true}
+	defer r.unready(t)
 	var last hopResult
 	for i, route := range r.cfg.Routes {
 		if i > 0 && r.admitCtx.Err() != nil {
@@ -239,6 +242,7 @@ func (r *run) next(h *hop, o attemptOutcome) (out outcome, done bool) {
 		return outFailed, true
 	}
 	r.c.retried(class)
+	r.unready(h.t)
 	if !sleep(r.admitCtx, d.Delay) {
 		return outPending, true
 	}

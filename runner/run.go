@@ -183,6 +183,10 @@ type run struct {
 	results chan result
 	// slots holds one token per attempt in flight.
 	slots chan struct{}
+	// ready holds one token per worker that is in flight or waiting to be
+	// (see readySpare); a worker gives its token back when it finishes or
+	// first sleeps in backoff.
+	ready chan struct{}
 	// produced is closed once the source has fed every first attempt.
 	produced chan struct{}
 }
@@ -220,7 +224,8 @@ func newRun(ctx context.Context, cfg Config) *run {
 		cfg.RetryBudget = retry.NewBudget(retry.DefaultBudgetRatio, retry.DefaultBudgetWindow, retry.DefaultBudgetAllowance)
 	}
 	r := &run{cfg: cfg, c: new(Counters), breakers: make(map[string]Breaker), gates: make(map[string]*keyGate), conns: make(map[string]*connectWatch),
-		ff: newFailFast(cfg.FailFast), produced: make(chan struct{}), slots: make(chan struct{}, cfg.Concurrency), results: make(chan result)}
+		ff: newFailFast(cfg.FailFast), produced: make(chan struct{}), slots: make(chan struct{}, cfg.Concurrency), results: make(chan result),
+		ready: make(chan struct{}, cfg.Concurrency+readySpare(cfg.Concurrency))}
 	if cfg.MaxCost > 0 {
 		r.spend = &spendCap{cap: cfg.MaxCost, spent: cfg.Spent}
 	}
@@ -305,6 +310,9 @@ func (r *run) produce() error {
 	g := new(errgroup.Group)
 	// Workers beyond the concurrency cap sleep in backoff or wait for
 	// budget without holding an in-flight slot (the limiter holds those).
+	// The ready gate keeps the waiting ones to a few: each worker holds a
+	// goroutine stack and its request, so a pool of twice the cap waiting
+	// for slots cost a 512-wide run about 4 MB for nothing.
 	g.SetLimit(2*r.cfg.Concurrency + 8)
 	fps := newFingerprinter(r.cfg.Routes[0])
 	if set, ok := r.cfg.Source.inputSet(fps); ok && set.Len() == r.cfg.Total && r.cfg.Store.SkipAll(set) {
@@ -324,7 +332,13 @@ func (r *run) produce() error {
 			r.c.Failed.Add(1)
 			return nil
 		}
+		select {
+		case r.ready <- struct{}{}:
+		case <-r.admitCtx.Done():
+			return errStopAdmitting
+		}
 		if r.admitCtx.Err() != nil {
+			<-r.ready
 			return errStopAdmitting
 		}
 		g.Go(func() error {
@@ -341,6 +355,20 @@ func (r *run) produce() error {
 	close(r.produced)
 	g.Wait()
 	return err
+}
+
+// readySpare is how many workers beyond the concurrency cap may wait for a
+// slot or budget: enough that a freed slot finds a request parsed and
+// waiting, few enough that waiting costs little memory.
+func readySpare(concurrency int) int { return concurrency/8 + 8 }
+
+// unready gives t's ready token back, once: t finished, or it sleeps in
+// backoff and the producer may start another request meanwhile.
+func (r *run) unready(t *task) {
+	if t.ready {
+		t.ready = false
+		<-r.ready
+	}
 }
 
 // stopAdmitting records why admissions stop (first cause wins).

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -258,4 +259,34 @@ func TestRerunOfFinishedRunSkipsWithoutSecondPass(t *testing.T) {
 	if err != nil || sum.Skipped != 19 || sum.Succeeded != 1 || p.sent.Load() != 21 {
 		t.Fatalf("edited rerun: %v, %+v, %d sent in all", err, sum, p.sent.Load())
 	}
+}
+
+// TestWaitingWorkersStayFew: while every slot is busy, the producer starts
+// only a few workers beyond the concurrency cap (each holds a goroutine
+// stack and its request); it used to start twice the cap.
+func TestWaitingWorkersStayFew(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const c = 64
+		p := &slowProvider{latency: 10 * time.Second}
+		cfg, store := testRun(t, t.TempDir(), 300, p, func(cfg *Config) { cfg.Concurrency = c })
+		defer store.Close()
+		base := runtime.NumGoroutine()
+		var during int
+		go func() {
+			time.Sleep(time.Second)
+			synctest.Wait()
+			during = runtime.NumGoroutine() - base - 1 // minus this goroutine
+		}()
+		if _, err := Run(context.Background(), cfg); err != nil {
+			t.Fatal(err)
+		}
+		// The run's own goroutines (producer, sink, signals, progress) are
+		// a handful; 2*c+8 workers were 136.
+		if limit := c + c/8 + 8 + 10; during > limit {
+			t.Fatalf("%d goroutines while the slots were busy, want at most %d", during, limit)
+		}
+		if during < c {
+			t.Fatalf("%d goroutines while the slots were busy: the count missed the workers", during)
+		}
+	})
 }
