@@ -32,6 +32,7 @@ for _ in $(seq 50); do
 	curl -fs "http://127.0.0.1:$port/mock/stats" >/dev/null 2>&1 && break
 	sleep 0.1
 done
+curl -fs "http://127.0.0.1:$port/mock/stats" >/dev/null || { echo "llmrun mock did not start:" >&2; cat "$dir/mock.log" >&2; exit 1; }
 
 # input N FILE: N simple lines of about 86 bytes.
 input() {
@@ -43,8 +44,8 @@ run() {
 	local name=$1
 	shift
 	/usr/bin/time -o "$dir/$name.time" -f '%e %M %U %S' \
-		"$dir/llmrun" batch "$@" --provider openai --base-url "http://127.0.0.1:$port/v1" --model m \
-		--concurrency 512 -q --summary "$dir/$name.summary.json" 2>"$dir/$name.log" ||
+		"$dir/llmrun" batch --provider openai --base-url "http://127.0.0.1:$port/v1" --model m \
+		--concurrency 512 -q --summary "$dir/$name.summary.json" "$@" 2>"$dir/$name.log" ||
 		{ echo "llmrun failed, see $dir/$name.log" >&2; tail -3 "$dir/$name.log" >&2; exit 1; }
 	awk '{ printf "%.2f %.1f %.2f\n", $1, $2 / 1024, $3 + $4 }' "$dir/$name.time"
 }
