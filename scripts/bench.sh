@@ -7,6 +7,7 @@
 #   scripts/bench.sh stream N [llmrun flags]  N requests, streamed and plain, 3 runs each:
 #                                             client CPU (user+sys) per output token
 #
+# llmrun flags come after the script's own, so they win (--concurrency 64).
 # BENCH_MOCK_FLAGS are passed to `llmrun mock`, e.g. BENCH_MOCK_FLAGS='--answer-words 61'
 # for answers of about 109 tokens (the default answers are about 35).
 #
