@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -289,4 +290,59 @@ func TestWaitingWorkersStayFew(t *testing.T) {
 			t.Fatalf("%d goroutines while the slots were busy: the count missed the workers", during)
 		}
 	})
+}
+
+// TestBackoffFreesItsReadyToken: a request sleeping in backoff lets the
+// producer start another in its place, so retries waiting out their delay
+// do not hold up first attempts (up to the pool's overall 2c+8).
+func TestBackoffFreesItsReadyToken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const c = 4
+		var mu sync.Mutex
+		firsts := make(map[string]bool)
+		p := &slowProvider{latency: time.Second}
+		failing := &failFirstProvider{slowProvider: p, seen: firsts, mu: &mu}
+		cfg, store := testRun(t, t.TempDir(), 100, failing, func(cfg *Config) {
+			cfg.Concurrency = c
+			cfg.Policy = retry.Policy{Base: time.Hour, Max: time.Hour, Deadline: 2 * time.Hour}
+		})
+		defer store.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		var started int
+		go func() {
+			time.Sleep(30 * time.Second)
+			synctest.Wait()
+			mu.Lock()
+			started = len(firsts)
+			mu.Unlock()
+			cancel()
+		}()
+		_, _ = Run(ctx, cfg)
+		// Every first attempt fails and sleeps up to an hour: with the
+		// sleepers' tokens given back the pool fills to 2c+8 = 16; holding
+		// them it stopped at c + readySpare = 12.
+		if started < 2*c+8 {
+			t.Fatalf("%d requests started while the first ones slept in backoff, want %d", started, 2*c+8)
+		}
+	})
+}
+
+// failFirstProvider fails each request's first attempt with an error of
+// unknown class (retried, neither paced nor a breaker failure).
+type failFirstProvider struct {
+	*slowProvider
+	mu   *sync.Mutex
+	seen map[string]bool
+}
+
+func (p *failFirstProvider) Send(ctx context.Context, req *providers.Request) (*providers.Response, error) {
+	p.mu.Lock()
+	first := !p.seen[req.ID]
+	p.seen[req.ID] = true
+	p.mu.Unlock()
+	if first {
+		return nil, errors.New("flaky")
+	}
+	return p.slowProvider.Send(ctx, req)
 }
