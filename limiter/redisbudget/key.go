@@ -120,7 +120,7 @@ type keyState struct {
 	conf limiter.Limits // normalised
 	p    params
 	// learned is the per-minute limits the key's headers named, as of
-	// learnedVer, the key's learned version (Auto mode; see reserveScript).
+	// learnedVer, the key's learned version (Auto mode; see reserveSrc).
 	learned    [numBuckets]float64
 	learnedVer int64
 

@@ -151,6 +151,14 @@ type Options struct {
 	// same role frees the dead process's concurrency slots at once (see
 	// Holder); the zero Holder leaves them to expire after Lease.
 	Holder Holder
+
+	// Tests only: clock is Lua defining now_us() for the scripts (""
+	// means Redis's TIME, see serverClock), now and newTimer this
+	// process's clock and timers, so a test drives the budget at
+	// explicit instants, as limiter.Options.Now does.
+	clock    string
+	now      func() time.Time
+	newTimer func(time.Duration) (<-chan time.Time, func() bool)
 }
 
 // Budget is a limiter.Budget kept in Redis. It is safe for concurrent use.
@@ -158,6 +166,7 @@ type Options struct {
 type Budget struct {
 	o        Options
 	client   redis.UniversalClient
+	sc       *scripts
 	now      func() time.Time
 	newTimer func(time.Duration) (<-chan time.Time, func() bool)
 	holder   holderID // prefix of this process's ticket ids
@@ -194,6 +203,9 @@ func New(o Options) (*Budget, error) {
 	b := &Budget{
 		o:        o,
 		client:   o.Client,
+		sc:       serverScripts,
+		now:      o.now,
+		newTimer: o.newTimer,
 		holder:   newHolderID(o.Holder, crand.Text()[:16]),
 		alive:    o.Holder.Alive,
 		keys:     map[string]*keyState{},
@@ -211,6 +223,9 @@ func New(o Options) (*Budget, error) {
 			t := time.NewTimer(d)
 			return t.C, t.Stop
 		}
+	}
+	if o.clock != "" {
+		b.sc = newScripts(o.clock)
 	}
 	b.renewed.Add(1)
 	go b.renewLoop()
@@ -490,7 +505,7 @@ func (b *Budget) try(ctx context.Context, k *keyState, p params, ver int64, c li
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.o.OpTimeout)
 	defer cancel()
-	res, err := reserveScript.Run(rctx, b.client, k.redisKeys[:], args...).Slice()
+	res, err := b.sc.reserve.Run(rctx, b.client, k.redisKeys[:], args...).Slice()
 	bad := func() (tryResult, error) {
 		return tryResult{}, fmt.Errorf("redisbudget: reserve %q: unexpected reply %v", k.name, res)
 	}
@@ -607,7 +622,7 @@ func (b *Budget) observe(k *keyState, o limiter.Observation, age time.Duration, 
 	ctx, cancel := b.opContext()
 	defer cancel()
 	keys := []string{k.redisKeys[rkState], k.redisKeys[rkLearned], k.redisKeys[rkRoom]}
-	res, err := observeScript.Run(ctx, b.client, keys, args...).Slice()
+	res, err := b.sc.observe.Run(ctx, b.client, keys, args...).Slice()
 	if err != nil {
 		b.report(fmt.Errorf("redisbudget: observe %q: %w", k.name, err))
 		return
@@ -655,7 +670,7 @@ func (b *Budget) pause(key string, until time.Time) {
 	k.mu.Unlock()
 	ctx, cancel := b.opContext()
 	defer cancel()
-	before, err := pauseScript.Run(ctx, b.client, k.redisKeys[rkPause:rkPause+1], micros(d)).Int64()
+	before, err := b.sc.pause.Run(ctx, b.client, k.redisKeys[rkPause:rkPause+1], micros(d)).Int64()
 	if err != nil {
 		b.report(fmt.Errorf("redisbudget: pause %q: %w", k.name, err))
 		return
@@ -737,7 +752,7 @@ func (b *Budget) renewSlots(k *keyState) {
 	k.mu.Unlock()
 	ctx, cancel := b.opContext()
 	defer cancel()
-	if err := renewScript.Run(ctx, b.client, k.redisKeys[rkInflight:rkInflight+1], ids...).Err(); err != nil {
+	if err := b.sc.renew.Run(ctx, b.client, k.redisKeys[rkInflight:rkInflight+1], ids...).Err(); err != nil {
 		b.report(fmt.Errorf("redisbudget: renew leases of %q: %w", k.name, err))
 	}
 }
@@ -762,7 +777,7 @@ func (b *Budget) renewRoom(k *keyState) {
 	}
 	ctx, cancel := b.opContext()
 	defer cancel()
-	if err := renewScript.Run(ctx, b.client, k.redisKeys[rkRoomLease:rkRoomLease+1], ids...).Err(); err != nil {
+	if err := b.sc.renew.Run(ctx, b.client, k.redisKeys[rkRoomLease:rkRoomLease+1], ids...).Err(); err != nil {
 		b.report(fmt.Errorf("redisbudget: renew room leases of %q: %w", k.name, err))
 	}
 }

@@ -6,10 +6,10 @@ import (
 	"github.com/llmrun/llmrun/limiter"
 )
 
-// The Lua scripts. Every script reads the clock with redis.call('TIME'), so
-// the clocks of the machines sharing a budget do not matter: callers only
-// ever pass durations (lease, skew, the age of a header, a pause), never
-// instants.
+// The Lua scripts. Every script reads the clock through now_us(), which is
+// redis.call('TIME') (serverClock), so the clocks of the machines sharing a
+// budget do not matter: callers only ever pass durations (lease, skew, the
+// age of a header, a pause), never instants.
 //
 // A key's state is one hash, KEYS[1] = llmrun:{key}:state, with fields
 //
@@ -28,16 +28,42 @@ import (
 // capacity, largest admissible cost) come from the caller on every call:
 // every process sharing a key must configure the same limits.
 
+// serverClock defines now_us() as Redis's own clock, µs. Only tests
+// replace it (Options.clock), to drive the scripts at explicit instants.
+const serverClock = `
+local function now_us()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+`
+
+// scripts are the scripts that read the clock, each with now_us() defined
+// by the same clock text.
+type scripts struct {
+	reserve, finish, refused, observe, pause, renew *redis.Script
+}
+
+// newScripts builds the scripts on clock, Lua that defines now_us().
+func newScripts(clock string) *scripts {
+	return &scripts{
+		reserve: redis.NewScript(clock + reserveSrc),
+		finish:  redis.NewScript(clock + finishSrc),
+		refused: redis.NewScript(clock + refusedSrc),
+		observe: redis.NewScript(clock + observeSrc),
+		pause:   redis.NewScript(clock + pauseSrc),
+		renew:   redis.NewScript(clock + renewSrc),
+	}
+}
+
+// serverScripts are the scripts on Redis's clock: every Budget's but a
+// test's.
+var serverScripts = newScripts(serverClock)
+
 // prelude defines the helpers shared by the scripts. base is the ARGV index
 // before bucket 1's parameters; each bucket has stride parameters, the first
 // three being rate, burst capacity and maximum; over, if set, may replace
 // them (the rates learned from 429s, see aimdPrelude).
 const prelude = `
-local function now_us()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-
 local function load(now, base, stride, over)
   local st = redis.call('HMGET', KEYS[1], 't', 'l1', 'l2', 'l3', 'l4',
     'g1', 'g2', 'g3', 'g4', 'c1', 'c2', 'c3', 'c4')
@@ -119,7 +145,7 @@ local function wake_first(room, chan)
 end
 `
 
-// reserveScript admits a cost or says how long to wait.
+// reserveSrc admits a cost or says how long to wait.
 //
 // KEYS: state, in-flight set, pause, room, room leases, learned. ARGV:
 // ticket id, lease (µs), concurrency limit (0 = none), skew (s), state TTL
@@ -147,7 +173,7 @@ end
 // cum1..cum4, epoch, measurement, request rate, token rate, cuts}: the
 // cumulative charges right after this admission and the learned rates (per
 // second, 0: none), as strings, and the ticket's AIMD mark.
-var reserveScript = redis.NewScript(prelude + roomPrelude + aimdPrelude(limiter.DefaultAIMD) + `
+var reserveSrc = prelude + roomPrelude + aimdPrelude(limiter.DefaultAIMD) + `
 local now = now_us()
 local id, lease, conc = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local skew, ttl = tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -257,9 +283,9 @@ if mine then
 end
 wake_first(KEYS[4], chan)
 return out
-`)
+`
 
-// finishScript ends a ticket: it reconciles the buckets, frees the slot,
+// finishSrc ends a ticket: it reconciles the buckets, frees the slot,
 // tells the shared AIMD and wakes the room's first ticket, which may now
 // fit.
 //
@@ -273,7 +299,7 @@ return out
 // returns) is refunded up to the capacity; a negative one
 // (under-reservation) is charged, possibly making the level negative. The
 // cumulative charge moves by -delta.
-var finishScript = redis.NewScript(prelude + roomPrelude + aimdPrelude(limiter.DefaultAIMD) + `
+var finishSrc = prelude + roomPrelude + aimdPrelude(limiter.DefaultAIMD) + `
 local now = now_us()
 local ttl, hr, burst, kind = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
 local ms, req, rtok, atok = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
@@ -307,9 +333,9 @@ if on then
 end
 wake_first(KEYS[3], ARGV[3])
 return 1
-`)
+`
 
-// refusedScript ends a ticket the server refused for load, as a failure
+// refusedSrc ends a ticket the server refused for load, as a failure
 // (the request charge stays, the tokens return, the slot frees), and
 // tells the key: a 429 (not an overload) feeds the shared AIMD while no
 // headers describe the key (a cut, unless it is an echo of the last one,
@@ -322,10 +348,10 @@ return 1
 // TTL (ms), the key's channel, headroom, burst (s), 1 for an overload, the
 // ticket's AIMD epoch and measurement, its requests and tokens reserved,
 // the hint (µs, negative: none), the longest pause (µs), then per bucket:
-// rate, burst capacity, maximum, delta (as finishScript). It returns
+// rate, burst capacity, maximum, delta (as finishSrc). It returns
 // {echo, pause set (µs), pause before (µs), request rate, token rate,
 // cuts}, the rates as strings.
-var refusedScript = redis.NewScript(prelude + roomPrelude + aimdPrelude(limiter.DefaultAIMD) + `
+var refusedSrc = prelude + roomPrelude + aimdPrelude(limiter.DefaultAIMD) + `
 local now = now_us()
 local ttl, hr, burst, overloaded = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6] == '1'
 local ep, ms, req, rtok = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
@@ -378,7 +404,7 @@ wake_first(KEYS[3], ARGV[3])
 local r1, r2, cuts = '0', '0', 0
 if ai then r1, r2, cuts = string.format('%.17g', ai.r1), string.format('%.17g', ai.r2), ai.cuts end
 return {echo and 1 or 0, set, before, r1, r2, cuts}
-`)
+`
 
 // leaveScript takes tickets that give up out of the room, waking the new
 // first if the first left. KEYS: room, room leases. ARGV: the key's
@@ -394,7 +420,7 @@ if first[1] and first[1] ~= now[1] then wake_first(KEYS[1], ARGV[1]) end
 return 1
 `)
 
-// observeScript lowers buckets to what rate-limit headers said remained
+// observeSrc lowers buckets to what rate-limit headers said remained
 // and, for a key without explicit limits, publishes the limits they named.
 //
 // KEYS: state, learned, room. ARGV: age of the headers (s), mode ('t': the
@@ -408,7 +434,7 @@ return 1
 // bumps the learned version, waking the room's first ticket, and resets the
 // rates learned from 429s. With learning it returns {version, h1..h4},
 // else {}.
-var observeScript = redis.NewScript(prelude + roomPrelude + aimdPrelude(limiter.DefaultAIMD) + `
+var observeSrc = prelude + roomPrelude + aimdPrelude(limiter.DefaultAIMD) + `
 local now = now_us()
 local age, mode = tonumber(ARGV[1]), ARGV[2]
 local keep, chan = tonumber(ARGV[4]), ARGV[5]
@@ -448,28 +474,26 @@ end
 redis.call('PEXPIRE', KEYS[2], keep)
 local l = redis.call('HMGET', KEYS[2], 'v', 'h1', 'h2', 'h3', 'h4')
 return {tonumber(l[1]) or 0, l[2] or '0', l[3] or '0', l[4] or '0', l[5] or '0'}
-`)
+`
 
-// pauseScript stores the later of the current pause and now + ARGV[1] µs in
+// pauseSrc stores the later of the current pause and now + ARGV[1] µs in
 // KEYS[1] (expiring with it) and returns what remained of the pause before
 // (µs, 0 if the key was not paused).
-var pauseScript = redis.NewScript(`
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+const pauseSrc = `
+local now = now_us()
 local d = tonumber(ARGV[1])
 local cur = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
 if now + d > cur then
   redis.call('SET', KEYS[1], string.format('%.0f', now + d), 'PX', math.ceil(d / 1000) + 1)
 end
 return math.max(math.ceil(cur - now), 0)
-`)
+`
 
-// renewScript extends the leases of the tickets ARGV[2..] still in the
+// renewSrc extends the leases of the tickets ARGV[2..] still in the
 // in-flight set KEYS[1] to now + ARGV[1] µs. A ticket whose lease already
 // expired (and was removed) is not brought back: its slot may be taken.
-var renewScript = redis.NewScript(`
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+const renewSrc = `
+local now = now_us()
 local exp = string.format('%.0f', now + tonumber(ARGV[1]))
 local args = {}
 for i = 2, #ARGV do
@@ -481,4 +505,4 @@ if #args > 0 then
   redis.call('PEXPIRE', KEYS[1], math.ceil(tonumber(ARGV[1]) / 1000) * 2)
 end
 return 1
-`)
+`

@@ -66,7 +66,7 @@ func (t *ticket) end() bool {
 	return true
 }
 
-// args are the arguments finishScript and refusedScript share: ticket id,
+// args are the arguments finishSrc and refusedSrc share: ticket id,
 // state TTL, channel, headroom, burst, then what follows (between), then
 // per bucket the parameters and the delta from reserved to actual.
 func (t *ticket) args(p params, conf limiter.Limits, actual limiter.Cost, between ...any) []any {
@@ -107,7 +107,7 @@ func (t *ticket) finish(kind byte, actual limiter.Cost) {
 	ctx, cancel := b.opContext()
 	defer cancel()
 	keys := []string{k.redisKeys[rkState], k.redisKeys[rkInflight], k.redisKeys[rkRoom], k.redisKeys[rkLearned]}
-	if err := finishScript.Run(ctx, b.client, keys, args...).Err(); err != nil {
+	if err := b.sc.finish.Run(ctx, b.client, keys, args...).Err(); err != nil {
 		b.report(fmt.Errorf("redisbudget: settle %q: %w", k.name, err))
 	}
 }
@@ -145,7 +145,7 @@ func (t *ticket) Refused(r limiter.Refusal) {
 	ctx, cancel := b.opContext()
 	defer cancel()
 	keys := []string{k.redisKeys[rkState], k.redisKeys[rkInflight], k.redisKeys[rkRoom], k.redisKeys[rkLearned], k.redisKeys[rkPause]}
-	res, err := refusedScript.Run(ctx, b.client, keys, args...).Slice()
+	res, err := b.sc.refused.Run(ctx, b.client, keys, args...).Slice()
 	if err != nil {
 		b.report(fmt.Errorf("redisbudget: refused %q: %w", k.name, err))
 		return
