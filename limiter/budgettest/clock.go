@@ -72,20 +72,23 @@ func (c *Clock) OnSet(f func(time.Time)) {
 }
 
 // Set moves the clock to t (never back) and fires the timers due by then.
+// The hooks run first: a budget whose scripts read a clock of their own
+// must never see it behind this one (a wait computed from the old instant
+// would start a timer from the new one, and end too late).
 func (c *Clock) Set(t time.Time) {
 	c.mu.Lock()
-	if !t.After(c.now) {
-		c.mu.Unlock()
+	hooks := c.hooks
+	later := t.After(c.now)
+	c.mu.Unlock()
+	if !later {
 		return
 	}
-	c.now = t
-	hooks := c.hooks
-	c.mu.Unlock()
 	for _, f := range hooks {
 		f(t)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.now = t
 	for id, tm := range c.timers {
 		if !tm.at.After(t) {
 			tm.c <- t

@@ -89,12 +89,11 @@ func (p *player) probe(name string, c limiter.Cost) (string, time.Duration) {
 	return "wait " + d.String(), d
 }
 
-// admission is what one Reserve returned, and when.
+// admission is what one Reserve returned.
 type admission struct {
 	name string
 	t    limiter.Ticket
 	err  error
-	at   time.Time
 }
 
 // admitted records a returned Reserve and says what it did.
@@ -212,7 +211,7 @@ func (o queueOp) do(p *player) string {
 	p.queued[o.name] = cancel
 	go func() {
 		tk, err := p.b.ReservePriority(ctx, Key, o.cost, o.prio)
-		p.done <- admission{name: o.name, t: tk, err: err, at: p.clk.Now()}
+		p.done <- admission{name: o.name, t: tk, err: err}
 	}()
 	for {
 		select {
@@ -243,20 +242,40 @@ func (o drainOp) String() string { return fmt.Sprintf("drain %d every %v", o.n, 
 
 func (o drainOp) do(p *player) string {
 	var got []string
-	for range o.n {
+	for i := range o.n {
+		p.clk.drainStarted()
 		p.clk.Set(p.clk.Now().Add(o.step))
-		var a admission
-		if len(p.early) > 0 {
-			a, p.early = p.early[0], p.early[1:]
-		} else {
+		a := p.nextAdmission()
+		delete(p.queued, a.name)
+		// The instant of the step, not the clock read where Reserve
+		// returned: a budget with a clock of its own may have admitted it
+		// at the step's instant before this one moved.
+		got = append(got, fmt.Sprintf("%s:%s@%v", a.name, p.admitted(a), since(p.clk.Now())))
+		if i < o.n-1 {
+			// The next head asks at this instant and starts its timer:
+			// moving the clock first would start it from the next one.
 			select {
-			case a = <-p.done:
+			case <-p.clk.started:
 			case <-time.After(hang):
-				p.t.Fatalf("drain: no admission at %v after %v", since(p.clk.Now()), hang)
+				p.t.Fatalf("drain: no Reserve waits at %v after %v", since(p.clk.Now()), hang)
 			}
 		}
-		delete(p.queued, a.name)
-		got = append(got, fmt.Sprintf("%s:%s@%v", a.name, p.admitted(a), since(a.at)))
 	}
 	return strings.Join(got, " ")
+}
+
+// nextAdmission is the next queued Reserve to return.
+func (p *player) nextAdmission() admission {
+	if len(p.early) > 0 {
+		a := p.early[0]
+		p.early = p.early[1:]
+		return a
+	}
+	select {
+	case a := <-p.done:
+		return a
+	case <-time.After(hang):
+		p.t.Fatalf("drain: no admission at %v after %v; stats %+v", since(p.clk.Now()), hang, p.b.Stats())
+	}
+	return admission{}
 }
