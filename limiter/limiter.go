@@ -1,16 +1,33 @@
 // Package limiter schedules attempts against per-key budgets: up to four
 // continuously refilled buckets (requests, input tokens, output tokens and
-// combined tokens per minute), a concurrency limit and a shared pause.
+// combined tokens per minute, each holding Burst of refill, never less than
+// the largest single cost seen), a concurrency limit and a shared pause.
 //
 // A key is whatever the caller says shares a budget (provider, base URL and
 // model, or a pool name). Budgets are plain numbers: the package knows
 // nothing of HTTP or providers; the runner translates responses into
-// Observation, Pause and RateLimited calls.
+// Observation and Refusal values.
 //
-// Per attempt the runner calls Reserve, sends, and then exactly one of
-// Settle (the response reported usage) or Fail (it did not); on a 429 it also
-// calls Pause (when the response said how long) and RateLimited; after every
-// response with rate-limit headers it calls Observe.
+// Per attempt the runner calls Budget.ReservePriority (an admission takes
+// the cost from every bucket at once, or waits; waiters are served by
+// priority, aged by Options.Aging, first come first served within one),
+// sends, and ends the Ticket with exactly one of Settle (the response
+// reported usage: over- and under-reservation are reconciled), Fail (no
+// usage: the request charge stays), Refused (a 429, or a 503/529 as an
+// overload: the key pauses for the server's hint, at most MaxPause) or
+// Cancel (never sent: everything returns). Ticket.Observe applies the
+// response's rate-limit headers, which only ever lower a bucket.
+//
+// In Auto mode a key learns its limits from *-limit-* headers (never above
+// explicit numbers) and a TCP-like concurrency window. Where no headers
+// describe a key, 429s teach it request and token rates (AIMD: cut on a
+// 429, a backoff pause without a hint; in Auto mode a ramp from the first
+// answers). Days keeps per-day request and token budgets (the key's own
+// and the provider's) apart: a spent day stops the run, it is not paced.
+//
+// Budget is what the runner schedules against: this package's *Limiter
+// (AsBudget) or package redisbudget's, shared by several processes through
+// Redis. Package budgettest holds the scenarios both must decide alike.
 package limiter
 
 import (

@@ -7,15 +7,19 @@
 // requests, input, output and combined tokens (capacity = rate × Burst,
 // never below the largest single cost; Headroom; the Skew margin), an
 // all-or-nothing multi-bucket take, reconciliation on Settle, Fail and
-// Cancel, a shared pause, rate-limit headers that only ever lower the
-// buckets, a concurrency limit, priorities with aging, and in Auto mode
-// limits learned from rate-limit headers. The same limiter.Limits
-// configures it.
+// Cancel, a shared pause set by Refused (a 429's hint, or the AIMD's
+// backoff without one; an overload's hint; at most MaxPause), rate-limit
+// headers that only ever lower the buckets, a concurrency limit,
+// priorities with aging, in Auto mode limits learned from rate-limit
+// headers, and where no headers describe a key the rates learned from
+// 429s. The same limiter.Limits configures it.
 //
 // Every decision is one Lua script run atomically by Redis against Redis's
 // own clock (TIME), so the machines' clocks do not matter: a process only
 // ever sends durations. A key's data lives under llmrun:{key}:… (the hash
-// tag keeps it in one Redis Cluster slot).
+// tag keeps it in one Redis Cluster slot). Tests alone replace that
+// clock, to play package budgettest's scenarios at explicit instants and
+// compare every decision with the in-process limiter's.
 //
 // Admission order is the in-process limiter's across every process: a
 // Reserve that cannot be admitted at once enters the key's waiting room, a
@@ -50,8 +54,8 @@
 //     process's in-flight charges; Ticket.Observe, which the runner uses,
 //     subtracts everything charged to the key after the ticket, by any
 //     process.
-//   - Settle, Fail, Cancel, Observe, Pause and RateLimited cannot return
-//     errors: a Redis failure there goes to Options.OnError. A lost Settle
+//   - Settle, Fail, Refused, Cancel and Observe cannot return errors: a
+//     Redis failure there goes to Options.OnError. A lost Settle
 //     leaves the reservation charged (the safe side); its slot expires
 //     with the lease.
 //
