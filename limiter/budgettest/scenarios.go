@@ -24,6 +24,7 @@ func Scenarios() []Scenario {
 		burstAndRefill(), allOrNothing(), reconcile(), failAndCancel(), largeRequest(),
 		skewAndHeadroom(), concurrency(), headersLower(), combinedIgnored(),
 		learnedLimits(), pauses(), priorityAging(), priorityStrict(), refusedUnheaded(),
+		slotQueue(), learnedBucket(), laterPauseKept(), burstAboveMinute(), requestHeaders(),
 	}
 }
 
@@ -237,5 +238,88 @@ func refusedUnheaded() Scenario {
 		{10 * sec, Settle("d", req()), ""},
 		{10 * sec, ReserveWait("e", req()), ""},
 		{10 * sec, Stats(), ""},
+	}}
+}
+
+// A Reserve queued for a slot is admitted when one frees, at that
+// instant; one queued behind it waits its turn.
+func slotQueue() Scenario {
+	return Scenario{Name: "slot queue", Config: Config{Limits: limiter.Limits{RPM: 600, Concurrency: 1}}, Steps: []Step{
+		{0, Reserve("a", req()), "admitted"},
+		{100 * ms, Queue("b", req(), 0), "queued"},
+		{200 * ms, Queue("c", req(), 1), "queued"},
+		{1 * sec, Settle("a", req()), "ok"},
+		{1 * sec, Drain(0, 1), "c:admitted@1s"},
+		{2 * sec, Fail("c"), "ok"},
+		{2 * sec, Drain(0, 1), "b:admitted@2s"},
+		{2 * sec, Stats(), "inflight=1 waiting=0 reservations=3 429=0 overloaded=0 clamped=0 paused=- learned=false limits=600/0/0/0"},
+	}}
+}
+
+// Auto mode without limits: headers create a bucket (full, then lowered);
+// a ticket admitted before it existed is not reconciled on it; a named
+// limit above an explicit one is not in force.
+func learnedBucket() Scenario {
+	in := func(lim, rem int64) limiter.Observation {
+		return limiter.Observation{Input: limiter.Window{Limit: lim, Remaining: rem}, Output: limiter.Window{Limit: 6000, Remaining: 6000}}
+	}
+	return Scenario{Name: "learned bucket", Config: Config{Limits: limiter.Limits{Auto: true, OTPM: 600}}, Steps: []Step{
+		{0, Reserve("a", tok(100, 10)), "admitted"},
+		{0, Observe("a", in(600, 4), 0), "ok"},                    // input 10/s, cap 10, level 4; output stays 600/min
+		{0, Settle("a", limiter.Cost{Input: 0, Output: 0}), "ok"}, // input not charged to a: no refund
+		{0, Reserve("b", tok(10, 0)), "wait 600ms"},
+		{0, Stats(), "inflight=0 waiting=0 reservations=1 429=0 overloaded=0 clamped=0 paused=- learned=true limits=0/600/600/0"},
+		{0, ReserveWait("b", tok(10, 0)), "admitted at 600ms after 1 waits"},
+		{600 * ms, Reserve("c", tok(0, 10)), "admitted"}, // output refunded by a's Settle
+		{600 * ms, Reserve("d", tok(0, 1)), "wait 100ms"},
+		// Not played: at 700ms the in-process Auto window (2: b and c in
+		// flight) would keep d waiting for a slot; the Redis budget learns
+		// no window (see package redisbudget).
+	}}
+}
+
+// A shorter pause never cuts a later one short.
+func laterPauseKept() Scenario {
+	rq := limiter.Observation{Requests: limiter.Window{Limit: 600, Remaining: 9}}
+	return Scenario{Name: "later pause kept", Config: Config{Limits: limiter.Limits{Auto: true, RPM: 600}, MaxPause: time.Minute}, Steps: []Step{
+		{0, Reserve("a", req()), "admitted"},
+		{0, Observe("a", rq, 0), "ok"},
+		{0, Settle("a", req()), "ok"}, // the Auto window grows to 2
+		{0, Reserve("b", req()), "admitted"},
+		{0, Reserve("c", req()), "admitted"},
+		{0, Refused("b", hint(30*sec)), "ok"},
+		{0, Refused("c", hint(10*sec)), "ok"},
+		{5 * sec, Reserve("d", req()), "wait 25s"},
+		{0, Stats(), "inflight=0 waiting=0 reservations=3 429=2 overloaded=0 clamped=0 paused=30s learned=true limits=600/0/0/0"},
+	}}
+}
+
+// A Burst longer than a minute holds more than the per-minute limit, and
+// admits a single cost that large.
+func burstAboveMinute() Scenario {
+	return Scenario{Name: "burst above a minute", Config: Config{Limits: limiter.Limits{ITPM: 600, Burst: 2 * time.Minute}}, Steps: []Step{
+		{0, Reserve("a", tok(1201, 0)), "too large input"},
+		{0, Reserve("b", tok(1200, 0)), "admitted"},
+		{0, Reserve("c", tok(1, 0)), "wait 100ms"},
+		{0, Cancel("b"), "ok"},
+		{0, Reserve("c", tok(1, 0)), "admitted"},
+	}}
+}
+
+// Request headers computed a while ago get the refill since, less what
+// was admitted after the ticket.
+func requestHeaders() Scenario {
+	rq := func(rem int64) limiter.Observation {
+		return limiter.Observation{Requests: limiter.Window{Limit: 60, Remaining: rem}}
+	}
+	return Scenario{Name: "request headers", Config: Config{Limits: limiter.Limits{RPM: 60, Burst: 10 * sec}}, Steps: []Step{
+		{0, Reserve("a", req()), "admitted"},          // 9
+		{0, Reserve("b", req()), "admitted"},          // 8
+		{0, Reserve("c", req()), "admitted"},          // 7
+		{2 * sec, Observe("a", rq(1), 1500*ms), "ok"}, // min(9, 1 + 1.5 - 2) = 0.5
+		{2 * sec, Reserve("d", req()), "wait 500ms"},
+		{2 * sec, Settle("a", tok(0, 0)), "ok"},
+		{2 * sec, Observe("a", rq(0), 0), "ok"}, // min(0.5, 0 - 2) = -2
+		{2 * sec, Reserve("d", req()), "wait 3s"},
 	}}
 }
