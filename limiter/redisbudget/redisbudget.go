@@ -86,6 +86,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -277,12 +278,20 @@ func (b *Budget) key(name string) *keyState {
 	return k
 }
 
-// ticketID returns an id unique across processes.
+// seqWidth is the number of base-36 digits of the largest uint64.
+const seqWidth = 13
+
+// ticketID returns an id unique across processes. The sequence number is
+// zero-padded to the width of any uint64 in base 36, so that the room
+// (which orders equal scores by id) admits one process's Reserves of the
+// same instant and priority in the order they were called, as the
+// in-process limiter does: unpadded, call 36 ("10") came before call 9.
 func (b *Budget) ticketID() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.seq++
-	return b.holder.String() + ":" + strconv.FormatUint(b.seq, 36)
+	seq := strconv.FormatUint(b.seq, 36)
+	return b.holder.String() + ":" + strings.Repeat("0", seqWidth-len(seq)) + seq
 }
 
 func (b *Budget) opContext() (context.Context, context.CancelFunc) {
