@@ -115,3 +115,15 @@ func roundMs(d time.Duration) time.Duration {
 	}
 	return d
 }
+
+// pending lists the instants the timers not fired are due at, for a
+// failure message.
+func (c *Clock) pending() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var at []time.Duration
+	for _, tm := range c.timers {
+		at = append(at, since(tm.at))
+	}
+	return at
+}

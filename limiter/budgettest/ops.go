@@ -195,7 +195,7 @@ func (statsOp) do(p *player) string {
 }
 
 // Queue starts a Reserve of c at priority prio that stays queued until a
-// Drain admits it: "queued", or "admitted" if it did not wait.
+// Release admits it: "queued", or "admitted" if it did not wait.
 func Queue(name string, c limiter.Cost, prio int) Op { return queueOp{name, c, prio} }
 
 type queueOp struct {
@@ -229,37 +229,32 @@ func (o queueOp) do(p *player) string {
 	}
 }
 
-// Drain moves the clock by step n times, expecting one queued Reserve
-// admitted each time: "a@1s b@2s".
-func Drain(step time.Duration, n int) Op { return drainOp{step, n} }
+// Release settles ticket first and, n times, waits for the queued Reserve
+// the freed slot admits, settling it in turn: "c a d b". The clock does
+// not move: a queue waiting for slots starts no timer that could fire
+// while a Reserve is between reading the time and starting one.
+func Release(first string, n int) Op { return releaseOp{first, n} }
 
-type drainOp struct {
-	step time.Duration
-	n    int
+type releaseOp struct {
+	first string
+	n     int
 }
 
-func (o drainOp) String() string { return fmt.Sprintf("drain %d every %v", o.n, o.step) }
+func (o releaseOp) String() string { return fmt.Sprintf("release %s then %d", o.first, o.n) }
 
-func (o drainOp) do(p *player) string {
+func (o releaseOp) do(p *player) string {
 	var got []string
-	for i := range o.n {
-		p.clk.drainStarted()
-		p.clk.Set(p.clk.Now().Add(o.step))
+	name := o.first
+	for range o.n {
+		p.ticket(name).Settle(req())
 		a := p.nextAdmission()
 		delete(p.queued, a.name)
-		// The instant of the step, not the clock read where Reserve
-		// returned: a budget with a clock of its own may have admitted it
-		// at the step's instant before this one moved.
-		got = append(got, fmt.Sprintf("%s:%s@%v", a.name, p.admitted(a), since(p.clk.Now())))
-		if i < o.n-1 {
-			// The next head asks at this instant and starts its timer:
-			// moving the clock first would start it from the next one.
-			select {
-			case <-p.clk.started:
-			case <-time.After(hang):
-				p.t.Fatalf("drain: no Reserve waits at %v after %v", since(p.clk.Now()), hang)
-			}
+		if r := p.admitted(a); r != "admitted" {
+			got = append(got, a.name+":"+r)
+			break
 		}
+		got = append(got, a.name)
+		name = a.name
 	}
 	return strings.Join(got, " ")
 }
@@ -275,7 +270,7 @@ func (p *player) nextAdmission() admission {
 	case a := <-p.done:
 		return a
 	case <-time.After(hang):
-		p.t.Fatalf("drain: no admission at %v after %v; stats %+v", since(p.clk.Now()), hang, p.b.Stats())
+		p.t.Fatalf("drain: no admission at %v after %v; timers due at %v; stats %+v", since(p.clk.Now()), hang, p.clk.pending(), p.b.Stats())
 	}
 	return admission{}
 }

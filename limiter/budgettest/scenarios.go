@@ -1,6 +1,7 @@
 package budgettest
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/llmrun/llmrun/limiter"
@@ -25,6 +26,7 @@ func Scenarios() []Scenario {
 		skewAndHeadroom(), concurrency(), headersLower(), combinedIgnored(),
 		learnedLimits(), pauses(), priorityAging(), priorityStrict(), refusedUnheaded(),
 		slotQueue(), learnedBucket(), laterPauseKept(), burstAboveMinute(), requestHeaders(),
+		tiesInArrival(),
 	}
 }
 
@@ -198,29 +200,28 @@ func pauses() Scenario {
 	}}
 }
 
-// One request a second, the bucket empty: queued Reserves are admitted by
-// virtual arrival (arrival less priority × Aging), one a second.
+// One slot, held: queued Reserves are admitted as slots free, by virtual
+// arrival (arrival less priority × Aging).
 func priorityAging() Scenario {
-	return Scenario{Name: "priority with aging", Config: Config{Limits: limiter.Limits{RPM: 60}, Aging: 100 * ms}, Steps: []Step{
+	return Scenario{Name: "priority with aging", Config: Config{Limits: limiter.Limits{Concurrency: 1}, Aging: 100 * ms}, Steps: []Step{
 		{0, Reserve("hold", req()), "admitted"},
 		{100 * ms, Queue("a", req(), 0), "queued"},  // 0.1s
 		{150 * ms, Queue("c", req(), 1), "queued"},  // 0.05s
 		{200 * ms, Queue("d", req(), -1), "queued"}, // 0.3s
 		{500 * ms, Queue("b", req(), 1), "queued"},  // 0.4s
-		{500 * ms, Drain(500*ms, 1), "c:admitted@1s"},
-		{1 * sec, Drain(sec, 3), "a:admitted@2s d:admitted@3s b:admitted@4s"},
+		{1 * sec, Release("hold", 4), "c a d b"},
 	}}
 }
 
 // Without aging, priority decides and arrival breaks ties.
 func priorityStrict() Scenario {
-	return Scenario{Name: "priority strict", Config: Config{Limits: limiter.Limits{RPM: 60}}, Steps: []Step{
+	return Scenario{Name: "priority strict", Config: Config{Limits: limiter.Limits{Concurrency: 1}}, Steps: []Step{
 		{0, Reserve("hold", req()), "admitted"},
 		{100 * ms, Queue("a", req(), 0), "queued"},
 		{150 * ms, Queue("c", req(), 1), "queued"},
 		{200 * ms, Queue("d", req(), -1), "queued"},
 		{500 * ms, Queue("b", req(), 1), "queued"},
-		{500 * ms, Drain(sec, 4), "c:admitted@1.5s b:admitted@2.5s a:admitted@3.5s d:admitted@4.5s"},
+		{1 * sec, Release("hold", 4), "c b a d"},
 	}}
 }
 
@@ -248,10 +249,7 @@ func slotQueue() Scenario {
 		{0, Reserve("a", req()), "admitted"},
 		{100 * ms, Queue("b", req(), 0), "queued"},
 		{200 * ms, Queue("c", req(), 1), "queued"},
-		{1 * sec, Settle("a", req()), "ok"},
-		{1 * sec, Drain(0, 1), "c:admitted@1s"},
-		{2 * sec, Fail("c"), "ok"},
-		{2 * sec, Drain(0, 1), "b:admitted@2s"},
+		{1 * sec, Release("a", 2), "c b"},
 		{2 * sec, Stats(), "inflight=1 waiting=0 reservations=3 429=0 overloaded=0 clamped=0 paused=- learned=false limits=600/0/0/0"},
 	}}
 }
@@ -322,4 +320,20 @@ func requestHeaders() Scenario {
 		{2 * sec, Observe("a", rq(0), 0), "ok"}, // min(0.5, 0 - 2) = -2
 		{2 * sec, Reserve("d", req()), "wait 3s"},
 	}}
+}
+
+// Reserves that arrive at one instant with one priority are admitted in
+// the order they were called, however many came before (34 here: the
+// 35th and 36th calls of a process wait).
+func tiesInArrival() Scenario {
+	var steps []Step
+	for i := range 34 {
+		steps = append(steps, Step{0, Reserve(fmt.Sprint("r", i), req()), "admitted"})
+	}
+	steps = append(steps,
+		Step{0, Queue("x", req(), 0), "queued"},
+		Step{0, Queue("y", req(), 0), "queued"},
+		Step{0, Release("r0", 2), "x y"},
+	)
+	return Scenario{Name: "ties in arrival", Config: Config{Limits: limiter.Limits{Concurrency: 34}}, Steps: steps}
 }
