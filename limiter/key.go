@@ -456,7 +456,10 @@ const (
 // the key was paused already.
 func (k *keyState) refusedAt(now time.Time, mask uint8, seq uint64, mark AIMDMark, reserved Cost, r Refusal, maxPause time.Duration) (clamped, wasPaused bool) {
 	k.finishAt(now, mask, seq, reserved, Cost{}, false)
-	until := now.Add(max(r.RetryAfter, 0))
+	until := now // a RetryAfter without HasRetryAfter is no hint (see Refusal)
+	if r.HasRetryAfter {
+		until = now.Add(max(r.RetryAfter, 0))
+	}
 	if r.Overloaded {
 		k.overloaded++
 		if seq > k.cutSeq {
