@@ -26,7 +26,7 @@ func Scenarios() []Scenario {
 		skewAndHeadroom(), concurrency(), headersLower(), combinedIgnored(),
 		learnedLimits(), pauses(), priorityAging(), priorityStrict(), refusedUnheaded(),
 		slotQueue(), learnedBucket(), laterPauseKept(), burstAboveMinute(), requestHeaders(),
-		tiesInArrival(),
+		tiesInArrival(), keyHeadersLearn(), autoRamp(), hintlessRetryAfter(),
 	}
 }
 
@@ -336,4 +336,45 @@ func tiesInArrival() Scenario {
 		Step{0, Release("r0", 2), "x y"},
 	)
 	return Scenario{Name: "ties in arrival", Config: Config{Limits: limiter.Limits{Concurrency: 34}}, Steps: steps}
+}
+
+// Auto mode: headers that belong to no ticket name a limit too; the new
+// bucket starts full and is lowered at once.
+func keyHeadersLearn() Scenario {
+	return Scenario{Name: "key headers learn", Config: Config{Limits: limiter.Limits{Auto: true}}, Steps: []Step{
+		{0, ObserveKey(limiter.Observation{Requests: limiter.Window{Limit: 60, Remaining: 0}}), "ok"},
+		{0, Reserve("a", req()), "wait 1s"},
+		{0, Stats(), "inflight=0 waiting=0 reservations=0 429=0 overloaded=0 clamped=0 paused=- learned=true limits=60/0/0/0"},
+		{1 * sec, Reserve("a", req()), "admitted"},
+	}}
+}
+
+// Auto mode without headers: the first answers start the AIMD's ramp,
+// which paces the key. Compared between implementations only.
+func autoRamp() Scenario {
+	return Scenario{Name: "auto ramp", AIMD: true, Config: Config{Limits: limiter.Limits{Auto: true}}, Steps: []Step{
+		{0, Reserve("a", tok(100, 0)), ""},
+		{2 * sec, Settle("a", tok(100, 50)), ""},
+		// Not compared: Stats right after this Settle. The in-process
+		// limiter shows the ramp's rate at once (120/min); a Redis budget
+		// shows it from the next Reserve's reply on (its Settle returns no
+		// rates): its Stats lag one reservation.
+		{2 * sec, ReserveWait("b", tok(100, 0)), ""},
+		{3 * sec, Settle("b", tok(100, 50)), ""},
+		{3 * sec, ReserveWait("c", tok(100, 0)), ""},
+		{3 * sec, Refused("c", limiter.Refusal{}), ""},
+		{3 * sec, ReserveWait("d", tok(100, 0)), ""},
+		{3 * sec, Stats(), ""},
+	}}
+}
+
+// A RetryAfter without HasRetryAfter is no hint (see limiter.Refusal).
+func hintlessRetryAfter() Scenario {
+	rq := limiter.Observation{Requests: limiter.Window{Limit: 600, Remaining: 9}}
+	return Scenario{Name: "retry-after without a hint", Config: Config{Limits: limiter.Limits{Auto: true, RPM: 600}}, Steps: []Step{
+		{0, Reserve("a", req()), "admitted"},
+		{0, Observe("a", rq, 0), "ok"},
+		{0, Refused("a", limiter.Refusal{Overloaded: true, RetryAfter: 10 * sec}), "ok"},
+		{0, Reserve("b", req()), "admitted"},
+	}}
 }
