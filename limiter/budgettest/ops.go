@@ -259,6 +259,20 @@ func (o releaseOp) do(p *player) string {
 	return strings.Join(got, " ")
 }
 
+// Await waits for the next queued Reserve to return, without moving the
+// clock or ending a ticket: "b:too large input".
+func Await() Op { return awaitOp{} }
+
+type awaitOp struct{}
+
+func (awaitOp) String() string { return "await" }
+
+func (awaitOp) do(p *player) string {
+	a := p.nextAdmission()
+	delete(p.queued, a.name)
+	return a.name + ":" + p.admitted(a)
+}
+
 // nextAdmission is the next queued Reserve to return.
 func (p *player) nextAdmission() admission {
 	if len(p.early) > 0 {

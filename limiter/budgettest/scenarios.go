@@ -27,6 +27,7 @@ func Scenarios() []Scenario {
 		learnedLimits(), pauses(), priorityAging(), priorityStrict(), refusedUnheaded(),
 		slotQueue(), learnedBucket(), laterPauseKept(), burstAboveMinute(), requestHeaders(),
 		tiesInArrival(), keyHeadersLearn(), autoRamp(), hintlessRetryAfter(),
+		tooLargeWhileQueued(), pauseAndBucket(),
 	}
 }
 
@@ -376,5 +377,33 @@ func hintlessRetryAfter() Scenario {
 		{0, Observe("a", rq, 0), "ok"},
 		{0, Refused("a", limiter.Refusal{Overloaded: true, RetryAfter: 10 * sec}), "ok"},
 		{0, Reserve("b", req()), "admitted"},
+	}}
+}
+
+// A queued Reserve that learned limits make too large fails then, instead
+// of waiting forever.
+func tooLargeWhileQueued() Scenario {
+	in := limiter.Observation{Input: limiter.Window{Limit: 600, Remaining: 600}}
+	return Scenario{Name: "too large while queued", Config: Config{Limits: limiter.Limits{Auto: true, ITPM: 60000, Concurrency: 1}}, Steps: []Step{
+		{0, Reserve("a", tok(100, 0)), "admitted"},
+		{0, Queue("b", tok(1000, 0), 0), "queued"},
+		{0, Observe("a", in, 0), "ok"},
+		{0, Await(), "b:too large input"},
+		{0, Stats(), "inflight=1 waiting=0 reservations=1 429=0 overloaded=0 clamped=0 paused=- learned=true limits=0/600/0/0"},
+	}}
+}
+
+// Paused and short of tokens: the longer of the two is the wait.
+func pauseAndBucket() Scenario {
+	rq := limiter.Observation{Input: limiter.Window{Limit: 600, Remaining: 0}}
+	return Scenario{Name: "pause and bucket", Config: Config{Limits: limiter.Limits{Auto: true, ITPM: 600, Burst: 10 * sec}}, Steps: []Step{
+		{0, Reserve("a", tok(10, 0)), "admitted"},
+		{0, Observe("a", rq, 0), "ok"},        // input 0: 10/s
+		{0, Refused("a", hint(20*sec)), "ok"}, // input 10 back
+		{0, Reserve("b", tok(50, 0)), "wait 20s"},
+		{0, Reserve("b", tok(100, 0)), "wait 20s"},
+		{0, Reserve("b", tok(100, 0)), "wait 20s"},
+		{5 * sec, Reserve("c", tok(500, 0)), "wait 44s"}, // 60 held at 5s: 440 short
+		{30 * sec, Reserve("c", tok(80, 0)), "admitted"},
 	}}
 }
