@@ -127,7 +127,7 @@ func Play(t *testing.T, f Factory, sc Scenario) []string {
 	defer p.stop()
 	out := make([]string, len(sc.Steps))
 	for i, st := range sc.Steps {
-		clk.Set(Start.Add(st.At))
+		clk.Set(Start().Add(st.At))
 		out[i] = st.Op.do(p)
 	}
 	return out
@@ -164,7 +164,7 @@ func (p *player) stop() {
 }
 
 // since formats an instant as the time since Start.
-func since(t time.Time) time.Duration { return t.Sub(Start) }
+func since(t time.Time) time.Duration { return t.Sub(Start()) }
 
 // hang bounds, in real time, how long the suite waits for a budget to do
 // what it must do at once: a guard against a hang, not a measurement.

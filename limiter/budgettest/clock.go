@@ -5,9 +5,12 @@ import (
 	"time"
 )
 
-// Start is the instant every scenario starts at: whole seconds, so that
+// startUnix is the instant every scenario starts at: whole seconds, so that
 // Redis's microsecond clock holds it exactly.
-var Start = time.Unix(1_800_000_000, 0)
+const startUnix = 1_800_000_000
+
+// Start returns the instant every scenario starts at.
+func Start() time.Time { return time.Unix(startUnix, 0) }
 
 // Clock is a manual clock and timer source for a budget under test. A timer
 // is due at a whole millisecond (its duration rounded up), so that the
@@ -30,7 +33,7 @@ type clockTimer struct {
 
 // NewClock returns a clock at Start.
 func NewClock() *Clock {
-	return &Clock{now: Start, timers: map[int]clockTimer{}, started: make(chan time.Duration, 256)}
+	return &Clock{now: Start(), timers: map[int]clockTimer{}, started: make(chan time.Duration, 256)}
 }
 
 // Now reads the clock.
