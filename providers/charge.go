@@ -1,0 +1,229 @@
+package providers
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// ChargeRule is what a server's token counter takes for one request: the
+// rule a remaining-tokens header's drops reveal, whatever the provider's
+// documentation says.
+type ChargeRule uint8
+
+const (
+	// ChargeUnknown: the headers have not told yet.
+	ChargeUnknown ChargeRule = iota
+	// ChargeInput: the counter takes the input tokens only.
+	ChargeInput
+	// ChargeOutput: input plus the output actually generated (counted as
+	// it is produced), which llmrun covers by reserving the expected
+	// output.
+	ChargeOutput
+	// ChargeCap: input plus the whole max_tokens at admission (Azure
+	// OpenAI's documented rule), kept whatever the answer's length.
+	ChargeCap
+)
+
+func (c ChargeRule) String() string {
+	switch c {
+	case ChargeInput:
+		return "input only"
+	case ChargeOutput:
+		return "input + generated output"
+	case ChargeCap:
+		return "input + max_tokens"
+	}
+	return "unknown"
+}
+
+// Reserve is the output reservation that covers what the rule charges:
+// the cap for ChargeCap, else the expected output (on a counter that takes
+// input only, reserving the expected output as well costs a little budget
+// and never a 429).
+func (c ChargeRule) Reserve() OutputRule {
+	if c == ChargeCap {
+		return ReserveCap
+	}
+	return ReserveExpected
+}
+
+// Learner thresholds: a rule is adopted once it explains chargeVotes
+// intervals between readings and at least chargeShare of those that
+// told the rules apart; a learner that has read chargeReadings readings
+// without deciding gives up (the counter is too noisy or too idle to
+// tell).
+const (
+	chargeVotes    = 8
+	chargeShare    = 0.75
+	chargeReadings = 96
+)
+
+// ChargeLearner finds which ChargeRule explains the successive readings of
+// one key's remaining-tokens counter: between two readings, the counter
+// refills by its limit per minute and drops
+// by what the requests the server admitted in between were charged, by
+// each rule. Each interval votes for the rule that predicts the second
+// reading best, if the rules' predictions differ by more than the
+// reading's noise (intervals in which the counter may have filled up,
+// reaching the fullest level seen, or emptied to 0, tell nothing); several requests in flight between two readings are
+// summed, so concurrency does not confuse it. It is a pure value: the
+// caller serializes calls and passes every instant explicitly.
+type ChargeLearner struct {
+	reqs  map[uint64]*chargeReq
+	reads []chargeReading
+	// next is the index in reads (sorted) of the first reading not yet
+	// the end of an evaluated interval; full is the highest remaining seen.
+	next  int
+	full  int64
+	votes [ChargeCap + 1]int
+	// Noise is the counter's resolution: predictions closer than this are
+	// not told apart (Anthropic rounds remaining to the thousand); 0 uses
+	// 2 tokens.
+	Noise  int64
+	gaveUp bool
+}
+
+type chargeReq struct {
+	sent, done   time.Time
+	in, out, cap int64
+	ended        bool
+	charged      bool
+}
+
+type chargeReading struct {
+	at               time.Time
+	remaining, limit int64
+}
+
+// NewChargeLearner returns a learner with nothing read.
+func NewChargeLearner() *ChargeLearner {
+	return &ChargeLearner{reqs: make(map[uint64]*chargeReq)}
+}
+
+// Sent records request id admitted at instant at, with its input estimate
+// and output cap (max_tokens).
+func (l *ChargeLearner) Sent(id uint64, at time.Time, in, cap int64) {
+	l.reqs[id] = &chargeReq{sent: at, in: in, cap: cap}
+}
+
+// Ended records request id's fate: sent at sent (the instant the server
+// admitted it, as near as the client knows), done at done, its input as
+// the usage reported it (or the estimate when none) and its output;
+// charged is false when the server refused it (429) or it was never sent,
+// so no counter took anything.
+func (l *ChargeLearner) Ended(id uint64, sent, done time.Time, in, out int64, charged bool) {
+	q := l.reqs[id]
+	if q == nil {
+		return
+	}
+	if !sent.IsZero() {
+		q.sent = sent
+	}
+	q.done, q.in, q.out, q.ended, q.charged = done, in, out, true, charged
+}
+
+// Reading records a remaining-tokens header read at instant at, with the
+// counter's per-minute limit (the limit header; readings without one are
+// of no use).
+func (l *ChargeLearner) Reading(at time.Time, remaining, limit int64) {
+	if remaining < 0 || limit <= 0 || l.gaveUp {
+		return
+	}
+	l.reads = append(l.reads, chargeReading{at: at, remaining: remaining, limit: limit})
+	l.full = max(l.full, remaining)
+}
+
+// Decide evaluates the intervals whose requests have all ended and returns
+// the rule adopted, ChargeUnknown while undecided; done reports that the
+// learner has decided or given up, so the caller can stop feeding it.
+func (l *ChargeLearner) Decide() (rule ChargeRule, done bool) {
+	if l.gaveUp {
+		return ChargeUnknown, true
+	}
+	pending := l.earliestPending()
+	slices.SortStableFunc(l.reads[l.next:], func(a, b chargeReading) int { return a.at.Compare(b.at) })
+	for l.next+1 < len(l.reads) && l.reads[l.next+1].at.Before(pending) {
+		l.vote(l.reads[l.next], l.reads[l.next+1])
+		l.next++
+	}
+	if r := l.winner(); r != ChargeUnknown {
+		return r, true
+	}
+	if len(l.reads) >= chargeReadings || len(l.reqs) >= 4*chargeReadings {
+		l.gaveUp = true
+		l.reqs, l.reads = nil, nil
+		return ChargeUnknown, true
+	}
+	return ChargeUnknown, false
+}
+
+// earliestPending is the send instant of the earliest request not yet
+// ended: no interval reaching past it can be judged, since whether the
+// server charged that request is not known yet.
+func (l *ChargeLearner) earliestPending() time.Time {
+	t := time.Unix(math.MaxInt32, 0)
+	for _, q := range l.reqs {
+		if !q.ended && q.sent.Before(t) {
+			t = q.sent
+		}
+	}
+	return t
+}
+
+// vote lets the interval (a, b] vote for the rule whose prediction of b is
+// nearest, if the nearest is clearly nearer than the others.
+func (l *ChargeLearner) vote(a, b chargeReading) {
+	if a.remaining == 0 || b.remaining == 0 {
+		return // floored at 0: the counter's level is not known
+	}
+	start := float64(a.remaining) + float64(a.limit)/60*b.at.Sub(a.at).Seconds()
+	if start >= float64(l.full) {
+		return // the counter may have filled up: its level is not known
+	}
+	var drop [ChargeCap + 1]float64
+	for _, q := range l.reqs {
+		if !q.charged {
+			continue
+		}
+		if in(q.sent, a.at, b.at) {
+			drop[ChargeInput] += float64(q.in)
+			drop[ChargeOutput] += float64(q.in)
+			drop[ChargeCap] += float64(q.in + max(q.cap, q.out))
+		}
+		if in(q.done, a.at, b.at) {
+			drop[ChargeOutput] += float64(q.out)
+		}
+	}
+	noise := float64(max(l.Noise, 2))
+	best, bestErr, second := ChargeUnknown, math.Inf(1), math.Inf(1)
+	for r := ChargeInput; r <= ChargeCap; r++ {
+		e := math.Abs(start - drop[r] - float64(b.remaining))
+		switch {
+		case e < bestErr:
+			best, bestErr, second = r, e, bestErr
+		case e < second:
+			second = e
+		}
+	}
+	if second-bestErr > 2*noise {
+		l.votes[best]++
+	}
+}
+
+// in reports whether t falls in (a, b].
+func in(t, a, b time.Time) bool { return t.After(a) && !t.After(b) }
+
+// winner is the rule with enough votes and a clear share of them.
+func (l *ChargeLearner) winner() ChargeRule {
+	total := 0
+	for _, v := range l.votes {
+		total += v
+	}
+	for r, v := range l.votes {
+		if v >= chargeVotes && float64(v) >= chargeShare*float64(total) {
+			return ChargeRule(r)
+		}
+	}
+	return ChargeUnknown
+}
