@@ -298,12 +298,12 @@ type dialect interface {
 
 // request is what the mock needs from a request body.
 type request struct {
-	model        string
-	prompt       string // the last user message's text
-	maxTokens    int    // 0: no cap
+	model     string
+	prompt    string // the last user message's text
+	maxTokens int    // 0: no cap
 	// capCharge is what admission charges beyond the input tokens (see
 	// azure_charge.go); 0 for every other request.
-	capCharge int
+	capCharge    int
 	inTokens     int
 	stream       bool
 	includeUsage bool
