@@ -298,12 +298,9 @@ type dialect interface {
 
 // request is what the mock needs from a request body.
 type request struct {
-	model     string
-	prompt    string // the last user message's text
-	maxTokens int    // 0: no cap
-	// capCharge is what admission charges beyond the input tokens (see
-	// azure_charge.go); 0 for every other request.
-	capCharge    int
+	model        string
+	prompt       string // the last user message's text
+	maxTokens    int    // 0: no cap
 	inTokens     int
 	stream       bool
 	includeUsage bool
@@ -314,6 +311,10 @@ type request struct {
 	cacheWrites bool
 	// embed is an embeddings request's inputs (nil for the others).
 	embed *embedRequest
+
+	// capCharge is what admission charges beyond the input tokens (see
+	// azure_charge.go); 0 for every other request.
+	capCharge int
 }
 
 // completion is one answer, ready to be written in either shape.
