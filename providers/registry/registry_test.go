@@ -135,8 +135,8 @@ func TestAdmissionRules(t *testing.T) {
 		"mock-openai":    {providers.ReserveCap, 1000},
 		"anthropic":      {providers.ReserveExpected, 200}, // cache reads are not counted against ITPM
 		"mock-anthropic": {providers.ReserveExpected, 200},
-		"azure":          {providers.ReserveExpected, 1000}, // generated tokens count, not max tokens
-		"mock-azure":     {providers.ReserveExpected, 1000},
+		"azure":          {providers.ReserveCap, 1000}, // prompt + max_tokens at admission, as Microsoft documents
+		"mock-azure":     {providers.ReserveCap, 1000},
 		"gemini":         {providers.ReserveExpected, 1000},
 		"mock-gemini":    {providers.ReserveExpected, 1000},
 	} {
