@@ -77,6 +77,9 @@ type ChargeLearner struct {
 	next  int
 	full  int64
 	votes [ChargeCap + 1]int
+	// refuted counts, per rule, the intervals whose drop was smaller
+	// than the rule's charges (see vote).
+	refuted [ChargeCap + 1]int
 	// Noise is the counter's resolution: predictions closer than this are
 	// not told apart (Anthropic rounds remaining to the thousand); 0 uses
 	// 2 tokens.
@@ -171,31 +174,28 @@ func (l *ChargeLearner) earliestPending() time.Time {
 	return t
 }
 
-// vote lets the interval (a, b] vote for the rule whose prediction of b is
-// nearest, if the nearest is clearly nearer than the others.
+// vote lets the interval (a, b] judge the rules. Where the counter cannot
+// have filled up in between, it votes for the rule whose prediction of b
+// is nearest, if clearly nearer than the others. Where it may have, the
+// refill it had is not known, only bounded: the counter dropped by at
+// most a's remaining plus a full refill minus b's, so a rule charging
+// more than that is refuted (a server charging far less than max_tokens
+// keeps its counter full while the client reserves the cap).
 func (l *ChargeLearner) vote(a, b chargeReading) {
 	if a.remaining == 0 || b.remaining == 0 {
 		return // floored at 0: the counter's level is not known
 	}
 	start := float64(a.remaining) + float64(a.limit)/60*b.at.Sub(a.at).Seconds()
-	if start >= float64(l.full) {
-		return // the counter may have filled up: its level is not known
-	}
-	var drop [ChargeCap + 1]float64
-	for _, q := range l.reqs {
-		if !q.charged {
-			continue
-		}
-		if in(q.sent, a.at, b.at) {
-			drop[ChargeInput] += float64(q.in)
-			drop[ChargeOutput] += float64(q.in)
-			drop[ChargeCap] += float64(q.in + max(q.cap, q.out))
-		}
-		if in(q.done, a.at, b.at) {
-			drop[ChargeOutput] += float64(q.out)
-		}
-	}
+	drop := l.drops(a.at, b.at)
 	noise := float64(max(l.Noise, 2))
+	if start >= float64(l.full) {
+		for r := ChargeInput; r <= ChargeCap; r++ {
+			if drop[r] > start-float64(b.remaining)+2*noise {
+				l.refuted[r]++
+			}
+		}
+		return
+	}
 	best, bestErr, second := ChargeUnknown, math.Inf(1), math.Inf(1)
 	for r := ChargeInput; r <= ChargeCap; r++ {
 		e := math.Abs(start - drop[r] - float64(b.remaining))
@@ -211,10 +211,32 @@ func (l *ChargeLearner) vote(a, b chargeReading) {
 	}
 }
 
+// drops is what each rule says the counter was charged in (a, b].
+func (l *ChargeLearner) drops(a, b time.Time) (drop [ChargeCap + 1]float64) {
+	for _, q := range l.reqs {
+		if !q.charged {
+			continue
+		}
+		if in(q.sent, a, b) {
+			drop[ChargeInput] += float64(q.in)
+			drop[ChargeOutput] += float64(q.in)
+			drop[ChargeCap] += float64(q.in + max(q.cap, q.out))
+		}
+		if in(q.done, a, b) {
+			drop[ChargeOutput] += float64(q.out)
+		}
+	}
+	return drop
+}
+
 // in reports whether t falls in (a, b].
 func in(t, a, b time.Time) bool { return t.After(a) && !t.After(b) }
 
-// winner is the rule with enough votes and a clear share of them.
+// winner is the rule with enough votes and a clear share of them; else,
+// when the counter refuted the max_tokens charge often and seldom voted
+// for it, the larger of the other rules it has not refuted as often (the
+// counter stayed full, so which of them it is cannot be told, and the
+// larger one is the safe reservation).
 func (l *ChargeLearner) winner() ChargeRule {
 	total := 0
 	for _, v := range l.votes {
@@ -223,6 +245,14 @@ func (l *ChargeLearner) winner() ChargeRule {
 	for r, v := range l.votes {
 		if v >= chargeVotes && float64(v) >= chargeShare*float64(total) {
 			return ChargeRule(r)
+		}
+	}
+	if n := l.refuted[ChargeCap]; n >= chargeVotes && l.votes[ChargeCap]*4 < n {
+		if l.refuted[ChargeOutput]*4 < n {
+			return ChargeOutput
+		}
+		if l.refuted[ChargeInput]*4 < n {
+			return ChargeInput
 		}
 	}
 	return ChargeUnknown

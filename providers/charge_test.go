@@ -29,10 +29,21 @@ func (c *counter) advance(t time.Time) {
 // client sees each instant with up to skew of error, as a real client
 // stamps its own send and receive times.
 func record(t *testing.T, rule ChargeRule, n, inflight int, skew time.Duration, seed uint64) (ChargeRule, int) {
+	return recordPaced(t, rule, n, inflight, skew, seed, false)
+}
+
+// recordPaced is record; with reserveCap the client paces itself by its
+// own counter charging input + max_tokens whatever the server's rule, as
+// llmrun does before the headers have told it otherwise.
+func recordPaced(t *testing.T, rule ChargeRule, n, inflight int, skew time.Duration, seed uint64, reserveCap bool) (ChargeRule, int) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 1))
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	c := &counter{limit: 300000, full: 5000, level: 5000, at: t0}
+	own := c // the counter the client paces by
+	if reserveCap {
+		own = &counter{limit: c.limit, full: c.full, level: c.level, at: t0}
+	}
 	jitter := func(at time.Time) time.Time {
 		if skew == 0 {
 			return at
@@ -50,6 +61,7 @@ func record(t *testing.T, rule ChargeRule, n, inflight int, skew time.Duration, 
 	readings, sent := 0, 0
 	for now := t0; sent < n || len(live) > 0; now = now.Add(time.Millisecond) {
 		c.advance(now)
+		own.advance(now)
 		kept := live[:0]
 		for _, q := range live {
 			if !q.read && !q.head.After(now) {
@@ -78,11 +90,14 @@ func record(t *testing.T, rule ChargeRule, n, inflight int, skew time.Duration, 
 		}
 		q := &req{id: uint64(sent), in: int64(200 + rng.IntN(800)), out: int64(20 + rng.IntN(80)), cap: 400}
 		need := float64(q.in) + 300
-		if rule == ChargeCap {
+		if rule == ChargeCap || reserveCap {
 			need += float64(q.cap)
 		}
-		if c.level < need {
+		if own.level < need {
 			continue
+		}
+		if reserveCap {
+			own.level -= float64(q.in + q.cap)
 		}
 		c.level -= float64(q.in)
 		if rule == ChargeCap {
@@ -116,6 +131,28 @@ func TestChargeLearnerFindsTheRule(t *testing.T) {
 					t.Errorf("%v, %d in flight, seed %d: took %d readings", rule, tc.inflight, seed, reads)
 				}
 			}
+		}
+	}
+}
+
+// TestChargeLearnerDownward: a client reserving max_tokens against a
+// server that charges less keeps the server's counter near full, so no
+// interval is exact; the drops it does show refute the max_tokens charge,
+// and the learner settles on input + generated output, the safe one of
+// the two it cannot tell apart.
+func TestChargeLearnerDownward(t *testing.T) {
+	for _, rule := range []ChargeRule{ChargeInput, ChargeOutput} {
+		for seed := range uint64(5) {
+			got, reads := recordPaced(t, rule, 200, 8, time.Millisecond, seed, true)
+			if got != ChargeOutput && got != rule {
+				t.Errorf("%v, seed %d: learned %v after %d readings", rule, seed, got, reads)
+			}
+		}
+	}
+	// A server charging the cap is never talked down by the same pacing.
+	for seed := range uint64(5) {
+		if got, reads := recordPaced(t, ChargeCap, 200, 8, time.Millisecond, seed, true); got != ChargeCap {
+			t.Errorf("cap, seed %d: learned %v after %d readings", seed, got, reads)
 		}
 	}
 }
