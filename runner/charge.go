@@ -26,7 +26,8 @@ const (
 type chargeState struct {
 	mu sync.Mutex
 	// rule is the output reservation in force; learned is what the
-	// headers showed (ChargeUnknown until they have).
+	// server charges: the registry's word (ChargeUnknown if none) until
+	// the headers have shown it.
 	rule    providers.OutputRule
 	learned providers.ChargeRule
 	// learner reads the headers; nil once it has decided or given up.
@@ -50,7 +51,7 @@ func (r *run) charge(key string, route Route) *chargeState {
 	}
 	c, ok := r.charges[key]
 	if !ok {
-		c = &chargeState{rule: route.Admission.Output, learner: providers.NewChargeLearner()}
+		c = &chargeState{rule: route.Admission.Output, learned: route.Admission.Charge, learner: providers.NewChargeLearner()}
 		r.charges[key] = c
 	}
 	return c

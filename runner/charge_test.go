@@ -18,17 +18,22 @@ import (
 // Info line.
 func TestChargeRuleAdopted(t *testing.T) {
 	for _, tc := range []struct {
-		registry providers.OutputRule
-		learned  providers.ChargeRule
-		reserve  int64 // output reserved afterwards for max_tokens 500
-		settle   int64 // output settled for an answer of 30 tokens
-		log      string
+		registry   providers.OutputRule
+		documented providers.ChargeRule
+		learned    providers.ChargeRule
+		reserve    int64 // output reserved afterwards for max_tokens 500
+		settle     int64 // output settled for an answer of 30 tokens
+		log        string
 	}{
-		{providers.ReserveExpected, providers.ChargeCap, 500, 500, "this deployment charges max_tokens at admission: reserving it"},
-		{providers.ReserveCap, providers.ChargeOutput, 30, 30, "this deployment does not charge max_tokens at admission: reserving the expected output"},
-		{providers.ReserveCap, providers.ChargeInput, 30, 30, "does not charge max_tokens"},
-		{providers.ReserveCap, providers.ChargeCap, 500, 500, ""},
-		{providers.ReserveExpected, providers.ChargeUnknown, 30, 30, ""},
+		{providers.ReserveExpected, providers.ChargeUnknown, providers.ChargeCap, 500, 500, "this deployment charges max_tokens at admission: reserving it"},
+		{providers.ReserveCap, providers.ChargeCap, providers.ChargeOutput, 30, 30, "this deployment does not charge max_tokens at admission: reserving the expected output"},
+		{providers.ReserveCap, providers.ChargeCap, providers.ChargeInput, 30, 30, "does not charge max_tokens"},
+		{providers.ReserveCap, providers.ChargeUnknown, providers.ChargeCap, 500, 500, ""},
+		{providers.ReserveExpected, providers.ChargeUnknown, providers.ChargeUnknown, 30, 30, ""},
+		// Azure's row until the headers tell: the documented charge is kept.
+		{providers.ReserveCap, providers.ChargeCap, providers.ChargeUnknown, 500, 500, ""},
+		// OpenAI's: the cap is reserved, the answer settles what it used.
+		{providers.ReserveCap, providers.ChargeUnknown, providers.ChargeUnknown, 500, 30, ""},
 	} {
 		var logs bytes.Buffer
 		est := estimate.NewEstimator()
@@ -36,7 +41,7 @@ func TestChargeRuleAdopted(t *testing.T) {
 			est.ObserveOutput("k", 30)
 		}
 		r := &run{cfg: Config{Estimator: est, Log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))}}
-		route := Route{Provider: &slowProvider{}, Admission: providers.Admission{Output: tc.registry}}
+		route := Route{Provider: &slowProvider{}, Admission: providers.Admission{Output: tc.registry, Charge: tc.documented}}
 		h := &hop{key: "k", route: route, req: &providers.Request{Model: "m", MaxTokens: 500}}
 		r.charge("k", route).adopt(r.cfg.Log, h, tc.learned)
 		cost := r.cost("k", route, h.req, 100)

@@ -116,7 +116,7 @@ var anthropicAdmission = providers.Admission{Output: providers.ReserveExpected, 
 // counter at admission (wire-formats §6.3), so a request reserves its max
 // tokens; the run drops to the expected output if the remaining-tokens
 // headers show the deployment charges less (runner/charge.go).
-var azureAdmission = providers.Admission{Output: providers.ReserveCap}
+var azureAdmission = providers.Admission{Output: providers.ReserveCap, Charge: providers.ChargeCap}
 
 func newGemini(cfg providers.Config) providers.Provider         { return gemini.New(cfg) }
 func newGeminiBatch(cfg providers.Config) providers.BatchClient { return gemini.NewBatch(cfg) }

@@ -141,6 +141,9 @@ func TestAdmissionRules(t *testing.T) {
 		"mock-gemini":    {providers.ReserveExpected, 1000},
 	} {
 		e, _ := Lookup(name)
+		if strings.Contains(name, "azure") != (e.Admission.Charge == providers.ChargeCap) {
+			t.Errorf("%s: documented charge %v; Azure's alone is prompt + max_tokens", name, e.Admission.Charge)
+		}
 		if e.Admission.Output != want.out || e.Admission.InputCharged(u) != want.charged {
 			t.Errorf("%s: output rule %d, charged %d; want %d, %d", name, e.Admission.Output, e.Admission.InputCharged(u), want.out, want.charged)
 		}
