@@ -83,8 +83,11 @@ type ChargeLearner struct {
 	// Noise is the counter's resolution: predictions closer than this are
 	// not told apart (Anthropic rounds remaining to the thousand); 0 uses
 	// 2 tokens.
-	Noise  int64
-	gaveUp bool
+	Noise int64
+	// OutputOnly says the counter is an output-tokens one (Anthropic's):
+	// no rule charges it the input.
+	OutputOnly bool
+	gaveUp     bool
 }
 
 type chargeReq struct {
@@ -217,10 +220,14 @@ func (l *ChargeLearner) drops(a, b time.Time) (drop [ChargeCap + 1]float64) {
 		if !q.charged {
 			continue
 		}
+		input := q.in
+		if l.OutputOnly {
+			input = 0
+		}
 		if in(q.sent, a, b) {
-			drop[ChargeInput] += float64(q.in)
-			drop[ChargeOutput] += float64(q.in)
-			drop[ChargeCap] += float64(q.in + max(q.cap, q.out))
+			drop[ChargeInput] += float64(input)
+			drop[ChargeOutput] += float64(input)
+			drop[ChargeCap] += float64(input + max(q.cap, q.out))
 		}
 		if in(q.done, a, b) {
 			drop[ChargeOutput] += float64(q.out)

@@ -200,3 +200,24 @@ func TestChargeLearnerGivesUp(t *testing.T) {
 		t.Fatal("still learning after chargeReadings readings")
 	}
 }
+
+// TestChargeLearnerOutputCounter: Anthropic's output-tokens counter takes
+// no input, so a learner told it reads one finds the generated-output
+// rule however large the inputs are.
+func TestChargeLearnerOutputCounter(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	l := NewChargeLearner()
+	l.OutputOnly = true
+	rem := int64(8000)
+	// limit 60,000/min: 1 token a millisecond; a reading every 10 ms.
+	for i := range 30 {
+		at := t0.Add(time.Duration(i*10) * time.Millisecond)
+		l.Sent(uint64(i), at.Add(time.Millisecond), 1000, 400)
+		l.Ended(uint64(i), time.Time{}, at.Add(4*time.Millisecond), 1000, 50, true)
+		rem = rem + 10 - 50
+		l.Reading(at.Add(5*time.Millisecond), rem, 60000)
+	}
+	if got, done := l.Decide(); !done || got != ChargeOutput {
+		t.Fatalf("learned %v (done %v), want %v", got, done, ChargeOutput)
+	}
+}

@@ -105,7 +105,11 @@ func (p *permit) chargeEnded(o attemptOutcome) {
 		charged = charged && pe.Class != providers.ClassRateLimited // refused: nothing taken
 	}
 	c.learner.Ended(p.chargeID, o.sent, time.Now(), in, out, charged)
-	if w := tokenCounter(limits); w.Remaining >= 0 {
+	if w, output := tokenCounter(limits); w.Remaining >= 0 {
+		if output && !c.learner.OutputOnly {
+			// Anthropic's counters: remaining is rounded to the thousand.
+			c.learner.OutputOnly, c.learner.Noise = true, 500
+		}
 		c.learner.Reading(at, w.Remaining, w.Limit)
 	}
 	rule, done := c.learner.Decide()
@@ -118,12 +122,12 @@ func (p *permit) chargeEnded(o attemptOutcome) {
 
 // tokenCounter is the window whose drops the learner reads: the combined
 // tokens counter, else (Anthropic) the output tokens one, the counter a
-// max_tokens charge would show in.
-func tokenCounter(l providers.RateLimits) providers.Window {
+// max_tokens charge would show in; output reports the latter.
+func tokenCounter(l providers.RateLimits) (w providers.Window, output bool) {
 	if l.Tokens.Known() && !l.InputTokens.Known() {
-		return l.Tokens
+		return l.Tokens, false
 	}
-	return l.OutputTokens
+	return l.OutputTokens, true
 }
 
 // adopt makes rule, which the headers showed, key's reservation rule and

@@ -29,9 +29,9 @@ func TestAzureChargeMaxTokens(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := newClock() // stopped: nothing refills
-			srv, _ := start(t, mock.Config{ITPM: 120000, AzureChargeMaxTokens: tc.on, Now: clock.Now})
+			srv, m := start(t, mock.Config{ITPM: 120000, AzureChargeMaxTokens: tc.on, Now: clock.Now})
 			last := int64(2000) // 120,000 a minute, 1 s burst
-			refused := false
+			refused, inSum := false, int64(0)
 			for i := range 12 {
 				res := post(t, srv, tc.path, body, key...)
 				rem, err := strconv.ParseInt(res.header.Get("x-ratelimit-remaining-tokens"), 10, 64)
@@ -56,6 +56,10 @@ func TestAzureChargeMaxTokens(t *testing.T) {
 					t.Fatalf("request %d: remaining dropped by %d, want %d", i, got, want)
 				}
 				last = rem
+				inSum += in
+			}
+			if st := m.Stats(); st.InputTokens != inSum {
+				t.Errorf("stats count %d input tokens, the answers %d: the cap charge is not input", st.InputTokens, inSum)
 			}
 			if refused != (tc.on && tc.path == azurePath) {
 				t.Errorf("refused %v", refused)

@@ -477,6 +477,7 @@ func (s *Server) grant(h [32]byte, req *request) (granted, *apiError) {
 	ref := s.admit(s.now(), charged)
 	g := granted{read: read}
 	if ref == nil {
+		s.stats.InputTokens -= int64(req.capCharge) // a charge, not input
 		bs := s.body(h)
 		g.attempt = int(bs.admitted)
 		bs.admitted++
