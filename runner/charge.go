@@ -69,6 +69,7 @@ func (r *run) reserveRule(key string, route Route) providers.OutputRule {
 func (p *permit) chargeSent(cost limiter.Cost) {
 	h := p.h
 	c := p.r.charge(h.key, h.route)
+	p.cs = c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.learner == nil {
@@ -82,8 +83,10 @@ func (p *permit) chargeSent(cost limiter.Cost) {
 // chargeEnded tells key's learner how p's attempt ended (what the server
 // charged, the headers it read) and adopts the rule once it has decided.
 func (p *permit) chargeEnded(o attemptOutcome) {
-	r, h := p.r, p.h
-	c := r.charge(h.key, h.route)
+	r, h, c := p.r, p.h, p.cs
+	if c == nil {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if o.resp != nil {
@@ -154,7 +157,10 @@ func (c *chargeState) adopt(log *slog.Logger, h *hop, rule providers.ChargeRule)
 // it produced, or its whole cap where the headers showed the server keeps
 // the cap's charge whatever the answer's length.
 func (p *permit) settleOutput(u providers.Usage) int64 {
-	c := p.r.charge(p.h.key, p.h.route)
+	c := p.cs
+	if c == nil {
+		c = p.r.charge(p.h.key, p.h.route)
+	}
 	c.mu.Lock()
 	keep := c.learned == providers.ChargeCap
 	c.mu.Unlock()

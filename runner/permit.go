@@ -57,7 +57,9 @@ type permit struct {
 	// ff reports that the attempt holds a place of the fail-fast window.
 	ff    bool
 	ended bool
-	// chargeID is the attempt's id in its key's charge learner (0: none).
+	// cs is the key's charge rule state and chargeID the attempt's id in
+	// its learner (0: none); see charge.go.
+	cs       *chargeState
 	chargeID uint64
 }
 
