@@ -44,6 +44,7 @@ GET /mock/stats returns its counters as JSON.`,
 	f.BoolVar(&cfg.Outage, "outage", false, "answer 500 to everything")
 	f.BoolVar(&cfg.SpendCap, "spend-cap", false, "answer the spend-cap / insufficient_quota error to everything")
 	f.StringVar(&cfg.APIKey, "api-key", "", "require this API key (401 otherwise)")
+	f.BoolVar(&cfg.AzureChargeMaxTokens, "azure-charge-max-tokens", false, "Azure: admission charges prompt + max_tokens into the token counter (--itpm), kept whatever the answer, as Microsoft documents")
 	f.BoolVar(&cfg.NoUsage, "no-usage", false, "answer Chat Completions without usage, as some local servers do")
 	f.DurationVar(&cfg.TokenDelay, "token-delay", 0, "delay per generated token (slow streams)")
 	f.IntVar(&cfg.AnswerWords, "answer-words", 0, "words in every answer after its head (0: 8 to 24, drawn per prompt); long answers for streaming benchmarks")

@@ -18,6 +18,12 @@ type Admission struct {
 	Text func(req *Request) []byte
 	// Output is what a request reserves against the output budget.
 	Output OutputRule
+	// Charge is what the provider documents its token counter charges,
+	// ChargeUnknown when it does not say: with ChargeCap an answer
+	// settles its whole max_tokens, as the server keeps it. The run checks
+	// it against the remaining-tokens headers and adopts what they show
+	// (runner/charge.go).
+	Charge ChargeRule
 	// Charged returns the input tokens of a response that count against the
 	// provider's input limit; nil counts them all.
 	Charged func(u Usage) int64

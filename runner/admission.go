@@ -17,12 +17,13 @@ func (r *run) key(route Route, req *providers.Request) string {
 	return p.Name() + "|" + p.BaseURL() + "|" + req.Model
 }
 
-// cost is what one attempt reserves, by the route's admission rule: the
-// calibrated input estimate, and the output cap or the output the key is
-// expected to produce.
+// cost is what one attempt reserves, by the key's reservation rule (the
+// registry's, until the headers show another: charge.go): the calibrated
+// input estimate, and the output cap or the output the key is expected to
+// produce.
 func (r *run) cost(key string, route Route, req *providers.Request, rawInput int64) limiter.Cost {
 	out := route.Admission.OutputCap(req)
-	if route.Admission.Output == providers.ReserveExpected && out > 0 {
+	if r.reserveRule(key, route) == providers.ReserveExpected && out > 0 {
 		out = r.cfg.Estimator.ExpectedOutput(key, out)
 	}
 	return limiter.Cost{Requests: 1, Input: r.cfg.Estimator.Calibrate(key, rawInput), Output: out}

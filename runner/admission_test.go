@@ -16,6 +16,7 @@ func TestCostFollowsTheRouteRule(t *testing.T) {
 	r := &run{cfg: Config{Estimator: est}}
 	req := &providers.Request{Model: "m", MaxTokens: 500}
 	capped := r.cost("k", Route{}, req, 100)
+	r = &run{cfg: Config{Estimator: est}} // a key's rule is fixed at its first use
 	expected := r.cost("k", Route{Admission: providers.Admission{Output: providers.ReserveExpected}}, req, 100)
 	if capped != (limiter.Cost{Requests: 1, Input: 100, Output: 500}) {
 		t.Errorf("max_tokens rule: %+v", capped)

@@ -57,6 +57,10 @@ type permit struct {
 	// ff reports that the attempt holds a place of the fail-fast window.
 	ff    bool
 	ended bool
+	// cs is the key's charge rule state and chargeID the attempt's id in
+	// its learner (0: none); see charge.go.
+	cs       *chargeState
+	chargeID uint64
 }
 
 // attemptOutcome is what happened to one attempt, as the permit's end and
@@ -138,6 +142,7 @@ func (r *run) admit(h *hop) (*permit, outcome, error) {
 			r.cfg.Observer.AdmissionWait(h.key, time.Since(asked))
 		}
 		p.resv = resv
+		p.chargeSent(resv.Cost())
 		// The run-wide in-flight cap (the limiter caps each key; a fallback
 		// chain has several keys), held only around the send, never during
 		// a backoff or budget wait.
@@ -189,6 +194,7 @@ func (p *permit) end(o attemptOutcome) {
 	}
 	r.endDay(p, o)
 	if p.resv != nil {
+		p.chargeEnded(o)
 		switch {
 		case o.sent.IsZero():
 			p.resv.Cancel()
@@ -224,7 +230,7 @@ func (p *permit) end(o attemptOutcome) {
 // teaches the estimator.
 func (p *permit) settle(o attemptOutcome) {
 	r, h, u := p.r, p.h, o.resp.Usage
-	p.resv.Settle(limiter.Cost{Requests: 1, Input: h.route.Admission.InputCharged(u), Output: u.OutputTokens})
+	p.resv.Settle(limiter.Cost{Requests: 1, Input: h.route.Admission.InputCharged(u), Output: p.settleOutput(u)})
 	// The headers came before the first token at the latest.
 	p.resv.Observe(observation(o.resp.Limits), o.sent.Add(o.resp.TTFT))
 	r.c.InputTokens.Add(u.InputTokens)

@@ -166,6 +166,9 @@ type run struct {
 	conns      map[string]*connectWatch
 	rngMu      sync.Mutex
 
+	// charges is each key's reservation rule and its learner (charge.go).
+	charges map[string]*chargeState
+
 	// ff holds back attempts beyond the first FailFast until one says the
 	// setup works (see failFast).
 	ff *failFast

@@ -144,6 +144,10 @@ type Config struct {
 	RPD        float64
 	DayZone    *time.Location
 	DayHeaders bool
+	// AzureChargeMaxTokens makes Azure requests charge their prompt plus
+	// max_tokens at admission into the token counter, as Microsoft
+	// documents (see azure_charge.go).
+	AzureChargeMaxTokens bool
 	// NoUsage answers OpenAI Chat Completions without usage, plain and
 	// streamed (whatever stream_options asks), as some local servers do.
 	NoUsage bool
@@ -307,6 +311,10 @@ type request struct {
 	cacheWrites bool
 	// embed is an embeddings request's inputs (nil for the others).
 	embed *embedRequest
+
+	// capCharge is what admission charges beyond the input tokens (see
+	// azure_charge.go); 0 for every other request.
+	capCharge int
 }
 
 // completion is one answer, ready to be written in either shape.
@@ -435,6 +443,7 @@ func (s *Server) check(r *http.Request, d dialect, body []byte) (*request, *apiE
 	if req.model == "" {
 		req.model = defaultModel
 	}
+	req.capCharge = s.capCharge(d, req)
 	if s.cfg.SpendCap {
 		s.bump(&s.stats.SpendCapped)
 		return nil, errQuota()
@@ -461,13 +470,14 @@ type granted struct {
 func (s *Server) grant(h [32]byte, req *request) (granted, *apiError) {
 	s.mu.Lock()
 	read := s.cacheLookup(req)
-	charged := req.inTokens
+	charged := req.inTokens + req.capCharge
 	if req.cacheWrites {
 		charged -= read // Anthropic: cache reads do not count toward ITPM
 	}
 	ref := s.admit(s.now(), charged)
 	g := granted{read: read}
 	if ref == nil {
+		s.stats.InputTokens -= int64(req.capCharge) // a charge, not input
 		bs := s.body(h)
 		g.attempt = int(bs.admitted)
 		bs.admitted++

@@ -111,10 +111,12 @@ func anthropicLine(line []byte) bool { return gjson.GetBytes(line, "params").Exi
 // reads against ITPM.
 var anthropicAdmission = providers.Admission{Output: providers.ReserveExpected, Charged: providers.UncachedInput}
 
-// azureAdmission: Azure OpenAI counts the input and the tokens actually
-// generated against a deployment's TPM, so a request reserves the output
-// the deployment is expected to produce, not its max tokens.
-var azureAdmission = providers.Admission{Output: providers.ReserveExpected}
+// azureAdmission: Microsoft documents that a request is charged its
+// estimated prompt + max_tokens into the deployment's per-minute token
+// counter at admission (wire-formats §6.3), so a request reserves its max
+// tokens; the run drops to the expected output if the remaining-tokens
+// headers show the deployment charges less (runner/charge.go).
+var azureAdmission = providers.Admission{Output: providers.ReserveCap, Charge: providers.ChargeCap}
 
 func newGemini(cfg providers.Config) providers.Provider         { return gemini.New(cfg) }
 func newGeminiBatch(cfg providers.Config) providers.BatchClient { return gemini.NewBatch(cfg) }

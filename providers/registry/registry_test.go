@@ -135,12 +135,15 @@ func TestAdmissionRules(t *testing.T) {
 		"mock-openai":    {providers.ReserveCap, 1000},
 		"anthropic":      {providers.ReserveExpected, 200}, // cache reads are not counted against ITPM
 		"mock-anthropic": {providers.ReserveExpected, 200},
-		"azure":          {providers.ReserveExpected, 1000}, // generated tokens count, not max tokens
-		"mock-azure":     {providers.ReserveExpected, 1000},
+		"azure":          {providers.ReserveCap, 1000}, // prompt + max_tokens at admission, as Microsoft documents
+		"mock-azure":     {providers.ReserveCap, 1000},
 		"gemini":         {providers.ReserveExpected, 1000},
 		"mock-gemini":    {providers.ReserveExpected, 1000},
 	} {
 		e, _ := Lookup(name)
+		if strings.Contains(name, "azure") != (e.Admission.Charge == providers.ChargeCap) {
+			t.Errorf("%s: documented charge %v; Azure's alone is prompt + max_tokens", name, e.Admission.Charge)
+		}
 		if e.Admission.Output != want.out || e.Admission.InputCharged(u) != want.charged {
 			t.Errorf("%s: output rule %d, charged %d; want %d, %d", name, e.Admission.Output, e.Admission.InputCharged(u), want.out, want.charged)
 		}
