@@ -186,3 +186,40 @@ func TestModelsAcrossProviders(t *testing.T) {
 	m, url2 := mockServer(t, mock.Config{})
 	runAnswered(t, m, url2, 2, "batch", in, "--provider", "openai", "-q")
 }
+
+// TestFallbackHopKeepsItsFamilyRules: a fallback hop's body passes its own
+// model's rules: OpenAI lines for gpt-4o-mini carrying temperature and
+// top_p, falling back to claude-sonnet-4-5, fail that hop instead of
+// drawing a 400; to claude-sonnet-4, which takes both, they are answered.
+func TestFallbackHopKeepsItsFamilyRules(t *testing.T) {
+	in := writeInput(t,
+		`{"custom_id":"a","method":"POST","url":"/v1/chat/completions","body":{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}],"max_tokens":20,"temperature":0.5,"top_p":0.9}}`)
+	for _, tc := range []struct {
+		model string
+		ok    bool
+	}{{"claude-sonnet-4-5", false}, {"claude-sonnet-4", true}} {
+		_, downURL := mockServer(t, mock.Config{Outage: true})
+		up, upURL := mockServer(t, mock.Config{})
+		c := &cli{env: map[string]string{
+			"OPENAI_API_KEY": "sk-test-openai-0123456789", "OPENAI_BASE_URL": downURL + "/v1",
+			"ANTHROPIC_API_KEY": "sk-ant-test-0123456789", "ANTHROPIC_BASE_URL": upURL,
+		}}
+		out := filepath.Join(t.TempDir(), "out.jsonl")
+		code := c.run(t, "batch", in, "--provider", "openai", "-o", out, "-q", "--fallback", "anthropic:"+tc.model,
+			"--max-attempts", "2", "--backoff-base", "1ms", "--backoff-max", "2ms")
+		st := up.Stats()
+		if st.BadRequests != 0 {
+			t.Errorf("%s: the fallback drew %d 400s", tc.model, st.BadRequests)
+		}
+		if tc.ok {
+			if code != ExitOK || st.Completed != 1 {
+				t.Errorf("%s: exit %d, %d answered: %s", tc.model, code, st.Completed, c.stderr.String())
+			}
+			continue
+		}
+		errs := readLines(t, strings.TrimSuffix(out, ".jsonl")+".errors.jsonl")
+		if code == ExitOK || st.Attempts != 0 || !strings.Contains(errs["a"].Raw, "cannot both be specified") {
+			t.Errorf("%s: exit %d, %d sent to the fallback, errors %v: %s", tc.model, code, st.Attempts, errs, c.stderr.String())
+		}
+	}
+}

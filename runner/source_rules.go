@@ -120,3 +120,18 @@ func endpointKind(ep providers.Endpoint) string {
 	}
 	return modelrules.Chat
 }
+
+// hop applies the family check and rules to a fallback hop's body, in
+// the hop's format to; nil rules pass it as it is.
+func (mr *ModelRules) hop(body []byte, to providers.Format, ep providers.Endpoint) ([]byte, error) {
+	if mr == nil {
+		return body, nil
+	}
+	p := Parser{Format: to, Models: *mr}
+	p.Models.Override, p.Models.Map = false, nil // the hop's model is its own
+	body, err := p.applyRules(body, ep)
+	if err != nil {
+		return nil, fmt.Errorf("fallback to %s: %w", cmpName(mr.ServesName, to.String()), err)
+	}
+	return body, nil
+}
