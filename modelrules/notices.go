@@ -7,28 +7,26 @@ import "sync"
 type Notices struct {
 	// Say receives each message the first time its key is seen.
 	Say  func(msg string)
-	mu   sync.Mutex
-	seen map[string]bool
+	seen sync.Map // key → struct{}; lock-free once said, as every line asks
 }
 
 // Note passes on the changes not said before. A nil Notices says nothing.
 func (n *Notices) Note(changes []Change) {
-	if n == nil || n.Say == nil || len(changes) == 0 {
+	for _, c := range changes {
+		n.Once(c.Key, func() string { return c.Msg })
+	}
+}
+
+// Once says msg() the first time key is seen; msg is not called again,
+// so a message that costs a Sprintf costs it once per run, not per line.
+func (n *Notices) Once(key string, msg func() string) {
+	if n == nil || n.Say == nil {
 		return
 	}
-	var say []string
-	n.mu.Lock()
-	if n.seen == nil {
-		n.seen = map[string]bool{}
+	if _, ok := n.seen.Load(key); ok {
+		return
 	}
-	for _, c := range changes {
-		if !n.seen[c.Key] {
-			n.seen[c.Key] = true
-			say = append(say, c.Msg)
-		}
-	}
-	n.mu.Unlock()
-	for _, m := range say {
-		n.Say(m)
+	if _, loaded := n.seen.LoadOrStore(key, struct{}{}); !loaded {
+		n.Say(msg())
 	}
 }

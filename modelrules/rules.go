@@ -28,6 +28,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 //go:embed rules.json
@@ -74,10 +75,11 @@ type Condition struct {
 // concurrent use.
 type Rules struct {
 	families []*Family
-	// cache maps model names to their family (nil: none); bounded, as
-	// model names come from the input.
-	mu    sync.RWMutex
-	cache map[string]*Family
+	// cache maps model names to their family (nil: none), read without a
+	// lock by every parsing goroutine; bounded, as model names come from
+	// the input.
+	cache  sync.Map // string → *Family
+	cached atomic.Int64
 }
 
 // maxCached bounds the model names Rules remembers.
@@ -113,7 +115,7 @@ func Parse(data []byte) (*Rules, error) {
 		}
 		f.re = re
 	}
-	return &Rules{families: file.Families, cache: map[string]*Family{}}, nil
+	return &Rules{families: file.Families}, nil
 }
 
 // Families lists the families in the order they are tried.
@@ -124,23 +126,19 @@ func (r *Rules) Family(model string) *Family {
 	if r == nil || model == "" {
 		return nil
 	}
-	r.mu.RLock()
-	f, ok := r.cache[model]
-	r.mu.RUnlock()
-	if ok {
-		return f
+	if f, ok := r.cache.Load(model); ok {
+		return f.(*Family)
 	}
+	var f *Family
 	for _, fam := range r.families {
 		if fam.re.MatchString(model) {
 			f = fam
 			break
 		}
 	}
-	r.mu.Lock()
-	if len(r.cache) < maxCached {
-		r.cache[model] = f
+	if r.cached.Add(1) <= maxCached {
+		r.cache.Store(model, f)
 	}
-	r.mu.Unlock()
 	return f
 }
 

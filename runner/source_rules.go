@@ -46,14 +46,10 @@ func (p *Parser) model(m string) string {
 	return m
 }
 
-// checkFamily refuses a model another provider serves.
-func (p *Parser) checkFamily(model string) error {
+// checkFamily refuses a model another provider serves; f is its family.
+func (p *Parser) checkFamily(model string, f *modelrules.Family) error {
 	mr := &p.Models
-	if mr.Serves == "" {
-		return nil
-	}
-	f := mr.Rules.Family(model)
-	if f == nil || f.Provider == mr.Serves {
+	if mr.Serves == "" || f == nil || f.Provider == mr.Serves {
 		return nil
 	}
 	return fmt.Errorf("model %s is %s model but --provider %s serves %s models: set --model with --override-model, or map %s in the config's model_map",
@@ -71,16 +67,22 @@ func cmpName(name, provider string) string {
 // max_completion_tokens, the field its cap is written in.
 func (p *Parser) shapeSimple(sp *providers.Prompt) error {
 	sp.Model = p.model(sp.Model)
-	if err := p.checkFamily(sp.Model); err != nil {
+	if p.Models.Rules == nil {
+		return nil
+	}
+	f := p.Models.Rules.Family(sp.Model)
+	if err := p.checkFamily(sp.Model, f); err != nil {
 		return err
 	}
 	if p.Format != providers.FormatOpenAI || sp.MaxTokens <= 0 {
 		return nil
 	}
-	if f := p.Models.Rules.Family(sp.Model); f != nil && f.TokenField == "max_completion_tokens" {
+	if f != nil && f.TokenField == "max_completion_tokens" {
 		sp.CompletionTokens = true
-		p.Models.Notices.Note([]modelrules.Change{{Key: f.Name + ":max_completion_tokens",
-			Msg: fmt.Sprintf("%s models (%s) refuse max_tokens: sending the cap as max_completion_tokens", f.Name, sp.Model)}})
+		model := sp.Model
+		p.Models.Notices.Once(f.Name+":max_completion_tokens", func() string {
+			return fmt.Sprintf("%s models (%s) refuse max_tokens: sending the cap as max_completion_tokens", f.Name, model)
+		})
 	}
 	return nil
 }
@@ -96,11 +98,11 @@ func (p *Parser) applyRules(body []byte, ep providers.Endpoint) ([]byte, error) 
 		}
 		model = to
 	}
-	if err := p.checkFamily(model); err != nil {
-		return nil, err
-	}
 	if p.Models.Rules == nil {
 		return body, nil
+	}
+	if err := p.checkFamily(model, p.Models.Rules.Family(model)); err != nil {
+		return nil, err
 	}
 	body, changes, err := p.Models.Rules.Apply(body, p.Format.String(), endpointKind(ep))
 	if err != nil {
