@@ -114,8 +114,8 @@ func (a *applier) tokenField() {
 		Msg: fmt.Sprintf("%s models (%s) refuse max_tokens: sending it as max_completion_tokens, the same cap", a.f.Name, a.model)})
 }
 
-// fixed drops a fixed parameter given at its value and refuses any other
-// value, unless the family's condition holds.
+// fixed refuses a fixed parameter given at any value but its own, unless
+// the family's condition holds.
 func (a *applier) fixed() {
 	if a.err != nil || len(a.f.Fixed) == 0 {
 		return
@@ -139,9 +139,9 @@ func (a *applier) fixed() {
 			a.refuse(fmt.Sprintf("takes only the default %s (%s), not %s", k, want, v.Raw), fix)
 			return
 		}
-		a.edit(sjson.DeleteBytes(a.body, k))
-		a.changes = append(a.changes, Change{Key: a.f.Name + ":drop:" + k,
-			Msg: fmt.Sprintf("%s models (%s) take %s only at its default %s: leaving it out, which means the same", a.f.Name, a.model, k, want)})
+		// The default itself is accepted, and kept: leaving it out would
+		// change the body, and with it the fingerprint of a request an
+		// earlier run already answered.
 	}
 }
 

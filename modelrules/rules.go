@@ -9,9 +9,8 @@
 // package's tests check every model of pricing/snapshot.json against the
 // families.
 //
-// Apply rewrites what is equivalent (max_tokens to max_completion_tokens,
-// a sampling parameter given at its only accepted value) and refuses what
-// is not with an error that says the rule and the fix, so a body a family
+// Apply rewrites what is equivalent (max_tokens to max_completion_tokens)
+// and refuses what is not with an error that says the rule and the fix, so a body a family
 // is known to reject is never sent. Model names of no family (a vLLM or
 // Ollama model) pass untouched.
 //
