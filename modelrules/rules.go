@@ -25,7 +25,6 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -117,9 +116,6 @@ func Parse(data []byte) (*Rules, error) {
 	return &Rules{families: file.Families}, nil
 }
 
-// Families lists the families in the order they are tried.
-func (r *Rules) Families() []*Family { return r.families }
-
 // Family returns the family of model, or nil when none claims it.
 func (r *Rules) Family(model string) *Family {
 	if r == nil || model == "" {
@@ -162,34 +158,4 @@ func (f *Family) fixedParams() []string {
 	}
 	sort.Strings(names)
 	return names
-}
-
-// Describe is one line saying what the family's rules are, for the
-// README and help.
-func (f *Family) Describe() string {
-	var parts []string
-	if f.TokenField != "" {
-		parts = append(parts, "max_tokens becomes "+f.TokenField)
-	}
-	if len(f.Fixed) > 0 {
-		var fs []string
-		for _, k := range f.fixedParams() {
-			fs = append(fs, k+"="+string(f.Fixed[k]))
-		}
-		s := "only " + strings.Join(fs, ", ")
-		if f.FixedUnless != nil {
-			s += " unless " + f.FixedUnless.Field + "=" + string(f.FixedUnless.Value)
-		}
-		parts = append(parts, s)
-	}
-	for _, g := range f.Exclusive {
-		parts = append(parts, strings.Join(g, " or ")+", not both")
-	}
-	for k, v := range f.Max {
-		parts = append(parts, fmt.Sprintf("%s at most %g", k, v))
-	}
-	if f.JSONNeedsWord {
-		parts = append(parts, `json_object needs "json" in the messages`)
-	}
-	return strings.Join(parts, "; ")
 }
