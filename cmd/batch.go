@@ -46,7 +46,7 @@ against a built-in mock server.
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Input = args[0]
 			if cfg := configFrom(c.Context()); cfg != nil {
-				o.Endpoints, o.Pools = cfg.endpoints, cfg.pools
+				o.Endpoints, o.Pools, o.Models.Map = cfg.endpoints, cfg.pools, cfg.modelMap
 			}
 			if runF != nil {
 				return runF(o)
@@ -62,7 +62,8 @@ against a built-in mock server.
 	f.StringVar(&o.Summary, "summary", "", "also write the run summary as JSON to this file")
 	f.StringVar(&o.Provider, "provider", "", strings.Join(registry.Names(), ", ")+" (default: from the input's shape, then from which API key is set)")
 	f.StringVar(&o.BaseURL, "base-url", "", "API base URL (default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL / AZURE_OPENAI_ENDPOINT, else the provider's)")
-	f.StringVar(&o.Model, "model", "", "model for lines that name none")
+	f.StringVar(&o.Model, "model", "", "model for lines that name none (with --override-model, for every line)")
+	f.BoolVar(&o.Models.Override, "override-model", false, "send every line as --model, whatever model it names (e.g. OpenAI lines to --provider gemini)")
 	f.StringVar(&o.System, "system", "", "system prompt for simple lines that give none")
 	f.IntVar(&o.MaxTokens, "max-tokens", 0, "output token cap for lines that set none (Anthropic default 1024)")
 	f.BoolVar(&o.Stream, "stream", true, "stream responses (the output is the same either way)")

@@ -34,6 +34,9 @@ type configFile struct {
 	Defaults  yaml.Node                 `yaml:"defaults"`
 	Endpoints map[string]endpointConfig `yaml:"endpoints"`
 	Pools     map[string]limitsConfig   `yaml:"pools"`
+	// ModelMap renames the models lines name: {claude-sonnet-4-5:
+	// gemini-2.5-pro} sends claude-sonnet-4-5 lines as gemini-2.5-pro.
+	ModelMap map[string]string `yaml:"model_map"`
 }
 
 type endpointConfig struct {
@@ -66,6 +69,7 @@ type loadedConfig struct {
 	endpoints map[string]job.Endpoint
 	pools     map[string]job.Limits
 	defaults  []configDefault
+	modelMap  map[string]string
 }
 
 // configDefault is one default: a flag's name, its value(s), and the line.
@@ -125,7 +129,12 @@ func parseConfig(path string, data []byte) (*loadedConfig, error) {
 	var root yaml.Node
 	_ = yaml.Unmarshal(data, &root)
 	lines := endpointLines(&root)
-	cfg := &loadedConfig{path: path, endpoints: map[string]job.Endpoint{}, pools: map[string]job.Limits{}}
+	cfg := &loadedConfig{path: path, endpoints: map[string]job.Endpoint{}, pools: map[string]job.Limits{}, modelMap: f.ModelMap}
+	for from, to := range f.ModelMap {
+		if from == "" || to == "" {
+			return nil, bad(" model_map: %q: %q: want a model name on both sides", from, to)
+		}
+	}
 	for name, p := range f.Pools {
 		cfg.pools[name] = p.limits()
 	}

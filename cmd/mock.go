@@ -46,6 +46,8 @@ GET /mock/stats returns its counters as JSON.`,
 	f.StringVar(&cfg.APIKey, "api-key", "", "require this API key (401 otherwise)")
 	f.BoolVar(&cfg.AzureChargeMaxTokens, "azure-charge-max-tokens", false, "Azure: admission charges prompt + max_tokens into the token counter (--itpm), kept whatever the answer, as Microsoft documents")
 	f.BoolVar(&cfg.NoUsage, "no-usage", false, "answer Chat Completions without usage, as some local servers do")
+	f.BoolVar(&cfg.NoModelRules, "no-model-rules", false, "accept bodies a model's family refuses (max_tokens to reasoning models, temperature with top_p to recent Claude models, JSON mode without \"json\")")
+	f.BoolVar(&cfg.KnownModels, "known-models", false, "answer 404 to models the provider does not serve (other than mock-1)")
 	f.DurationVar(&cfg.TokenDelay, "token-delay", 0, "delay per generated token (slow streams)")
 	f.IntVar(&cfg.AnswerWords, "answer-words", 0, "words in every answer after its head (0: 8 to 24, drawn per prompt); long answers for streaming benchmarks")
 	f.Int64Var(&cfg.Seed, "seed", 1, "seed for fault selection and answers")

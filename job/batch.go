@@ -38,7 +38,9 @@ type BatchOptions struct {
 	// NoAuth sends no API key (--no-auth).
 	NoAuth    bool
 	MaxTokens int
-	Stream    bool
+	// Models are --override-model and the config's model_map.
+	Models ModelOptions
+	Stream bool
 	// Fallback is the chain of provider:model hops after the primary.
 	Fallback []string
 	// Headers are extra request headers ("Name: value", --header); their
@@ -282,9 +284,13 @@ func (b *batch) buildBudget(ctx context.Context) (err error) {
 func (b *batch) checkInput() error {
 	o := b.o
 	b.src.Parser = o.parser(b.routes[0].Provider.Format())
+	b.src.Parser.Models = o.modelRules(b.io, b.primary, b.routes[0].Provider.BaseURL())
 	b.src.Route = &b.routes[0]
 	if b.src.Parser.Defaults.Model == "" {
 		b.src.Parser.Defaults.Model = b.routes[0].Model // the deployment a URL names
+	}
+	if err := o.Models.check(b.src.Parser.Defaults.Model); err != nil {
+		return err
 	}
 	fits := runner.FitsLimits(b.limits, b.estimator, b.routes[0].Admission)
 	models := map[string]bool{} // the input's models, for --max-cost

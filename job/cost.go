@@ -134,8 +134,12 @@ func Estimate(io *IO, o BatchOptions) error {
 		return usage(err)
 	}
 	src.Parser = o.parser(entry.Format)
+	src.Parser.Models = o.modelRules(io, entry, entry.BaseURL(o.BaseURL, io.Getenv))
 	if src.Parser.Defaults.Model == "" && entry.Model != nil {
 		src.Parser.Defaults.Model = entry.Model(entry.BaseURL(o.BaseURL, io.Getenv)) // an Azure deployment URL
+	}
+	if err := o.Models.check(src.Parser.Defaults.Model); err != nil {
+		return err
 	}
 	check, err := src.Check()
 	if err != nil {

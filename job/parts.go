@@ -41,13 +41,15 @@ func (b *batch) buildRoutes() (err error) {
 	b.routes = []runner.Route{primary}
 	for _, hop := range b.o.Fallback {
 		name, model, _ := strings.Cut(hop, ":")
-		rt, _, _, epModel, err := b.routeTo(name, shape, "")
+		rt, hopEntry, _, epModel, err := b.routeTo(name, shape, "")
 		if err != nil {
 			return err
 		}
 		if rt.Model == "" { // a model the hop's URL names wins
 			rt.Model = cmp.Or(model, epModel)
 		}
+		rules := b.o.modelRules(b.io, hopEntry, rt.Provider.BaseURL())
+		rt.Rules = &rules
 		b.routes = append(b.routes, rt)
 	}
 	return nil

@@ -118,6 +118,9 @@ func (r *run) shape(req *providers.Request, route Route) (*providers.Request, er
 			return nil, err
 		}
 	}
+	if body, err = route.Rules.hop(body, to, ep); err != nil {
+		return nil, err
+	}
 	out := *req
 	out.Body, out.Endpoint = body, ep
 	out.Model = gjson.GetBytes(body, "model").String()

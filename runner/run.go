@@ -33,6 +33,10 @@ type Route struct {
 	Admission providers.Admission
 	// Model, if set, replaces the request's model on this hop.
 	Model string
+	// Rules, if set, are the model rules a fallback hop's body must pass
+	// (the primary's bodies passed them at the check): a body the hop's
+	// model family refuses fails the hop instead of being sent.
+	Rules *ModelRules
 	// Pool, if set, names the limiter/breaker key instead of provider+URL+model.
 	Pool string
 	// Endpoint, if set, stands for the provider's base URL in request

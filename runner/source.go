@@ -66,6 +66,9 @@ type Parser struct {
 	// Template, if set, makes every line a record of fields that it
 	// renders into the prompt of a simple line (--template).
 	Template *Template
+	// Models say which model lines are sent as and apply the model
+	// families' rules (source_rules.go).
+	Models ModelRules
 }
 
 // Parse parses one non-blank input line (lineNo is 1-based). It accepts the
@@ -287,6 +290,9 @@ func (p *Parser) finish(req *providers.Request, body []byte, from providers.Form
 		}
 	}
 	body, err := p.fillDefaults(body)
+	if err == nil {
+		body, err = p.applyRules(body, req.Endpoint)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -395,6 +401,9 @@ func checkBody(body []byte, ep providers.Endpoint, f providers.Format) error {
 func (p *Parser) buildSimple(sp *providers.Prompt) ([]byte, error) {
 	if sp.Model == "" {
 		return nil, errors.New("no model: give the line a model or pass --model")
+	}
+	if err := p.shapeSimple(sp); err != nil {
+		return nil, err
 	}
 	if p.Format == providers.FormatAnthropic && sp.MaxTokens == 0 {
 		sp.MaxTokens = defaultAnthropicMaxTokens

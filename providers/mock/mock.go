@@ -50,6 +50,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/llmrun/llmrun/modelrules"
 )
 
 // Config configures a Server. The zero value is an unlimited, fault-free
@@ -160,6 +162,15 @@ type Config struct {
 	// CachePrefixes bounds the prompt cache (see Stats.CacheReadTokens),
 	// in prefixes, oldest evicted first; 0 means DefaultRemember.
 	CachePrefixes int
+
+	// NoModelRules turns off the model-family rules (rules.go): by
+	// default a body its model's family refuses (max_tokens to a
+	// reasoning model, JSON mode without "json", temperature with top_p to
+	// recent Claude models) is answered 400, as the real APIs answer it.
+	NoModelRules bool
+	// KnownModels answers 404 to a model no family of the dialect's
+	// provider claims (other than the mock's default, mock-1).
+	KnownModels bool
 }
 
 // Stats counts what the server has seen. Attempts counts every request to
@@ -228,6 +239,8 @@ type Server struct {
 	cfg Config
 	now func() time.Time
 	mux *http.ServeMux
+	// rules are the model-family rules (rules.go).
+	rules *modelrules.Rules
 
 	mu            sync.Mutex
 	reqs, in, out *bucket // nil when unlimited
@@ -253,6 +266,7 @@ func New(cfg Config) *Server {
 		out:      newBucket(cfg.OTPM, cfg.Burst),
 		bodies:   newFIFO[bodyState](cfg.RememberBodies),
 		prefixes: newFIFO[struct{}](cfg.CachePrefixes),
+		rules:    modelrules.Default(),
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -442,6 +456,14 @@ func (s *Server) check(r *http.Request, d dialect, body []byte) (*request, *apiE
 	}
 	if req.model == "" {
 		req.model = defaultModel
+	}
+	if aerr := s.modelRuleError(d, body, req.model); aerr != nil {
+		if aerr.status == 404 {
+			s.bump(&s.stats.NotFound)
+		} else {
+			s.bump(&s.stats.BadRequests)
+		}
+		return nil, aerr
 	}
 	req.capCharge = s.capCharge(d, req)
 	if s.cfg.SpendCap {
