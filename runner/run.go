@@ -324,7 +324,7 @@ func (r *run) produce() error {
 	}
 	err := r.cfg.Source.Each(func(req *providers.Request) error {
 		fp := fps.of(req)
-		switch r.cfg.Store.Classify(req.ID, fp) {
+		switch r.cfg.Store.ClassifyAdopting(req.ID, fp, func() checkpoint.Fingerprint { return fps.legacy(req) }) {
 		case checkpoint.Skip: // answered for this very request
 			r.c.Skipped.Add(1)
 			return nil
