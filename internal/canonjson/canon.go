@@ -225,7 +225,7 @@ func scanLiteral(b []byte, i int) (int, bool) {
 }
 
 // parseObject tokenises the object at b[i] == '{'. Its keys must be in
-// strictly increasing order for the input to be canonical.
+// increasing order (duplicates kept in theirs) for the input to be canonical.
 func (c *Canon) parseObject(i, depth int) (int, bool) {
 	b := c.in
 	i = skipWS(b, i+1, &c.canon)
@@ -242,7 +242,7 @@ func (c *Canon) parseObject(i, depth int) (int, bool) {
 		if !ok {
 			return j, false
 		}
-		if prev >= 0 && c.canon && compareKeys(c.raw(prev), c.raw(k)) >= 0 {
+		if prev >= 0 && c.canon && compareKeys(c.raw(prev), c.raw(k)) > 0 {
 			c.canon = false
 		}
 		prev = k
