@@ -30,6 +30,8 @@ type CostOptions struct {
 	DryRun bool
 	// JSON prints the estimate as JSON.
 	JSON bool
+	// Offline keeps the estimate local: no count_tokens calls.
+	Offline bool
 }
 
 // loadPrices is the built-in price list with --prices on top.
@@ -146,13 +148,17 @@ func Estimate(io *IO, o BatchOptions) error {
 	if err != nil {
 		return err
 	}
-	est, err := runner.RunEstimate(runner.EstimateConfig{
+	cfg := runner.EstimateConfig{
 		Source: src, Provider: entry.Name, Admission: entry.Admission,
 		Estimator: estimate.NewEstimator(), Prices: prices, Recorded: rec,
 		Limits: limiter.Limits{RPM: o.RPM, ITPM: o.ITPM, OTPM: o.OTPM, TPM: o.TPM, Burst: o.Burst, Headroom: o.Headroom},
 		Pool:   o.Pool != "",
-	})
+	}
+	est, err := runner.RunEstimate(cfg)
 	if err != nil {
+		return err
+	}
+	if est, err = calibrateEstimate(io, &o, &entry, cfg, est); err != nil {
 		return err
 	}
 	if o.Cost.JSON {
@@ -191,6 +197,7 @@ func printEstimate(w io.Writer, e *runner.Estimate, o *BatchOptions, provider st
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
+	printCalibration(w, e, provider)
 	if e.InputApproximate {
 		fmt.Fprintln(w, "~ input counted as bytes/4 (no tokenizer for the model): an approximation, usually within 20% for English.")
 	}
