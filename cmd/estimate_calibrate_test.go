@@ -70,7 +70,9 @@ func TestEstimateCalibratedByCountTokens(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var v struct{ InputTokens int64 `json:"input_tokens"` }
+		var v struct {
+			InputTokens int64 `json:"input_tokens"`
+		}
 		json.NewDecoder(resp.Body).Decode(&v)
 		resp.Body.Close()
 		server += v.InputTokens
