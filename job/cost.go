@@ -130,6 +130,9 @@ func Estimate(io *IO, o BatchOptions) error {
 		if o.Model == "" {
 			o.Model = ep.Model
 		}
+		if ep.Limits != nil { // the endpoint's own budget, as the run uses it
+			o.RPM, o.ITPM, o.OTPM, o.TPM = orFlag(o.RPM, ep.Limits.RPM), orFlag(o.ITPM, ep.Limits.ITPM), orFlag(o.OTPM, ep.Limits.OTPM), orFlag(o.TPM, ep.Limits.TPM)
+		}
 	}
 	entry, err := registry.Resolve(provider, inputShape(src), io.Getenv)
 	if err != nil {
@@ -175,7 +178,7 @@ func Estimate(io *IO, o BatchOptions) error {
 
 // printEstimate writes the estimate as a table.
 func printEstimate(w io.Writer, e *runner.Estimate, o *BatchOptions, provider string) {
-	fmt.Fprintf(w, "llmrun estimate: %d requests to send to %s", e.Requests, provider)
+	fmt.Fprintf(w, "llmrun estimate: %s to send to %s", plural(e.Requests, "request"), provider)
 	if e.AlreadyDone > 0 {
 		fmt.Fprintf(w, " (%d already in %s)", e.AlreadyDone, o.Output)
 	}
@@ -207,6 +210,7 @@ func printEstimate(w io.Writer, e *runner.Estimate, o *BatchOptions, provider st
 	if len(e.Unpriced) > 0 {
 		fmt.Fprintf(w, "no price for %s: its cost is unknown (give it one with --prices FILE).\n", strings.Join(e.Unpriced, ", "))
 	}
+	printLabelWarnings(w, e, o, provider)
 	if e.CostUSDMax != nil && e.BatchCostUSDMax != nil && *e.CostUSDMax > 0 {
 		fmt.Fprintf(w, "the batch API (--mode batch) would save %s at most, results within 24h.\n",
 			pricing.FromUSD(*e.CostUSDMax-*e.BatchCostUSDMax))

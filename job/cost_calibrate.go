@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 
+	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/providers/registry"
 	"github.com/llmrun/llmrun/runner"
 )
@@ -46,4 +47,53 @@ func printCalibration(w io.Writer, e *runner.Estimate, provider string) {
 		fmt.Fprintf(w, "%s input: the local count × %.3f, from %s's count_tokens on %d sampled requests; 95%% band %d–%d (±%.1f%%).\n",
 			m.Model, c.Ratio, provider, c.Sample, c.InputTokensLow, c.InputTokensHigh, math.Round(band*10)/10)
 	}
+}
+
+// printLabelWarnings says what the table alone would hide: a model priced
+// at another provider's list price than the one it is sent to, and an
+// estimate over --max-cost.
+func printLabelWarnings(w io.Writer, e *runner.Estimate, o *BatchOptions, provider string) {
+	for _, m := range e.Models {
+		if m.PricedProvider != "" && m.PricedProvider != provider && knownPricer(provider) {
+			fmt.Fprintf(w, "%s is priced at %s's price for %s, but is sent to %s: check the model name, or give its price with --prices FILE.\n",
+				m.Model, m.PricedProvider, m.PricedAs, provider)
+		}
+	}
+	if o.Cost.MaxCost <= 0 || e.CostUSDMax == nil || *e.CostUSDMax <= o.Cost.MaxCost {
+		return
+	}
+	capUSD := pricing.FromUSD(o.Cost.MaxCost)
+	if e.CostUSDExpected != nil && *e.CostUSDExpected > o.Cost.MaxCost {
+		fmt.Fprintf(w, "over --max-cost %v: at most %v and about %v expected; the run would stop (exit 3) before the end unless the cap is raised.\n",
+			capUSD, pricing.FromUSD(*e.CostUSDMax), pricing.FromUSD(*e.CostUSDExpected))
+		return
+	}
+	fmt.Fprintf(w, "the bound %v is over --max-cost %v: the run stops (exit 3) if answers run to max tokens; raise the cap to be sure it finishes.\n",
+		pricing.FromUSD(*e.CostUSDMax), capUSD)
+}
+
+// knownPricer reports whether provider has prices of its own in the list,
+// so that a price found under another provider's name is a mismatch.
+func knownPricer(provider string) bool {
+	switch provider {
+	case "openai", "anthropic", "gemini", "azure":
+		return true
+	}
+	return false
+}
+
+// plural is "1 request" or "n requests".
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// orFlag is the flag's value when given, else the config's.
+func orFlag(flag, config float64) float64 {
+	if flag > 0 {
+		return flag
+	}
+	return config
 }

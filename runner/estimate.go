@@ -147,6 +147,8 @@ type ModelEstimate struct {
 	BatchCostUSDExpected *float64 `json:"batch_cost_usd_expected"`
 	// PricedAs is the price list's name for the model ("" if unpriced).
 	PricedAs string `json:"priced_as,omitempty"`
+	// PricedProvider is the provider the price list has that price under.
+	PricedProvider string `json:"priced_provider,omitempty"`
 	// Calibration, when set, says InputTokens is the local count scaled
 	// by the provider's own count of a sample (Calibrate).
 	Calibration *ModelCalibration `json:"calibration,omitempty"`
@@ -247,7 +249,7 @@ func newModelEstimate(cfg EstimateConfig, model string) *ModelEstimate {
 	m := &ModelEstimate{Model: model, InputApproximate: cfg.Fast || !cfg.Estimator.HasTokenizer(model), meanOut: -1}
 	if cfg.Prices != nil {
 		if p, ok := cfg.Prices.Lookup(cfg.Provider, model); ok {
-			m.p, m.priced, m.PricedAs = &p, true, p.Model
+			m.p, m.priced, m.PricedAs, m.PricedProvider = &p, true, p.Model, p.Provider
 			m.batchPriced = p.Batch != nil
 		}
 	}
