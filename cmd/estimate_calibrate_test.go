@@ -101,3 +101,31 @@ func TestEstimateCalibratedByCountTokens(t *testing.T) {
 		t.Errorf("the local count %d is as close to %d as the calibrated one", local, server)
 	}
 }
+
+// TestLiveRunSeedsCalibration: a live Anthropic run has the provider count
+// a small sample before it starts (at most 30 calls), and --offline none;
+// both runs answer every request once.
+func TestLiveRunSeedsCalibration(t *testing.T) {
+	m, url := mockServer(t, mock.Config{})
+	in, params := calibrationInput(t, 200)
+	c := &cli{env: mockEnv(url)}
+	dir := t.TempDir()
+	for _, offline := range []bool{false, true} {
+		before := m.Stats().CountTokens
+		out := filepath.Join(dir, fmt.Sprintf("out-%v.jsonl", offline))
+		args := []string{"batch", in, "--provider", "anthropic", "-o", out, "--quiet"}
+		if offline {
+			args = append(args, "--offline")
+		}
+		if code := c.run(t, args...); code != 0 {
+			t.Fatalf("offline=%v: exit %d: %s", offline, code, c.stderr.String())
+		}
+		calls := m.Stats().CountTokens - before
+		if offline && calls != 0 || !offline && (calls < 10 || calls > 30) {
+			t.Errorf("offline=%v: %d count_tokens calls", offline, calls)
+		}
+		if n := len(readLines(t, out)); n != len(params) {
+			t.Errorf("offline=%v: %d answers, want %d", offline, n, len(params))
+		}
+	}
+}

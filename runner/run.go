@@ -57,6 +57,10 @@ type Config struct {
 	Days      *limiter.Days
 	WaitDaily bool
 	Estimator *estimate.Estimator
+	// InputRatios, by model, seed the Estimator's calibration of the
+	// primary route from the provider's own count of a sample (see
+	// Calibrate); nil leaves it to the responses' usage.
+	InputRatios map[string]float64
 
 	Policy      retry.Policy
 	RetryBudget *retry.Budget
@@ -231,6 +235,7 @@ func newRun(ctx context.Context, cfg Config) *run {
 	}
 	r.workCtx, r.stopWork = context.WithCancelCause(ctx)
 	r.admitCtx, r.stopAdmit = context.WithCancelCause(r.workCtx)
+	r.seedCalibration()
 	return r
 }
 
