@@ -30,6 +30,16 @@ func TestEstimateLabels(t *testing.T) {
 			t.Errorf("missing %q in:\n%s", want, got)
 		}
 	}
+	gem := filepath.Join(dir, "gem.jsonl")
+	if err := os.WriteFile(gem, []byte(`{"custom_id":"a","model":"gemini-2.5-flash","prompt":"hello","max_tokens":10}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := c.run(t, "estimate", gem, "--offline"); code != 0 {
+		t.Fatalf("gemini line: exit %d: %s", code, c.stderr.String())
+	}
+	if got := c.stdout.String(); !strings.Contains(got, "a gemini model: did you mean --provider gemini?") {
+		t.Errorf("no --provider gemini hint:\n%s", got)
+	}
 	cfg := filepath.Join(dir, "llmrun.yaml")
 	if err := os.WriteFile(cfg, []byte("endpoints:\n  gw:\n    provider: openai\n    base_url: http://127.0.0.1:1/v1\n    key_env: GW_KEY\n    limits: {rpm: 30}\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -202,13 +202,13 @@ func printEstimate(w io.Writer, e *runner.Estimate, o *BatchOptions, provider st
 	fmt.Fprintln(w)
 	printCalibration(w, e, provider)
 	if e.InputApproximate {
-		fmt.Fprintln(w, "~ input counted as bytes/4 (no tokenizer for the model): an approximation, usually within 20% for English.")
+		fmt.Fprintln(w, "~ input counted as bytes/4 (no tokenizer for the model): tens of percent off, more for text with accents or CJK; with an Anthropic or Gemini key (and without --offline) the provider counts a sample instead.")
 	}
 	if e.OutputTokensExpected == nil {
 		fmt.Fprintln(w, "output ~ and the expected costs need answers in the output; until then output ≤ (the sum of max tokens) is the bound.")
 	}
-	if len(e.Unpriced) > 0 {
-		fmt.Fprintf(w, "no price for %s: its cost is unknown (give it one with --prices FILE).\n", strings.Join(e.Unpriced, ", "))
+	if unpriced := unpricedHints(w, e, o, provider); len(unpriced) > 0 {
+		fmt.Fprintf(w, "no price for %s: its cost is unknown (give it one with --prices FILE).\n", strings.Join(unpriced, ", "))
 	}
 	printLabelWarnings(w, e, o, provider)
 	if e.CostUSDMax != nil && e.BatchCostUSDMax != nil && *e.CostUSDMax > 0 {

@@ -97,3 +97,29 @@ func orFlag(flag, config float64) float64 {
 	}
 	return config
 }
+
+// unpricedHints says, for an unpriced model that another provider's list
+// prices (gemini-2.5-flash sent to openai), which --provider it belongs
+// to, and returns the unpriced models it has no such hint for.
+func unpricedHints(w io.Writer, e *runner.Estimate, o *BatchOptions, provider string) []string {
+	prices, err := loadPrices(&o.Cost)
+	var rest []string
+	for _, model := range e.Unpriced {
+		hint := ""
+		for _, p := range []string{"openai", "anthropic", "gemini"} {
+			if err != nil || p == provider {
+				continue
+			}
+			if price, ok := prices.Lookup(p, model); ok && price.Provider == p {
+				hint = p
+				break
+			}
+		}
+		if hint == "" {
+			rest = append(rest, model)
+			continue
+		}
+		fmt.Fprintf(w, "no %s price for %s, a %s model: did you mean --provider %s? (or give it a price with --prices FILE)\n", provider, model, hint, hint)
+	}
+	return rest
+}
