@@ -340,7 +340,15 @@ func (c *Canon) emitObject(k int32) {
 		c.mem = append(c.mem, m)
 	}
 	ms := c.mem[base:]
-	slices.SortStableFunc(ms, func(a, b member) int { return compareKeys(c.keyOf(a), c.keyOf(b)) })
+	if len(ms) <= 16 { // insertion sort: stable, and no call per comparison
+		for i := 1; i < len(ms); i++ {
+			for j := i; j > 0 && compareKeys(c.keyOf(ms[j-1]), c.keyOf(ms[j])) > 0; j-- {
+				ms[j-1], ms[j] = ms[j], ms[j-1]
+			}
+		}
+	} else {
+		slices.SortStableFunc(ms, func(a, b member) int { return compareKeys(c.keyOf(a), c.keyOf(b)) })
+	}
 	c.out.byte('{')
 	for i := base; i < len(c.mem); i++ {
 		if i != base {

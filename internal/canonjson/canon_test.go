@@ -3,6 +3,9 @@ package canonjson
 import (
 	"bytes"
 	"encoding/json"
+	"math/rand/v2"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -185,5 +188,27 @@ func BenchmarkCanon(b *testing.B) {
 	for b.Loop() {
 		sink.b = sink.b[:0]
 		c.Write(&sink, body)
+	}
+}
+
+// TestPlainDecimalAgreesWithFormatting: every decimal the fast path takes
+// as canonical is what ECMAScript formatting prints for it.
+func TestPlainDecimalAgreesWithFormatting(t *testing.T) {
+	rng := rand.New(rand.NewPCG(24, 8))
+	for range 200000 {
+		ip := strconv.Itoa(rng.IntN(1000000))
+		if rng.IntN(3) == 0 {
+			ip = "0"
+		}
+		frac := strconv.FormatUint(rng.Uint64()>>uint(rng.IntN(64)), 10)
+		frac = strings.Repeat("0", rng.IntN(8)) + frac
+		frac = frac[:1+rng.IntN(len(frac))]
+		lit := ip + "." + frac
+		if !plainDecimal([]byte(ip), []byte(frac)) {
+			continue
+		}
+		if f, ok := formatNumber(nil, []byte(lit)); !ok || string(f) != lit {
+			t.Fatalf("%s taken as canonical, formats as %s", lit, f)
+		}
 	}
 }

@@ -249,44 +249,74 @@ func scanNumber(b []byte, i int) (end int, fix, ok bool) {
 	if b[i] == '-' {
 		i++
 	}
-	digits := func() bool {
-		j := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		return i > j
-	}
+	intStart := i
 	if i < len(b) && b[i] == '0' {
 		i++
-	} else if !digits() {
+	} else if i = skipDigits(b, i); i == intStart {
 		return i, false, false
 	}
-	integer := true
+	intEnd, frac := i, -1
 	if i < len(b) && b[i] == '.' {
-		i++
-		if !digits() {
+		frac = i + 1
+		if i = skipDigits(b, frac); i == frac {
 			return i, false, false
 		}
-		integer = false
 	}
+	exp := false
 	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
 		i++
 		if i < len(b) && (b[i] == '+' || b[i] == '-') {
 			i++
 		}
-		if !digits() {
+		j := i
+		if i = skipDigits(b, j); i == j {
 			return i, false, false
 		}
-		integer = false
+		exp = true
 	}
 	lit := b[start:i]
-	if integer {
-		// Kept digit for digit (see the package doc); only -0 changes.
+	switch {
+	case frac < 0 && !exp:
+		// An integer, kept digit for digit (see the package doc); only -0 changes.
 		return i, string(lit) == "-0", true
+	case !exp && plainDecimal(b[intStart:intEnd], b[frac:i]):
+		return i, false, true
 	}
 	var tmp [32]byte
 	f, ok := formatNumber(tmp[:0], lit)
 	return i, ok && string(f) != string(lit), true
+}
+
+func skipDigits(b []byte, i int) int {
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+// plainDecimal reports whether a decimal without exponent is already as
+// ECMAScript prints its double, without parsing it: a last fraction digit
+// other than 0, at most 15 significant digits (so no shorter decimal
+// rounds to the same double) and at least 1e-6 (below, it prints with an
+// exponent). Anything else is checked by formatting.
+func plainDecimal(intPart, frac []byte) bool {
+	if frac[len(frac)-1] == '0' {
+		return false
+	}
+	sig := len(frac)
+	if string(intPart) != "0" {
+		sig += len(intPart)
+	} else {
+		zeros := 0
+		for zeros < len(frac) && frac[zeros] == '0' {
+			zeros++
+		}
+		if zeros > 5 {
+			return false
+		}
+		sig -= zeros
+	}
+	return sig <= 15
 }
 
 // formatNumber appends the ECMAScript form of the number literal lit, as
