@@ -9,7 +9,9 @@ import (
 // liveSample bounds the requests a live run has the provider count before
 // it starts: enough to seed the first reservations within a few percent,
 // few enough to cost seconds.
-var liveSample = runner.CalibrateOptions{MaxSample: 30, MinSample: 10, Band: 0.05}
+func liveSample() runner.CalibrateOptions {
+	return runner.CalibrateOptions{MaxSample: 30, MinSample: 10, Band: 0.05}
+}
 
 // calibrateLive has the primary provider count a small sample of the
 // input (Anthropic's count_tokens, Gemini's countTokens; not with
@@ -37,7 +39,7 @@ func (b *batch) calibrateLive(ctx context.Context) error {
 		est.Requests += n
 	}
 	cfg := runner.EstimateConfig{Source: b.src, Admission: b.primary.Admission, Estimator: b.estimator}
-	cal, err := runner.Calibrate(ctx, cfg, est, counter, liveSample)
+	cal, err := runner.Calibrate(ctx, cfg, est, counter, liveSample())
 	if err != nil {
 		b.io.warnf("%s count_tokens: %v; input reservations calibrate from the answers' usage instead", b.primary.Name, err)
 	}
