@@ -102,18 +102,18 @@ func TestEstimateCalibratedByCountTokens(t *testing.T) {
 	}
 }
 
-// TestLiveRunSeedsCalibration: a live Anthropic run has the provider count
-// a small sample before it starts (at most 30 calls), and --offline none;
-// both runs answer every request once.
+// TestLiveRunSeedsCalibration: a live Anthropic run of 1,000 requests has
+// the provider count a small sample before it starts (at most 30 calls),
+// and --offline none; both runs answer every request once.
 func TestLiveRunSeedsCalibration(t *testing.T) {
 	m, url := mockServer(t, mock.Config{})
-	in, params := calibrationInput(t, 200)
+	in, params := calibrationInput(t, 1000) // liveCalibrateMin
 	c := &cli{env: mockEnv(url)}
 	dir := t.TempDir()
 	for _, offline := range []bool{false, true} {
 		before := m.Stats().CountTokens
 		out := filepath.Join(dir, fmt.Sprintf("out-%v.jsonl", offline))
-		args := []string{"batch", in, "--provider", "anthropic", "-o", out, "--quiet"}
+		args := []string{"batch", in, "--provider", "anthropic", "-o", out, "--quiet", "--concurrency", "64"}
 		if offline {
 			args = append(args, "--offline")
 		}

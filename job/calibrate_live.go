@@ -13,13 +13,18 @@ func liveSample() runner.CalibrateOptions {
 	return runner.CalibrateOptions{MaxSample: 30, MinSample: 10, Band: 0.05}
 }
 
+// liveCalibrateMin is the fewest requests a live run has counted first:
+// below it the first answers' usage calibrates the estimate soon enough,
+// and the counting calls would cost a small run more time than they save.
+const liveCalibrateMin = 1000
+
 // calibrateLive has the primary provider count a small sample of the
 // input (Anthropic's count_tokens, Gemini's countTokens; not with
 // --offline, nor without a key) so that the run's first reservations use
 // the provider's count rather than bytes/4; usage refines it as the
 // answers come. A failure only warns: the run calibrates from usage then.
 func (b *batch) calibrateLive(ctx context.Context) error {
-	if b.o.Cost.Offline || len(b.modelCounts) == 0 || b.routes[0].Pool != "" {
+	if b.o.Cost.Offline || b.total < liveCalibrateMin || b.routes[0].Pool != "" {
 		return nil
 	}
 	key := b.primary.Key(b.io.Getenv)
