@@ -167,6 +167,7 @@ type Store struct {
 	errsAtOpen uint32 // lines of the errors file when it was opened
 	inputDone  bool
 	retried    int
+	adopted    int // answers re-fingerprinted by ClassifyAdopting, rewritten at Close
 
 	stMu     sync.Mutex
 	sc       sidecar
@@ -356,6 +357,11 @@ func (s *Store) Classify(id string, fp Fingerprint) Verdict {
 	k := keyOfString(id)
 	s.setMu.Lock()
 	defer s.setMu.Unlock()
+	return s.classifyLocked(k, fp)
+}
+
+// classifyLocked is Classify for the id whose key is k. Requires s.setMu.
+func (s *Store) classifyLocked(k idKey, fp Fingerprint) Verdict {
 	if i := s.x.done.find(k); i >= 0 {
 		s.x.done.markSeen(i)
 		if sameRequest(s.x.done.fpAt(i), fp) {

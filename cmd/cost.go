@@ -12,6 +12,7 @@ func addCostFlags(f *pflag.FlagSet, o *job.CostOptions) {
 	f.Float64Var(&o.MaxCost, "max-cost", 0, "stop (exit 3, resumable) before the spend recorded in this output, earlier runs included, would pass this many USD")
 	f.BoolVar(&o.DryRun, "dry-run", false, "send nothing: estimate the requests, tokens, cost and time of the run (same as llmrun estimate)")
 	f.BoolVar(&o.JSON, "json", false, "with --dry-run, print the estimate as JSON")
+	f.BoolVar(&o.Offline, "offline", false, "count input tokens locally only: no calls to Anthropic's or Gemini's free count_tokens endpoint (by default, with a key, estimate has it count a sample of up to 300 requests, and a live run 10 to 30 to seed its first reservations)")
 }
 
 // newEstimateCmd is `llmrun estimate`: batch --dry-run under its own name.

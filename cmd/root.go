@@ -145,7 +145,7 @@ func finish(io *IO, summaryFile string, sum *runner.Summary, runErr error) error
 	sum.ExitCode = ExitCode(runErr)
 	io.Log.Info(sum.Text(), slog.Any("summary", sum.LogValue()))
 	if runErr != nil && sum.ExitCode != ExitFailed && sum.ExitCode != ExitOK {
-		io.Log.Info("resume with: " + resumeCommand())
+		io.Log.Info(resumeHint(sum, runErr, os.Args[1:]))
 	}
 	if summaryFile != "" {
 		if err := sum.WriteFile(summaryFile); err != nil && runErr == nil {
@@ -154,10 +154,6 @@ func finish(io *IO, summaryFile string, sum *runner.Summary, runErr error) error
 	}
 	return runErr
 }
-
-// resumeCommand is the command line that resumes this run: the same one,
-// with passwords in URLs (--redis, --base-url) and --header values masked.
-func resumeCommand() string { return maskArgs(os.Args[1:]) }
 
 // maskArgs is "llmrun" and args, with what may be a secret masked.
 func maskArgs(in []string) string {

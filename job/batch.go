@@ -139,6 +139,10 @@ type batch struct {
 	maxFailures runner.MaxFailures
 	// metrics exports the run's figures; nil without metrics options.
 	metrics *metrics.Exporter
+	// modelCounts are the checked requests per model; inputRatios the
+	// provider's count over the local one per model (calibrate_live.go).
+	modelCounts map[string]int64
+	inputRatios map[string]float64
 	// primaryAt is the primary route's endpoint (a config file's named
 	// endpoint: its key variable and headers), for the batch API client.
 	primaryAt registry.Endpoint
@@ -232,6 +236,7 @@ func prepare(ctx context.Context, io *IO, o *BatchOptions) (_ *batch, err error)
 		b.buildRoutes,
 		func() error { return b.buildBudget(ctx) },
 		b.checkInput,
+		func() error { return b.calibrateLive(ctx) },
 		func() error { return b.openCheckpoint(fsync) },
 	} {
 		if err = step(); err != nil {
@@ -293,9 +298,11 @@ func (b *batch) checkInput() error {
 		return err
 	}
 	fits := runner.FitsLimits(b.limits, b.estimator, b.routes[0].Admission)
+	b.modelCounts = map[string]int64{}
 	models := map[string]bool{} // the input's models, for --max-cost
 	b.src.Validate = func(req *providers.Request) error {
 		models[req.Model] = true
+		b.modelCounts[req.Model]++
 		return fits(req)
 	}
 	check, err := b.src.Check()
@@ -462,6 +469,7 @@ func (b *batch) runConfig() runner.Config {
 		Store:       b.store,
 		Limiter:     b.budget,
 		Estimator:   b.estimator,
+		InputRatios: b.inputRatios,
 		Policy:      retry.Policy{MaxAttempts: o.MaxAttempts, Deadline: o.RequestTimeout, Base: o.BackoffBase, Max: o.BackoffMax, MaxServerDelay: o.MaxPause},
 		RetryBudget: retry.NewBudget(o.RetryBudget, retry.DefaultBudgetWindow, retry.DefaultBudgetAllowance),
 		Breaker:     o.Breaker.Config(o.MaxOutage),

@@ -61,6 +61,10 @@ type Config struct {
 	Days      *limiter.Days
 	WaitDaily bool
 	Estimator *estimate.Estimator
+	// InputRatios, by model, seed the Estimator's calibration of the
+	// primary route from the provider's own count of a sample (see
+	// Calibrate); nil leaves it to the responses' usage.
+	InputRatios map[string]float64
 
 	Policy      retry.Policy
 	RetryBudget *retry.Budget
@@ -238,6 +242,7 @@ func newRun(ctx context.Context, cfg Config) *run {
 	}
 	r.workCtx, r.stopWork = context.WithCancelCause(ctx)
 	r.admitCtx, r.stopAdmit = context.WithCancelCause(r.workCtx)
+	r.seedCalibration()
 	return r
 }
 
@@ -331,7 +336,7 @@ func (r *run) produce() error {
 	}
 	err := r.cfg.Source.Each(func(req *providers.Request) error {
 		fp := fps.of(req)
-		switch r.cfg.Store.Classify(req.ID, fp) {
+		switch r.cfg.Store.ClassifyAdopting(req.ID, fp, func() checkpoint.Fingerprint { return fps.legacy(req) }) {
 		case checkpoint.Skip: // answered for this very request
 			r.c.Skipped.Add(1)
 			return nil

@@ -202,6 +202,9 @@ type Stats struct {
 	// input (cached or not) and of the output actually generated.
 	InputTokens  int64 `json:"input_tokens"`
 	OutputTokens int64 `json:"output_tokens"`
+	// CountTokens counts the count_tokens / countTokens calls answered
+	// (count_tokens.go).
+	CountTokens int64 `json:"count_tokens"`
 	// CacheReadTokens and CacheWriteTokens are the input tokens reported
 	// as read from and written to the prompt cache. Anthropic requests
 	// cache the prefix up to each block carrying cache_control (the first
@@ -275,6 +278,7 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("POST /v1/chat/completions", s.handleAPI(s.local(openAI{})))
 	s.mux.HandleFunc("POST /chat/completions", s.handleAPI(s.local(openAI{})))
 	s.mux.HandleFunc("POST /v1/messages", s.handleAPI(anthropic{}))
+	s.mux.HandleFunc("POST /v1/messages/count_tokens", s.handleCountTokens)
 	s.mux.HandleFunc("POST /v1/responses", s.handleAPI(responses{}))
 	s.mux.HandleFunc("POST /v1/embeddings", s.handleAPI(embeddings{}))
 	s.mux.HandleFunc("POST "+geminiPrefix+"models/{call}", s.handleGemini)
