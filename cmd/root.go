@@ -143,9 +143,13 @@ func finish(io *IO, summaryFile string, sum *runner.Summary, runErr error) error
 		return runErr
 	}
 	sum.ExitCode = ExitCode(runErr)
-	io.Log.Info(sum.Text(), slog.Any("summary", sum.LogValue()))
-	if runErr != nil && sum.ExitCode != ExitFailed && sum.ExitCode != ExitOK {
-		io.Log.Info("resume with: " + resumeCommand())
+	if endsOnTerminal(io) {
+		fmt.Fprint(io.Err, sum.Block(outcome(sum, runErr), resumeCommand(), termWidthOf(io)))
+	} else {
+		io.Log.Info(sum.Text(), slog.Any("summary", sum.LogValue()))
+		if runErr != nil && sum.ExitCode != ExitFailed && sum.ExitCode != ExitOK {
+			io.Log.Info("resume with: " + resumeCommand())
+		}
 	}
 	if summaryFile != "" {
 		if err := sum.WriteFile(summaryFile); err != nil && runErr == nil {
