@@ -17,11 +17,16 @@ import (
 func (b *batch) announce() {
 	done, _ := b.store.Counts()
 	done = min(done, b.total)
-	b.io.infof("%s", startLine(startFacts{
+	f := startFacts{
 		input: inputName(b.o.Input), output: b.o.Output, errors: b.o.Errors,
 		routes: b.routeWords(), total: b.total, done: done,
 		limits: limitsWords(b.limits, b.o.Pool, b.o.Redis != ""), mode: modeWords(&b.o.Offline),
-	}))
+	}
+	if b.io.ErrIsTerminal && !b.io.JSONLogs {
+		fmt.Fprint(b.io.Err, strings.Join(f.lines(), "\n")+"\n")
+		return
+	}
+	b.io.infof("%s", startLine(f))
 }
 
 // startFacts are what the start line says.
@@ -32,9 +37,23 @@ type startFacts struct {
 	limits, mode          string
 }
 
+// lines are the start line's parts, the input and output first.
+func (f startFacts) lines() []string {
+	return []string{
+		fmt.Sprintf("llmrun: %s → %s (errors to %s)", f.input, f.output, f.errors),
+		"  " + strings.Join(f.routes, ", then "),
+		fmt.Sprintf("  %d requests, %d answered before, %d to send", f.total, f.done, f.total-f.done),
+		"  limits: " + f.limits + "; mode: " + f.mode,
+	}
+}
+
+// startLine is the start as one log line.
 func startLine(f startFacts) string {
-	return fmt.Sprintf("start: %s → %s (errors to %s); %s; %d requests, %d answered before, %d to send; limits: %s; mode: %s",
-		f.input, f.output, f.errors, strings.Join(f.routes, ", then "), f.total, f.done, f.total-f.done, f.limits, f.mode)
+	l := f.lines()
+	for i := range l {
+		l[i] = strings.TrimSpace(l[i])
+	}
+	return "start: " + strings.TrimPrefix(strings.Join(l, "; "), "llmrun: ")
 }
 
 // routeWords is each route as "provider endpoint model", the endpoint
