@@ -18,8 +18,11 @@ func (s *Summary) Block(outcome, resume string, width int) string {
 	}
 	var b strings.Builder
 	line := func(label, text string) {
+		if label != "" {
+			label += ":"
+		}
 		if text != "" {
-			b.WriteString(cutColumns(fmt.Sprintf("%-10s %s", label+":", text), width-1) + "\n")
+			b.WriteString(cutColumns(fmt.Sprintf("%-10s %s", label, text), width-1) + "\n")
 		}
 	}
 	b.WriteString(cutColumns("llmrun: "+outcome, width-1) + "\n")
@@ -124,7 +127,7 @@ func (s *Summary) causes() []string {
 			for _, r := range all[3:] {
 				rest += r.n
 			}
-			out = append(out, fmt.Sprintf("%s × %d other causes", thousands(rest), len(all)-3))
+			out = append(out, fmt.Sprintf("%s × %s", thousands(rest), plural(int64(len(all)-3), "other cause", "other causes")))
 			break
 		}
 		out = append(out, fmt.Sprintf("%s × %s", thousands(e.n), e.cause))
