@@ -70,7 +70,7 @@ func (b *batch) routeWords() []string {
 			model = b.o.Model
 		}
 		if model != "" {
-			w += " model " + model + " (unless a line names another)"
+			w += ", model " + model
 		} else {
 			w += " with each line's model"
 		}

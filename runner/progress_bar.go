@@ -171,9 +171,8 @@ func fitStatus(segs []segment, room int) string {
 func (s snapshot) segments() []segment {
 	var segs []segment
 	add := func(rank int, full, short string) { segs = append(segs, segment{full, short, rank}) }
-	if s.failed > 0 {
-		add(9, fmt.Sprintf("%d failed", s.failed), fmt.Sprintf("%d fail", s.failed))
-	}
+	// Failures always, even none: "0 failed" is news too.
+	add(9, fmt.Sprintf("%d failed", s.failed), fmt.Sprintf("%d fail", s.failed))
 	if s.status != "" {
 		add(8, s.status, cut(s.status, 24))
 	}
