@@ -72,8 +72,12 @@ func runExampleInput(t *testing.T, path, url string) {
 		provider = "mock-anthropic"
 	}
 	out := filepath.Join(dir, "out.jsonl")
+	args := []string{"batch", path, "--provider", provider, "-o", out}
+	if strings.HasPrefix(filepath.Base(path), "json-mode") { // every answer must be JSON
+		args = append(args, "--require-json")
+	}
 	c := &cli{}
-	if code := c.run(t, "batch", path, "--provider", provider, "-o", out); code != ExitOK {
+	if code := c.run(t, args...); code != ExitOK {
 		t.Fatalf("exit %d: %s", code, c.stderr.String())
 	}
 	if got, want := len(readLines(t, out)), countLines(t, path); got != want || want == 0 {
