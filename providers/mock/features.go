@@ -15,6 +15,8 @@ import (
 // json_object or json_schema, Gemini's responseMimeType application/json),
 // n choices, and a tool call when the request forces one (tool_choice
 // "required" or a named function; Anthropic tool_choice any or tool).
+// JSON mode applies to streamed answers too; n and tool calls shape plain
+// (non-streamed) answers only.
 type shape struct {
 	json   bool
 	schema gjson.Result // the JSON schema the answer must follow, if any
