@@ -43,7 +43,8 @@ func (f startFacts) lines() []string {
 		fmt.Sprintf("llmrun: %s → %s (errors to %s)", f.input, f.output, f.errors),
 		"  " + strings.Join(f.routes, ", then "),
 		fmt.Sprintf("  %d requests, %d answered before, %d to send", f.total, f.done, f.total-f.done),
-		"  limits: " + f.limits + "; mode: " + f.mode,
+		"  limits: " + f.limits,
+		"  mode: " + f.mode,
 	}
 }
 
@@ -102,7 +103,7 @@ func limitsWords(l limiter.Limits, pool string, shared bool) string {
 		}
 	}
 	if l.Auto {
-		parts = append(parts, "learned from the server's headers and 429s")
+		parts = append(parts, "learned from the server (headers, 429s)")
 	}
 	parts = append(parts, fmt.Sprintf("concurrency %d", l.Concurrency))
 	if pool != "" {
