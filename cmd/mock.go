@@ -14,13 +14,19 @@ func newMockCmd(io *IO) *cobra.Command {
 	var addr string
 	c := &cobra.Command{
 		Use:   "mock",
-		Short: "Serve the built-in mock provider (OpenAI, Anthropic and Azure wire formats) for tests and demos",
-		Long: `Serve a mock LLM provider speaking the OpenAI Chat Completions (/v1/chat/completions),
-Anthropic Messages (/v1/messages) and Azure OpenAI (/openai/deployments/DEP/chat/completions?api-version=V,
-/openai/v1/...) wire formats, plain and streamed, and the batch APIs (OpenAI /v1/files + /v1/batches
-and the same under /openai, Anthropic /v1/messages/batches), with deterministic answers,
-server-side limits (429 with retry-after and rate-limit headers) and injectable faults.
-GET /mock/stats returns its counters as JSON.`,
+		Short: "Serve the built-in mock provider (OpenAI, Responses, embeddings, Anthropic, Azure and Gemini) for tests and demos",
+		Long: `Serve a mock LLM provider speaking, plain and streamed:
+  OpenAI Chat Completions  POST /v1/chat/completions (JSON mode, n, forced tool calls honoured)
+  OpenAI Responses         POST /v1/responses
+  OpenAI embeddings        POST /v1/embeddings
+  Anthropic Messages       POST /v1/messages (forced tool_use honoured)
+  Azure OpenAI             /openai/deployments/DEP/chat/completions?api-version=V and /openai/v1/...
+  Gemini                   POST /v1beta/models/MODEL:generateContent, :streamGenerateContent?alt=sse,
+                           :embedContent, :batchEmbedContents (responseMimeType JSON honoured)
+and the batch APIs (OpenAI /v1/files + /v1/batches and the same under /openai, Anthropic
+/v1/messages/batches, Gemini :batchGenerateContent), with deterministic answers, server-side limits
+(429 with retry-after and rate-limit headers) and injectable faults. GET /v1/models and
+/v1beta/models list its models; GET /mock/stats returns its counters as JSON.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return job.ServeMock(c.Context(), io, addr, cfg)

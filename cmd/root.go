@@ -58,9 +58,11 @@ func newRoot(io *IO) (*cobra.Command, *usageStage) {
 		Use:   "llmrun",
 		Short: "Run batches of LLM requests within provider limits, resumably",
 		Long: `llmrun runs JSONL batches of LLM requests (OpenAI batch lines, Anthropic batch lines or
-simple {"prompt": ...} lines) against OpenAI, Anthropic and OpenAI-compatible servers. It schedules
-against the provider's rate limits instead of tripping them, retries what can succeed, checkpoints
-every result as it lands, and resumes where it stopped when rerun.
+simple {"prompt": ...} lines) against OpenAI (Chat Completions, Responses, embeddings), Anthropic,
+Azure OpenAI, Gemini and OpenAI-compatible servers, live or through the providers' batch APIs. It
+schedules against the provider's rate limits instead of tripping them, retries what can succeed,
+checkpoints every result as it lands, and resumes where it stopped when rerun. "llmrun mock" serves
+a mock of every one of these dialects for trying it all without a key.
 
 ` + exitCodesHelp,
 		SilenceUsage:               true,
@@ -143,9 +145,14 @@ func finish(io *IO, summaryFile string, sum *runner.Summary, runErr error) error
 		return runErr
 	}
 	sum.ExitCode = ExitCode(runErr)
-	io.Log.Info(sum.Text(), slog.Any("summary", sum.LogValue()))
-	if runErr != nil && sum.ExitCode != ExitFailed && sum.ExitCode != ExitOK {
-		io.Log.Info(resumeHint(sum, runErr, os.Args[1:]))
+	hint := resumeHint(sum, runErr, os.Args[1:])
+	if endsOnTerminal(io) {
+		fmt.Fprint(io.Err, sum.Block(outcome(sum, runErr), strings.TrimPrefix(hint, "resume with: "), termWidthOf(io)))
+	} else {
+		io.Log.Info(sum.Text(), slog.Any("summary", sum.LogValue()))
+		if runErr != nil && sum.ExitCode != ExitFailed && sum.ExitCode != ExitOK {
+			io.Log.Info(hint)
+		}
 	}
 	if summaryFile != "" {
 		if err := sum.WriteFile(summaryFile); err != nil && runErr == nil {

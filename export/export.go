@@ -30,7 +30,7 @@ type Row struct {
 	Status       string      `parquet:"status" json:"status"`
 	Prompt       *string     `parquet:"prompt,optional" json:"prompt"`
 	Answer       *string     `parquet:"answer,optional" json:"answer"`
-	Embeddings   [][]float64 `parquet:"embeddings,list" json:"embeddings,omitempty"`
+	Embeddings   [][]float64 `parquet:"embeddings,optional,list" json:"embeddings,omitempty"`
 	Model        *string     `parquet:"model,optional" json:"model"`
 	Provider     *string     `parquet:"provider,optional" json:"provider"`
 	FinishReason *string     `parquet:"finish_reason,optional" json:"finish_reason"`

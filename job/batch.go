@@ -166,6 +166,7 @@ func Batch(ctx context.Context, io *IO, o BatchOptions) (*runner.Summary, error)
 		return nil, err
 	}
 	defer b.close()
+	b.announce()
 	sum, handled, err := b.runOffline(ctx)
 	if !handled {
 		cfg := b.runConfig()
@@ -178,7 +179,7 @@ func Batch(ctx context.Context, io *IO, o BatchOptions) (*runner.Summary, error)
 		err = cerr
 	}
 	if sum != nil {
-		sum.ErrorsFile = o.Errors
+		sum.ErrorsFile, sum.OutputFile = o.Errors, o.Output
 	}
 	err = pendingIsAnError(sum, err)
 	b.finishMetrics(err)

@@ -64,8 +64,12 @@ func (ep Endpoint) at(name, baseURL string, getenv func(string) string) (registr
 		for k, v := range ep.Headers {
 			var missing []string
 			v = os.Expand(v, func(n string) string {
+				n, def, hasDef := strings.Cut(n, ":-") // ${VAR:-default}, as the shell has it
 				val := getenv(n)
-				if val == "" {
+				if val == "" && hasDef {
+					val = def
+				}
+				if val == "" && !hasDef {
 					missing = append(missing, n)
 				}
 				return val

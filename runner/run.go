@@ -124,7 +124,20 @@ func (e *AbortError) Unwrap() error { return e.Cause }
 // InterruptedError reports a run stopped by a signal after draining.
 type InterruptedError struct{ Signal os.Signal }
 
-func (e *InterruptedError) Error() string { return fmt.Sprintf("interrupted by %v", e.Signal) }
+func (e *InterruptedError) Error() string { return "interrupted " + signalWords(e.Signal) }
+
+// signalWords names a stopping signal as the person who sent it knows it:
+// "(Ctrl-C)" for SIGINT, "(SIGTERM)" for SIGTERM ("interrupt" is what
+// Go calls SIGINT, and "interrupted by interrupt" says nothing).
+func signalWords(sig os.Signal) string {
+	switch sig {
+	case os.Interrupt:
+		return "(Ctrl-C)"
+	case syscall.SIGTERM:
+		return "(SIGTERM)"
+	}
+	return fmt.Sprintf("(%v)", sig)
+}
 
 // PendingError says a run ended, with nothing else wrong, while some
 // requests were neither answered nor failed: exit 0 must mean every request
@@ -409,7 +422,7 @@ func (r *run) watchSignals() {
 		r.mu.Lock()
 		r.signal = sig
 		r.mu.Unlock()
-		r.stopAdmitting(fmt.Errorf("interrupted by %v", sig))
+		r.stopAdmitting(fmt.Errorf("interrupted %s", signalWords(sig)))
 	case <-r.workCtx.Done():
 		return
 	}

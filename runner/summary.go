@@ -37,8 +37,10 @@ type Summary struct {
 	// finished in this run (each from its first admission to its line):
 	// the whole that budget waits are a share of.
 	RequestSeconds float64 `json:"request_seconds"`
-	// ErrorsFile is where the failed requests are (set by the caller).
+	// ErrorsFile is where the failed requests are, OutputFile the answers
+	// (set by the caller).
 	ErrorsFile string `json:"errors_file,omitempty"`
+	OutputFile string `json:"output_file,omitempty"`
 
 	AttemptsPerRequest float64          `json:"attempts_per_request"`
 	RetriesByCause     map[string]int64 `json:"retries_by_cause"`

@@ -285,6 +285,7 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("GET /mock/stats", s.handleStats)
 	s.registerBatchRoutes()
 	s.registerAzureRoutes()
+	s.registerModelRoutes()
 	s.mux.HandleFunc("/", s.handleNotFound)
 	return s
 }
@@ -329,6 +330,8 @@ type request struct {
 	cacheWrites bool
 	// embed is an embeddings request's inputs (nil for the others).
 	embed *embedRequest
+	// shape is what the answer's form must be beyond text (features.go).
+	shape *shape
 
 	// capCharge is what admission charges beyond the input tokens (see
 	// azure_charge.go); 0 for every other request.
@@ -351,6 +354,7 @@ type completion struct {
 	seq int
 	// embed is an embeddings answer's inputs (nil for the others).
 	embed *embedRequest
+	shape *shape
 }
 
 // chunk is one streamed content event: text made of n pieces (tokens).
@@ -470,6 +474,7 @@ func (s *Server) check(r *http.Request, d dialect, body []byte) (*request, *apiE
 		return nil, aerr
 	}
 	req.capCharge = s.capCharge(d, req)
+	req.shape = parseShape(d.tag(), body)
 	if s.cfg.SpendCap {
 		s.bump(&s.stats.SpendCapped)
 		return nil, errQuota()
@@ -698,8 +703,9 @@ func bodyHash(tag byte, body []byte) [32]byte {
 // newCompletion builds the answer to req. Everything in it follows from the
 // body hash and the prompt.
 func newCompletion(d dialect, h [32]byte, req *request, reqID string, words int) *completion {
-	text, truncated := answer(req.prompt, req.maxTokens, words)
+	text, truncated := req.shape.text(answer(req.prompt, req.maxTokens, words))
 	c := &completion{
+		shape:        req.shape,
 		model:        req.model,
 		reqID:        reqID,
 		created:      1735689600 + int64(binary.LittleEndian.Uint32(h[16:20])%31536000),
@@ -811,7 +817,7 @@ func (s *Server) plain(ctx context.Context, w http.ResponseWriter, d dialect, c 
 	}
 	s.writeLimitHeaders(w, d)
 	w.Header().Set("Content-Type", "application/json")
-	body := d.plainBody(c)
+	body := c.shape.reshape(d.tag(), d.plainBody(c), c)
 	a.release(c.outTokens, true)
 	w.WriteHeader(http.StatusOK)
 	if _, err := w.Write(body); err != nil {
