@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 )
 
@@ -130,6 +131,9 @@ type Config struct {
 	// error message and body the provider returns. Empty sends no
 	// credential at all (a local server, --no-auth).
 	APIKey string
+	// Query is the base URL's query string (see SplitQuery), sent on
+	// every request; its values are secrets (Credentials).
+	Query url.Values
 	// APIVersion is the dated API version a provider puts on every call
 	// (Azure OpenAI's api-version); "" for the provider's default.
 	APIVersion string

@@ -65,7 +65,7 @@ func (c *Config) Post(ctx context.Context, url string, header http.Header, body 
 	if err != nil {
 		cancel(nil)
 		// A malformed URL fails every request the same way.
-		return nil, &Error{Class: ClassInvalid, Message: RedactString(err.Error(), c.APIKey), Err: err}
+		return nil, &Error{Class: ClassInvalid, Message: RedactString(err.Error(), c.Secret()), Err: err}
 	}
 	req.Header = header.Clone()
 	if req.Header == nil {
@@ -102,7 +102,7 @@ func (c *Config) Post(ctx context.Context, url string, header http.Header, body 
 		cancel(nil)
 		return nil, c.redirectError(req, resp)
 	}
-	resp.Body = newBody(ctx, rctx, resp.Body, cancel, c.FirstByteTimeout, c.IdleTimeout, c.APIKey)
+	resp.Body = newBody(ctx, rctx, resp.Body, cancel, c.FirstByteTimeout, c.IdleTimeout, c.Secret)
 	return resp, nil
 }
 
@@ -123,6 +123,7 @@ func (c *Config) roundTrip(req *http.Request) (*http.Response, error) {
 	for k, vs := range c.Header {
 		req.Header[http.CanonicalHeaderKey(k)] = vs
 	}
+	c.addQuery(req.URL)
 	var hc http.Client
 	if c.HTTPClient != nil {
 		hc = *c.HTTPClient
@@ -139,18 +140,18 @@ func isRedirect(status int) bool { return status >= 300 && status <= 399 }
 func (c *Config) redirectError(req *http.Request, resp *http.Response) *Error {
 	where := "without a Location"
 	if loc, err := resp.Location(); err == nil {
-		where = "to " + loc.Redacted()
+		where = "to " + StripUserinfo(loc.String())
 	} else if l := resp.Header.Get("Location"); l != "" {
 		where = fmt.Sprintf("to %q", l)
 	}
 	msg := fmt.Sprintf("%s %s was redirected %s; API calls never follow redirects (the API key would go along), so check the base URL",
-		req.Method, req.URL.Redacted(), where)
-	return &Error{Class: ClassRedirect, Status: resp.StatusCode, Message: RedactString(msg, c.APIKey)}
+		req.Method, StripUserinfo(req.URL.String()), where)
+	return &Error{Class: ClassRedirect, Status: resp.StatusCode, Message: RedactString(msg, c.Secret())}
 }
 
 // transportError maps a failed round trip or body read. See Post.
 func (c *Config) transportError(ctx context.Context, err error) error {
-	return mapTransport(ctx, err, c.APIKey)
+	return mapTransport(ctx, err, c.Secret())
 }
 
 func mapTransport(ctx context.Context, err error, key string) error {
@@ -185,7 +186,7 @@ type body struct {
 	cancel context.CancelCauseFunc
 	first  time.Duration
 	idle   time.Duration
-	key    string
+	secret func() string // what to redact (Config.Secret), asked only on a failure
 	// timer and cause are set in newBody and never replaced, so Close and
 	// the timer goroutine may use them; the fields below them belong to the
 	// reading goroutine.
@@ -207,8 +208,8 @@ func limitBody(rc io.ReadCloser, b bound) {
 	}
 }
 
-func newBody(parent, rctx context.Context, rc io.ReadCloser, cancel context.CancelCauseFunc, first, idle time.Duration, key string) *body {
-	b := &body{rc: rc, parent: parent, rctx: rctx, cancel: cancel, first: first, idle: idle, key: key, cause: &timeoutError{what: "read"}}
+func newBody(parent, rctx context.Context, rc io.ReadCloser, cancel context.CancelCauseFunc, first, idle time.Duration, secret func() string) *body {
+	b := &body{rc: rc, parent: parent, rctx: rctx, cancel: cancel, first: first, idle: idle, secret: secret, cause: &timeoutError{what: "read"}}
 	b.timer = time.AfterFunc(time.Hour, b.fire)
 	b.timer.Stop()
 	return b
@@ -252,7 +253,7 @@ func (b *body) Read(p []byte) (int, error) {
 	if fired || context.Cause(b.rctx) == error(b.cause) {
 		err = &timeoutError{what, d}
 	}
-	b.err = mapTransport(b.parent, err, b.key)
+	b.err = mapTransport(b.parent, err, b.secret())
 	return n, b.err
 }
 
@@ -307,7 +308,7 @@ func (c *Config) StatusError(resp *http.Response, requestIDHeader string) *Error
 		RetryAfter:    ra,
 		HasRetryAfter: ok,
 		ShouldRetry:   parseShouldRetry(resp.Header.Get("x-should-retry")),
-		Body:          ReadErrorBody(resp.Body, c.APIKey),
+		Body:          ReadErrorBody(resp.Body, c.Secret()),
 		Limits:        c.RateLimits(resp.Header, now),
 	}
 }
