@@ -192,8 +192,13 @@ func maskURLArg(a string) string {
 	if j := strings.LastIndex(a[:i], "="); j >= 0 && strings.HasPrefix(a, "-") {
 		prefix, v = a[:j+1], a[j+1:]
 	}
-	if u, err := url.Parse(v); err == nil && u.Host != "" && (u.User != nil || u.RawQuery != "") {
+	u, err := url.Parse(v)
+	switch {
+	case err != nil || u.Host == "":
+	case u.RawQuery != "":
 		return prefix + providers.StripUserinfo(v)
+	case u.User != nil:
+		return prefix + u.Redacted()
 	}
 	return a
 }
