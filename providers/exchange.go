@@ -101,6 +101,7 @@ func (c *Config) Exchange(ctx context.Context, w *Wire, body []byte, maxTokens i
 		TTFT:      at.Sub(start),
 	}
 	if stream {
+		idleByEvents(resp.Body)
 		if err := w.ReadStream(ctx, resp.Body, out, start); err != nil {
 			return nil, err
 		}

@@ -197,6 +197,22 @@ type body struct {
 	// limit bounds the bytes read (limit.max 0: no bound); n counts them.
 	limit bound
 	n     int64
+	// events makes the idle timeout count SSE events (Progress), not
+	// bytes: a server sending only ": keepalive" comments is idle. last
+	// is when the last event (or the first bytes) arrived.
+	events bool
+	last   time.Time
+}
+
+// Progress records that an SSE event arrived (sse.Progresser).
+func (b *body) Progress() { b.last = time.Now() }
+
+// idleByEvents makes rc, a body Post returned, time out for idleness
+// between SSE events rather than between reads. Others are left alone.
+func idleByEvents(rc io.ReadCloser) {
+	if bb, ok := rc.(*body); ok {
+		bb.events = true
+	}
 }
 
 // limitBody bounds what can be read from rc, a body Post returned, to
@@ -223,8 +239,18 @@ func (b *body) Read(p []byte) (int, error) {
 		return 0, b.err
 	}
 	d, what := b.idle, "no stream data"
+	shown := d // the timeout a failure names
 	if !b.started && b.first > 0 {
 		d, what = b.first, "no response body"
+		shown = d
+	} else if b.events && b.started && d > 0 {
+		// Only what is left of the idle time since the last event.
+		if d -= time.Since(b.last); d <= 0 {
+			b.cancel(b.cause)
+			b.err = mapTransport(b.parent, &timeoutError{"no stream data", b.idle}, b.secret())
+			return 0, b.err
+		}
+		what = "no stream data"
 	}
 	if b.limit.max > 0 {
 		// One byte past the bound is enough to know it was crossed.
@@ -238,6 +264,9 @@ func (b *body) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
 	fired := d > 0 && !b.timer.Stop()
 	if n > 0 {
+		if !b.started {
+			b.last = time.Now()
+		}
 		b.started = true
 		b.n += int64(n)
 		if b.limit.max > 0 && b.n > b.limit.max {
@@ -251,7 +280,7 @@ func (b *body) Read(p []byte) (int, error) {
 	// The timer may also have fired just after an earlier Read returned;
 	// the cancel cause tells, whichever Read sees the failure.
 	if fired || context.Cause(b.rctx) == error(b.cause) {
-		err = &timeoutError{what, d}
+		err = &timeoutError{what, shown}
 	}
 	b.err = mapTransport(b.parent, err, b.secret())
 	return n, b.err
@@ -275,7 +304,7 @@ func Drain(rc io.ReadCloser) {
 	if !ok || b.err != nil {
 		return
 	}
-	b.started = true
+	b.started, b.events = true, false // after the terminator, bytes count
 	idle := b.idle
 	b.idle = drainGrace
 	if idle > 0 {
