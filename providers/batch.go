@@ -384,7 +384,8 @@ func EachLine(ctx context.Context, r io.Reader, key string, fn func(line []byte)
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return &Error{Class: ClassServer, Message: "a result line is longer than 64 MiB", Err: err}
+			// ClassTooLarge: downloading it again would end the same way.
+			return &Error{Class: ClassTooLarge, Message: "a result line is longer than 64 MiB (MaxResultLine)", Err: err}
 		}
 		return TransportError(ctx, err, key)
 	}
