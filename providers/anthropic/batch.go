@@ -164,7 +164,7 @@ func (b *Batch) Results(ctx context.Context, job providers.BatchJob, fn func(pro
 	ru, err := url.Parse(job.ResultsURL)
 	base, berr := url.Parse(b.cfg.BaseURL)
 	if err != nil || berr != nil || ru.Host != base.Host || (ru.Scheme != base.Scheme && ru.Scheme != "https") {
-		return &providers.Error{Class: providers.ClassInvalid, Message: "results_url " + job.ResultsURL + " is not on " + b.cfg.BaseURL + "; not sending the API key there"}
+		return &providers.Error{Class: providers.ClassInvalid, Message: "results_url " + providers.StripUserinfo(job.ResultsURL) + " is not on " + providers.StripUserinfo(b.cfg.BaseURL) + "; not sending the API key there"}
 	}
 	h := b.header()
 	h.Set("Accept", "application/binary")
