@@ -175,14 +175,35 @@ func maskArgs(in []string) string {
 		case strings.HasPrefix(a, "-H") && len(a) > 2:
 			a = "-H" + maskHeader(a[2:])
 		default:
-			if u, err := url.Parse(a); err == nil && u.User != nil {
-				a = u.Redacted()
-			}
+			a = maskURLArg(a)
 		}
 		header = a == "-H" || a == "--header"
 		args = append(args, a)
 	}
 	return strings.Join(args, " ")
+}
+
+// maskURLArg is a, or the value of a --flag=value a, with a URL's
+// userinfo dropped and its query values masked (--base-url
+// 'https://host/v1beta?key=X' carries Gemini's key).
+func maskURLArg(a string) string {
+	i := strings.Index(a, "://")
+	if i < 0 {
+		return a
+	}
+	prefix, v := "", a
+	if j := strings.LastIndex(a[:i], "="); j >= 0 && strings.HasPrefix(a, "-") {
+		prefix, v = a[:j+1], a[j+1:]
+	}
+	u, err := url.Parse(v)
+	switch {
+	case err != nil || u.Host == "":
+	case u.RawQuery != "":
+		return prefix + providers.StripUserinfo(v)
+	case u.User != nil:
+		return prefix + u.Redacted()
+	}
+	return a
 }
 
 // maskHeader keeps a --header's name and masks its value, quoted for the

@@ -128,7 +128,7 @@ func newBudget(ctx context.Context, io *IO, o *BatchOptions, limits limiter.Limi
 	cancel()
 	if err != nil {
 		rc.Close()
-		return nil, nil, fmt.Errorf("--redis %s: %w", ropt.Addr, err)
+		return nil, nil, redisStartError(ropt.Addr, err)
 	}
 	rb, err := redisbudget.New(redisbudget.Options{
 		Client:   rc,

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -237,9 +238,18 @@ func (e *Exporter) write() error {
 	return errors.Join(errs...)
 }
 
-// redactURL is u without a password.
+// redactURL is u without a password and with its query values masked
+// (a gateway's ?key= is a credential).
 func redactURL(u string) string {
 	if p, err := url.Parse(u); err == nil {
+		if q := p.Query(); len(q) > 0 {
+			keys := make([]string, 0, len(q))
+			for k := range q {
+				keys = append(keys, url.QueryEscape(k)+"=***")
+			}
+			sort.Strings(keys)
+			p.RawQuery = strings.Join(keys, "&")
+		}
 		return p.Redacted()
 	}
 	return u
