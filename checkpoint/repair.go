@@ -35,7 +35,7 @@ func Repair(output, errorsPath string) ([]Repaired, error) {
 	}
 	defer lock.release()
 	if errorsPath == "" {
-		sc, found, err := readSidecar(statePath(output))
+		sc, found, err := readSidecar(StatePath(output))
 		if err != nil {
 			return nil, err
 		}

@@ -30,6 +30,9 @@ type scanLine struct {
 	// With scanOpts.keys, for a line with an id:
 	Key idKey       // the id's key in the index
 	FP  Fingerprint // the fingerprint the line carries; 0 if none
+	// Answer: the line is a success record llmrun sealed, the only kind
+	// that answers its request (not with scanOpts.trusted).
+	Answer bool
 }
 
 // scanResult describes a scanned file.
@@ -295,9 +298,11 @@ func (p *pipeline) validate() {
 				if open {
 					l.No = c.nl + 1
 				} else {
+					sealed := false
 					if !p.o.trusted {
-						l.Bad = checkLine(line, p.o.needID)
+						l.Bad, sealed = checkSealed(line, p.o.needID)
 					}
+					l.Answer = sealed && p.o.keys && l.Bad == "" && succeeded(line)
 					if l.Bad == "" || l.Bad == noID {
 						l.ID, _ = lineID(line)
 					}
@@ -341,28 +346,36 @@ const noID = `no "custom_id"`
 // checkLine validates one line: "" if it is well-formed, else the reason.
 // A sealed line is checked by its checksum, any other by JSON validity.
 func checkLine(line []byte, needID bool) string {
+	why, _ := checkSealed(line, needID)
+	return why
+}
+
+// checkSealed is checkLine that also says whether the line carries a right
+// seal: whether llmrun wrote it.
+func checkSealed(line []byte, needID bool) (string, bool) {
 	nul := ""
-	switch verifySeal(line) {
+	st := verifySeal(line)
+	switch st {
 	case sealBroken:
 		if bytes.IndexByte(line, 0) >= 0 {
 			nul = "; it holds NUL bytes"
 		}
-		return "checksum mismatch: the line changed after it was written" + nul
+		return "checksum mismatch: the line changed after it was written" + nul, st == sealOK
 	case unsealed:
 		if !jsonvalid.Valid(line) {
 			if bytes.IndexByte(line, 0) >= 0 {
 				nul = " (it holds NUL bytes)"
 			}
-			return "not valid JSON" + nul
+			return "not valid JSON" + nul, st == sealOK
 		}
 	}
 	if !isObject(line) {
-		return "not a JSON object"
+		return "not a JSON object", st == sealOK
 	}
 	if _, ok := lineID(line); !ok && needID {
-		return noID
+		return noID, st == sealOK
 	}
-	return ""
+	return "", st == sealOK
 }
 
 // isObject reports whether line looks like one JSON object: braces at both

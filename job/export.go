@@ -9,6 +9,7 @@ import (
 
 	"github.com/llmrun/llmrun/checkpoint"
 	"github.com/llmrun/llmrun/export"
+	"github.com/llmrun/llmrun/internal/outfile"
 	"github.com/llmrun/llmrun/runner"
 )
 
@@ -59,6 +60,9 @@ func Export(io *IO, o ExportOptions) error {
 	if to == "" {
 		to = exportPath(o.Output, o.Format)
 	}
+	if err := exportClash(o, opts.Errors, to); err != nil {
+		return err
+	}
 	if to == "-" {
 		bw := bufio.NewWriterSize(io.Out, 1<<20)
 		c, err := writeTable(opts, o.Format, bw)
@@ -70,21 +74,18 @@ func Export(io *IO, o ExportOptions) error {
 		}
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(to), "."+filepath.Base(to)+".tmp*")
+	w, err := outfile.Create(to, 0o644)
 	if err != nil {
 		return usagef("export: %v", err)
 	}
-	defer os.Remove(tmp.Name()) // after a successful rename, nothing to remove
-	bw := bufio.NewWriterSize(tmp, 1<<20)
+	defer w.Abort() // after Commit, nothing to drop
+	bw := bufio.NewWriterSize(w, 1<<20)
 	c, err := writeTable(opts, o.Format, bw)
 	if err == nil {
 		err = bw.Flush()
 	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
 	if err == nil {
-		err = os.Rename(tmp.Name(), to)
+		err = w.Commit()
 	}
 	if err != nil {
 		return err
@@ -103,6 +104,16 @@ func writeTable(opts export.Options, format string, w *bufio.Writer) (export.Cou
 		err = cerr
 	}
 	return c, err
+}
+
+// exportClash refuses a table file that is the checkpoint's own data or
+// the input: writing it would replace what it is made from.
+func exportClash(o ExportOptions, errorsFile, to string) error {
+	reads := append(checkpointRoles(o.Output, errorsFile), outfile.Role{Flag: "--input", Path: o.Input})
+	if err := outfile.Distinct(reads, []outfile.Role{{Flag: "export -o", Path: to}}); err != nil {
+		return usage(err)
+	}
+	return nil
 }
 
 // exportPath is the default table file of an output.

@@ -4,11 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/llmrun/llmrun/internal/outfile"
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/runner"
 )
@@ -125,40 +124,11 @@ func checkWritable(flagPaths ...string) error {
 		if path == "" {
 			continue
 		}
-		if err := writable(path); err != nil {
+		if err := outfile.CheckWritable(path); err != nil {
 			return usagef("%s %s: %v", flag, path, err)
 		}
 	}
 	return nil
-}
-
-func writable(path string) error {
-	fi, err := os.Stat(path)
-	switch {
-	case err == nil && fi.IsDir():
-		return errors.New("is a directory")
-	case err == nil:
-		f, err := os.OpenFile(path, os.O_WRONLY, 0)
-		if err != nil {
-			return plainPathError(err)
-		}
-		return f.Close()
-	case !errors.Is(err, fs.ErrNotExist):
-		return plainPathError(err)
-	}
-	dir := filepath.Dir(path)
-	if di, err := os.Stat(dir); err != nil {
-		return fmt.Errorf("directory %s does not exist", dir)
-	} else if !di.IsDir() {
-		return fmt.Errorf("%s is not a directory", dir)
-	}
-	f, err := os.CreateTemp(dir, ".llmrun-probe-*")
-	if err != nil {
-		return fmt.Errorf("cannot create files in %s: %v", dir, plainPathError(err))
-	}
-	name := f.Name()
-	f.Close()
-	return os.Remove(name)
 }
 
 // plainPathError is err's reason without the operation and path it
