@@ -24,7 +24,7 @@ type loaded struct {
 	// llmrun, or failure records (see Answered).
 	foreign    int
 	foreignIDs []string
-	malformed      *CorruptError
+	malformed  *CorruptError
 }
 
 // sameRequest reports whether two fingerprints may be of the same request:
