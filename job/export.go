@@ -41,8 +41,12 @@ func Export(io *IO, o ExportOptions) error {
 		return usagef("%s: %v", o.Output, errors.Unwrap(err))
 	}
 	opts := export.Options{Output: o.Output, Errors: checkpoint.ErrorsPath(o.Output)}
-	if st, err := checkpoint.Status(o.Output); err == nil && st.Errors != "" {
-		opts.Errors = st.Errors
+	recorded := "" // the input the state file records
+	if st, err := checkpoint.Status(o.Output); err == nil {
+		if st.Errors != "" {
+			opts.Errors = st.Errors
+		}
+		recorded = st.Input
 	}
 	if o.Input != "" {
 		format, err := runner.ParseInputFormat(o.InputFormat, o.Input)
@@ -60,7 +64,7 @@ func Export(io *IO, o ExportOptions) error {
 	if to == "" {
 		to = exportPath(o.Output, o.Format)
 	}
-	if err := exportClash(o, opts.Errors, to); err != nil {
+	if err := exportClash(o, opts.Errors, recorded, to); err != nil {
 		return err
 	}
 	if to == "-" {
@@ -108,8 +112,9 @@ func writeTable(opts export.Options, format string, w *bufio.Writer) (export.Cou
 
 // exportClash refuses a table file that is the checkpoint's own data or
 // the input: writing it would replace what it is made from.
-func exportClash(o ExportOptions, errorsFile, to string) error {
-	reads := append(checkpointRoles(o.Output, errorsFile), outfile.Role{Flag: "--input", Path: o.Input})
+func exportClash(o ExportOptions, errorsFile, recorded, to string) error {
+	reads := append(checkpointRoles(o.Output, errorsFile), outfile.Role{Flag: "--input", Path: o.Input},
+		outfile.Role{Flag: "the run's input", Path: recorded})
 	if err := outfile.Distinct(reads, []outfile.Role{{Flag: "export -o", Path: to}}); err != nil {
 		return usage(err)
 	}
