@@ -98,7 +98,7 @@ func hasDup(b []byte) bool {
 }
 
 func FuzzDuplicateKey(f *testing.F) {
-	for _, s := range []string{`{"a":1,"a":2}`, `{"a":{"b":1,"b":2}}`, `[{"a":1},{"a":1}]`, `{"a":"\u0062","b":1}`, `{"x":[1,{"y":2,"y":3}]}`, `{}`, `1`} {
+	for _, s := range []string{`{"y":0,"y":`, `{"":"","":0}`, `{"a":1,"a":2}`, `{"a":{"b":1,"b":2}}`, `[{"a":1},{"a":1}]`, `{"a":"\u0062","b":1}`, `{"x":[1,{"y":2,"y":3}]}`, `{}`, `1`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -110,4 +110,28 @@ func FuzzDuplicateKey(f *testing.F) {
 			t.Fatalf("DuplicateKey(%q) = %q, reference says duplicate: %v", b, dup, hasDup(b))
 		}
 	})
+}
+
+// TestDuplicateKeyAllocatesNothing: the check pass runs it on every line.
+func TestDuplicateKeyAllocatesNothing(t *testing.T) {
+	line := []byte(`{"custom_id":"request-1","method":"POST","url":"/v1/chat/completions","body":{"model":"m","messages":[{"role":"user","content":"Tell me one fact."}],"max_tokens":5}}`)
+	if n := testing.AllocsPerRun(100, func() { DuplicateKey(line) }); n != 0 {
+		t.Fatalf("%v allocations a line", n)
+	}
+}
+
+func BenchmarkDuplicateKey(b *testing.B) {
+	line := []byte(`{"custom_id":"request-00000001","prompt":"Tell me one fact about the number 1."}`)
+	b.SetBytes(int64(len(line)))
+	for b.Loop() {
+		DuplicateKey(line)
+	}
+}
+
+func BenchmarkValidBaseline(b *testing.B) {
+	line := []byte(`{"custom_id":"request-00000001","prompt":"Tell me one fact about the number 1."}`)
+	b.SetBytes(int64(len(line)))
+	for b.Loop() {
+		Valid(line)
+	}
 }
