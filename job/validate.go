@@ -3,10 +3,10 @@ package job
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"math"
 	"slices"
-	"io/fs"
 	"strconv"
 	"strings"
 
