@@ -25,7 +25,10 @@ func (s *Store) compact() error {
 	if x.outStale > 0 || prune || s.adopted > 0 {
 		kept, err := s.rewrite(s.opts.Output, true, false, func(l *scanLine) bool {
 			i := x.done.find(l.Key)
-			return i >= 0 && x.done.lineAt(i) == uint32(l.No) && (!prune || x.done.seen(i))
+			if i < 0 {
+				return !Answered(l.Line) // a line that answers nothing stays until an answer supersedes it
+			}
+			return x.done.lineAt(i) == uint32(l.No) && (!prune || x.done.seen(i))
 		})
 		if err != nil {
 			return err

@@ -209,6 +209,9 @@ func prepare(ctx context.Context, io *IO, o *BatchOptions) (_ *batch, err error)
 	if err != nil {
 		return nil, err
 	}
+	if err := o.checkFiles(); err != nil {
+		return nil, err
+	}
 	if err := checkWritable("-o", o.Output, "--errors", o.Errors, "--summary", o.Summary, "--metrics-file", o.Metrics.File); err != nil {
 		return nil, err
 	}

@@ -43,6 +43,8 @@ type Endpoint struct {
 type Limits struct {
 	RPM, ITPM, OTPM, TPM float64
 	Concurrency          int
+	// Where names it in messages (file:line: pool or endpoint name).
+	Where string
 }
 
 // endpoint returns the endpoint called name, if the config file has one.

@@ -197,11 +197,17 @@ func (b BreakerOptions) validate() error {
 		return usagef("--breaker-failure-rate must be in (0, 1], got %v", b.FailureRate)
 	case b.Window <= 0 || b.MinAttempts <= 0 || b.Probes <= 0 || b.Threshold < 0:
 		return usagef("--breaker-window, --breaker-min-attempts and --breaker-probes must be positive")
+	case b.Window > maxBreakerWindow || b.MinAttempts > maxBreakerWindow || b.Threshold > maxBreakerWindow || b.Probes > MaxConcurrency:
+		return usagef("--breaker-window and --breaker-min-attempts must be at most %d, --breaker-probes at most %d (the breaker keeps that many outcomes)", maxBreakerWindow, MaxConcurrency)
 	case b.WindowTime <= 0 || b.Cooldown <= 0:
 		return usagef("--breaker-window-time and --breaker-cooldown must be positive")
 	}
 	return nil
 }
+
+// maxBreakerWindow bounds --breaker-window: the breaker keeps a ring of
+// that many outcomes per route.
+const maxBreakerWindow = 1_000_000
 
 // Config is the breaker configuration the options ask for.
 func (b BreakerOptions) Config(maxOutage time.Duration) retry.BreakerConfig {

@@ -179,6 +179,9 @@ func (k *keyState) applyLimits() {
 		b.max = math.Inf(1) // a limit learned from 429s makes nothing too large
 		if d := k.described(i); d > 0 {
 			b.max = max(d, d*k.conf.Headroom/60*k.conf.Burst.Seconds())
+			if i == 0 {
+				b.max = max(b.max, 1) // under 1 rpm (0.5: one every 2 min) paces, never refuses
+			}
 		}
 		b.cap = min(max(burst, k.biggest[i]), b.max)
 		if d := k.described(0); i == 0 && k.rc.Unmeasured() && (d == 0 || perMin < d) {

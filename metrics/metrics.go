@@ -8,6 +8,7 @@
 package metrics
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -23,7 +24,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/push"
+	"github.com/prometheus/common/expfmt"
 
+	"github.com/llmrun/llmrun/internal/outfile"
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/runner"
 	"github.com/llmrun/llmrun/runner/retry"
@@ -222,7 +225,7 @@ func (e *Exporter) Close() {
 func (e *Exporter) write() error {
 	var errs []error
 	if e.o.File != "" {
-		if err := prometheus.WriteToTextfile(e.o.File, e.reg); err != nil {
+		if err := writeTextfile(e.o.File, e.reg); err != nil {
 			errs = append(errs, fmt.Errorf("--metrics-file %s: %w", e.o.File, err))
 		}
 	}
@@ -236,6 +239,22 @@ func (e *Exporter) write() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// writeTextfile is prometheus.WriteToTextfile through outfile: it never
+// replaces a symlink, a FIFO or a device at the path.
+func writeTextfile(path string, g prometheus.Gatherer) error {
+	mfs, err := g.Gather()
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	for _, mf := range mfs {
+		if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
+			return err
+		}
+	}
+	return outfile.WriteFile(path, b.Bytes(), 0o644)
 }
 
 // redactURL is u without a password and with its query values masked

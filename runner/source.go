@@ -19,6 +19,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/llmrun/llmrun/checkpoint"
+	"github.com/llmrun/llmrun/internal/jsonvalid"
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/providers"
 )
@@ -156,8 +157,15 @@ func (f *lineFields) read(root gjson.Result) {
 }
 
 func (p *Parser) parseValid(line []byte, lineNo int) (*providers.Request, error) {
-	if !gjson.ValidBytes(line) {
+	// One pass validates the line and finds a repeated key: llmrun reads
+	// the first of them, servers the last, so the estimate, the price or
+	// the duplicate check would read a value the server never sees.
+	dup, ok := jsonvalid.DuplicateKey(line)
+	if !ok {
 		return nil, errors.New("not valid JSON")
+	}
+	if dup != "" {
+		return nil, fmt.Errorf("key %q appears twice (llmrun would read the first, the server the last): give each key once", dup)
 	}
 	root := gjson.ParseBytes(line)
 	if !root.IsObject() {

@@ -4,12 +4,12 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/llmrun/llmrun/internal/outfile"
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/pricing"
 )
@@ -236,17 +236,15 @@ func (s *Summary) costString() string {
 	return line
 }
 
-// WriteFile writes the summary as indented JSON, atomically.
+// WriteFile writes the summary as indented JSON, atomically where the path
+// is a regular file (outfile: a symlink's target replaced, a FIFO or device
+// written in place).
 func (s *Summary) WriteFile(path string) error {
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return outfile.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 func learnedString(k KeyLimits) string {
