@@ -472,8 +472,8 @@ func (k *keyState) refusedAt(now time.Time, mask uint8, seq uint64, mark AIMDMar
 			// refused. Otherwise the rates answer for it.
 			k.cutWindow(0.5)
 		}
-		if !k.learnedAny {
-			re := k.rc.RateLimited(now, mark, reserved, r.HasRetryAfter)
+		if k.bare(r) {
+			re := k.rc.RateLimitedOn(now, mark, reserved, r.HasRetryAfter, r.Dimension)
 			if !re.Echo {
 				k.refreshRates(now)
 				for i := range k.b {
@@ -485,6 +485,8 @@ func (k *keyState) refusedAt(now time.Time, mask uint8, seq uint64, mark AIMDMar
 					until = now.Add(re.Pause)
 				}
 			}
+		} else if pause := k.calibrate(r); pause > 0 {
+			until = now.Add(pause)
 		}
 	}
 	if r.HasRetryAfter || until.After(now) {

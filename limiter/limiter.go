@@ -490,6 +490,15 @@ type Refusal struct {
 	// RetryAfter is the server's hint, if HasRetryAfter.
 	RetryAfter    time.Duration
 	HasRetryAfter bool
+	// Described marks a refusal that carried rate-limit headers (passed
+	// to Observe): they calibrate the buckets, so nothing is learned from
+	// the 429 itself. Rates are learned from 429s only where nothing
+	// describes the key: no limits given, no headers ever.
+	Described bool
+	// Dimension is what the refusal says it was about (its headers or
+	// message): DimRequests, DimTokens, DimInput or DimOutput; DimNone
+	// when it does not say. Only that rate is learned or clamped.
+	Dimension Dimension
 }
 
 // Stats returns a snapshot of every key, sorted by key.

@@ -260,7 +260,7 @@ func (p *permit) observeFailure(o attemptOutcome) {
 			p.r.c.rateLimitedOn(rateLimitDimension(pe))
 		}
 		d, ok := o.retryAfter()
-		p.resv.Refused(limiter.Refusal{Overloaded: pe.Class == providers.ClassOverloaded, RetryAfter: d, HasRetryAfter: ok})
+		p.resv.Refused(refusal(pe, d, ok))
 	default:
 		p.resv.Fail()
 	}
