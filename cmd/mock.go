@@ -42,6 +42,8 @@ GET /mock/stats returns its counters as JSON.`,
 	f.Float64Var(&cfg.ResetRate, "reset-rate", 0, "fraction of attempts whose connection is cut")
 	f.Float64Var(&cfg.ServerErrorRate, "server-error-rate", 0, "fraction of attempts answered 500")
 	f.BoolVar(&cfg.Outage, "outage", false, "answer 500 to everything")
+	f.BoolVar(&cfg.Acceleration, "acceleration", false, "refuse sharp increases: a 5s window admits at most max(20, 2x the previous window's admissions) (429 slow_down / Anthropic acceleration limit)")
+	f.BoolVar(&cfg.StreamFailure, "stream-failure", false, `answer every streamed request with 500 {"status":"failure"} (plain requests succeed), like a gateway that cannot stream`)
 	f.BoolVar(&cfg.SpendCap, "spend-cap", false, "answer the spend-cap / insufficient_quota error to everything")
 	f.StringVar(&cfg.APIKey, "api-key", "", "require this API key (401 otherwise)")
 	f.BoolVar(&cfg.NoUsage, "no-usage", false, "answer Chat Completions without usage, as some local servers do")

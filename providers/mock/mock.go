@@ -131,6 +131,17 @@ type Config struct {
 	// which a client that dies has created something it never heard of.
 	BatchCallDelay time.Duration
 
+	// Acceleration refuses sharp increases (see accel.go): a window of
+	// AccelWindow (0: 5s) admits at most max(AccelFloor (0: 20), 2 × the
+	// previous window's admissions).
+	Acceleration bool
+	AccelWindow  time.Duration
+	AccelFloor   int
+	// StreamFailure answers every streamed request with 500
+	// {"status":"failure"} (a gateway that cannot stream); plain requests
+	// succeed (see streamfail.go).
+	StreamFailure bool
+
 	// NoLimitHeaders sends no rate-limit headers at all (an API gateway,
 	// vLLM behind an ingress, Gemini); the limits still apply.
 	NoLimitHeaders bool
@@ -169,6 +180,7 @@ type Stats struct {
 	// (the stream flag and stream_options are ignored when comparing).
 	Duplicates   int64 `json:"duplicates"`
 	RateLimited  int64 `json:"rate_limited"`
+	Accelerated  int64 `json:"accelerated"` // of RateLimited: over the acceleration limit
 	DayLimited   int64 `json:"day_limited"` // of RateLimited: refused for the day (RPD)
 	Overloaded   int64 `json:"overloaded"`
 	ServerErrors int64 `json:"server_errors"` // ServerErrorRate faults and Outage answers
@@ -232,6 +244,7 @@ type Server struct {
 	bodies        *fifo[bodyState] // see memory.go
 	prefixes      *fifo[struct{}]  // the prompt cache
 	stats         Stats
+	accel         accelState
 
 	batches batchStore
 }
@@ -390,6 +403,9 @@ func (s *Server) handleAPI(d dialect) http.HandlerFunc {
 			s.fail(w, d, reqID, e)
 			return
 		}
+		if s.streamFails(w, req) {
+			return
+		}
 		g, e := s.grant(h, req)
 		if e != nil {
 			s.fail(w, d, reqID, e)
@@ -465,9 +481,14 @@ func (s *Server) grant(h [32]byte, req *request) (granted, *apiError) {
 	if req.cacheWrites {
 		charged -= read // Anthropic: cache reads do not count toward ITPM
 	}
+	if e := s.accelRefuse(s.now()); e != nil {
+		s.mu.Unlock()
+		return granted{}, e
+	}
 	ref := s.admit(s.now(), charged)
 	g := granted{read: read}
 	if ref == nil {
+		s.accelAdmitted()
 		bs := s.body(h)
 		g.attempt = int(bs.admitted)
 		bs.admitted++
