@@ -64,6 +64,11 @@ type keyState struct {
 	rc     *AIMD
 	rcRate [aimdDims]float64
 	mark   AIMDMark
+	// acc governs the request rate against acceleration limits (a
+	// warm-up, a hold after a ramp refusal); accRate is what applyLimits
+	// last took from it (per second, 0 = none).
+	acc     accel
+	accRate float64
 
 	// statistics
 	wait         time.Duration
@@ -102,6 +107,7 @@ func normalize(lim Limits) Limits {
 		lim.Concurrency = 0
 	}
 	lim.Skew = max(lim.Skew, 0)
+	lim.WarmUp = max(lim.WarmUp, 0)
 	return lim
 }
 
@@ -114,6 +120,8 @@ func (k *keyState) setLimitsAt(now time.Time, lim Limits) {
 	if k.conf.Auto && !wasAuto {
 		k.cwnd, k.ssthresh = 1, math.Inf(1)
 	}
+	k.warmUpAt(now)
+	k.refreshRates(now)
 	k.applyLimits()
 	k.syncAt(now) // clamp levels to the new capacities
 }
@@ -124,6 +132,9 @@ func (k *keyState) setLimitsAt(now time.Time, lim Limits) {
 func (k *keyState) effective(i int) float64 {
 	v := k.described(i)
 	if r := k.refusalRate(i); r > 0 && (v == 0 || r < v) {
+		v = r
+	}
+	if r := k.accRate * 60; i == 0 && r > 0 && (v == 0 || r < v) {
 		v = r
 	}
 	return v
@@ -155,10 +166,11 @@ func (k *keyState) refusalRate(i int) float64 {
 // changed.
 func (k *keyState) refreshRates(now time.Time) {
 	r, t := k.rc.Rates(now)
-	if r == k.rcRate[aimdRequests] && t == k.rcRate[aimdTokens] {
+	a := k.accelRate(now)
+	if r == k.rcRate[aimdRequests] && t == k.rcRate[aimdTokens] && a == k.accRate {
 		return
 	}
-	k.rcRate = [aimdDims]float64{r, t}
+	k.rcRate, k.accRate = [aimdDims]float64{r, t}, a
 	k.applyLimits()
 }
 
@@ -181,7 +193,7 @@ func (k *keyState) applyLimits() {
 			b.max = max(d, d*k.conf.Headroom/60*k.conf.Burst.Seconds())
 		}
 		b.cap = min(max(burst, k.biggest[i]), b.max)
-		if d := k.described(0); i == 0 && k.rc.Unmeasured() && (d == 0 || perMin < d) {
+		if d := k.described(0); i == 0 && (k.rc.Unmeasured() || k.accRate > 0) && (d == 0 || perMin < d) {
 			// A guessed rate paces one request at a time, or a timer
 			// grain's worth at rates a timer cannot space one by one: a
 			// burst would let the concurrency window, not the rate,
@@ -319,6 +331,7 @@ func (k *keyState) reserveAt(now time.Time, c Cost) (time.Duration, Dimension) {
 	k.seq++
 	k.reservations++
 	k.mark = k.rc.Sent(now, c)
+	k.acc.admitted(now)
 	return 0, DimNone
 }
 
@@ -457,7 +470,12 @@ const (
 func (k *keyState) refusedAt(now time.Time, mask uint8, seq uint64, mark AIMDMark, reserved Cost, r Refusal, maxPause time.Duration) (clamped, wasPaused bool) {
 	k.finishAt(now, mask, seq, reserved, Cost{}, false)
 	until := now.Add(max(r.RetryAfter, 0))
-	if r.Overloaded {
+	if r.Ramp {
+		k.rateLimited++
+		if end := k.rampRefusedAt(now, seq); end.After(until) {
+			until = end
+		}
+	} else if r.Overloaded {
 		k.overloaded++
 		if seq > k.cutSeq {
 			k.ovlCount++

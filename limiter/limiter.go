@@ -53,6 +53,11 @@ type Limits struct {
 	// bucket beyond the cost. It costs that much throughput once, not per
 	// request.
 	Skew time.Duration
+	// WarmUp, when positive, starts a key with no history paced from a
+	// few requests a second, growing by AccelConfig.Growth per Window,
+	// for at most this long, instead of with a full bucket: acceleration
+	// limits refuse a sharp start. 0 disables it.
+	WarmUp time.Duration
 }
 
 // DefaultSkew covers the time between admission and the provider counting
@@ -499,6 +504,11 @@ type Refusal struct {
 	// message): DimRequests, DimTokens, DimInput or DimOutput; DimNone
 	// when it does not say. Only that rate is learned or clamped.
 	Dimension Dimension
+	// Ramp marks a refusal for the key's acceleration (OpenAI's
+	// slow_down, Anthropic's acceleration limit): the rate grew too
+	// fast, whatever the limits. It holds the rate the key admitted,
+	// then grows it slowly (see AccelConfig); no limit is learned.
+	Ramp bool
 }
 
 // Stats returns a snapshot of every key, sorted by key.
