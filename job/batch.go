@@ -50,7 +50,10 @@ type BatchOptions struct {
 	// Daily holds --rpd, --tpd and --wait-daily (daily.go).
 	Daily                 DailyOptions
 	Burst, Skew, MaxPause time.Duration
-	Pool, Shard, Redis    string
+	// WarmUp paces a key with no history against acceleration limits
+	// (limiter.Limits.WarmUp); 0 disables it.
+	WarmUp             time.Duration
+	Pool, Shard, Redis string
 	// Shards and ShardIndex are --shards N with --shard-index I, the
 	// 0-based form of --shard I+1/N; without ShardIndex ("") the index is
 	// JOB_COMPLETION_INDEX, as a Kubernetes Indexed Job sets it.
@@ -416,7 +419,7 @@ func inputName(path string) string {
 func (o *BatchOptions) limits() limiter.Limits {
 	return limiter.Limits{
 		RPM: o.RPM, ITPM: o.ITPM, OTPM: o.OTPM, TPM: o.TPM,
-		Burst: o.Burst, Headroom: o.Headroom, Concurrency: o.Concurrency, Skew: o.Skew,
+		Burst: o.Burst, Headroom: o.Headroom, Concurrency: o.Concurrency, Skew: o.Skew, WarmUp: o.WarmUp,
 		Auto: o.RPM == 0 && o.ITPM == 0 && o.OTPM == 0 && o.TPM == 0,
 	}
 }

@@ -36,6 +36,7 @@ func (o *BatchOptions) validate() error {
 		{o.Burst > 0, "--burst", positive, o.Burst},
 		{o.Headroom > 0 && o.Headroom <= 1, "--headroom", "must be in (0, 1]", o.Headroom},
 		{o.Skew >= 0, "--skew", nonNegative, o.Skew},
+		{o.WarmUp >= 0, "--warmup", nonNegative + " (0: no warm-up)", o.WarmUp},
 		{o.MaxPause > 0, "--max-pause", positive, o.MaxPause},
 		{o.MaxAttempts > 0, "--max-attempts", "must be at least 1", o.MaxAttempts},
 		{o.BackoffBase > 0, "--backoff-base", positive, o.BackoffBase},

@@ -41,6 +41,10 @@ type AccelConfig struct {
 // DefaultAccel is the configuration the Limiter uses.
 var DefaultAccel = AccelConfig{Window: 5 * time.Second, Growth: 1.8, Floor: 18, Slot: 100 * time.Millisecond}
 
+// DefaultWarmUp is the CLI's --warmup: long enough to grow from the
+// warm-up's start to 1,000 requests a second.
+const DefaultWarmUp = time.Minute
+
 // accelSlots is the ring of per-Slot admission counts (Window/Slot of
 // them at the defaults).
 const accelSlots = 50

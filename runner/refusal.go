@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"strings"
 	"time"
 
 	"github.com/llmrun/llmrun/limiter"
@@ -19,7 +20,19 @@ func refusal(pe *providers.Error, retryAfter time.Duration, hinted bool) limiter
 		HasRetryAfter: hinted,
 		Described:     l.Requests.Known() || l.Tokens.Known() || l.InputTokens.Known() || l.OutputTokens.Known(),
 		Dimension:     refusalDimension(rateLimitDimension(pe)),
+		Ramp:          isRamp(pe),
 	}
+}
+
+// isRamp reports a refusal for acceleration (a sharp increase), whatever
+// the limits: OpenAI's slow_down (as a 429 or a 503), Anthropic's
+// rate_limit_error whose message names the acceleration limit. Gemini
+// documents none (wire-formats).
+func isRamp(pe *providers.Error) bool {
+	if pe.Code == "slow_down" {
+		return true
+	}
+	return pe.Type == "rate_limit_error" && strings.Contains(strings.ToLower(pe.Message), "acceleration limit")
 }
 
 // refusalDimension maps rateLimitDimension's words to the budget's.
