@@ -75,7 +75,10 @@ type BatchOptions struct {
 	// long (0: never); FailFast one whose first FailFast attempts all
 	// failed alike (0: never); MaxFailures one whose failures pass a
 	// count or a ratio ("N" or "P%", "" for none).
-	ConnectDeadline      time.Duration
+	ConnectDeadline time.Duration
+	// SetupDeadline stops a run whose model never worked and kept failing
+	// the same way this long (runner.SetupError; 0: never).
+	SetupDeadline        time.Duration
 	FailFast             int
 	MaxFailures          string
 	RequireJSON          bool
@@ -474,6 +477,8 @@ func (b *batch) runConfig() runner.Config {
 		Spent:       b.spent,
 
 		ConnectDeadline: o.ConnectDeadline,
+		SetupDeadline:   o.SetupDeadline,
+		Streaming:       o.Stream,
 		FailFast:        o.FailFast,
 		MaxFailures:     b.maxFailures,
 

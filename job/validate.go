@@ -56,6 +56,7 @@ func (o *BatchOptions) validate() error {
 		{o.Offline.MaxItems >= 0, "--batch-max-items", nonNegative, o.Offline.MaxItems},
 		{o.Offline.MaxBytes >= 0, "--batch-max-bytes", nonNegative, o.Offline.MaxBytes},
 		{o.Cost.MaxCost >= 0, "--max-cost", nonNegative, o.Cost.MaxCost},
+		{o.SetupDeadline >= 0, "--setup-deadline", nonNegative + " (0: hold for --max-outage)", o.SetupDeadline},
 		{o.ConnectDeadline >= 0, "--connect-deadline", nonNegative + " (0: hold for --max-outage)", o.ConnectDeadline},
 		{o.FailFast >= 0, "--fail-fast", nonNegative + " (0: off)", o.FailFast},
 		{o.Priority >= limiter.MinPriority && o.Priority <= limiter.MaxPriority, "--priority", fmt.Sprintf("must be from %d to %d", limiter.MinPriority, limiter.MaxPriority), o.Priority},

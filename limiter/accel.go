@@ -28,10 +28,10 @@ import (
 type AccelConfig struct {
 	// Window is the span admissions are counted over (default 5s).
 	Window time.Duration
-	// Growth is the most the rate grows per Window (default 1.8).
+	// Growth is the most the rate grows per Window (default 1.9).
 	Growth float64
 	// Floor is how many requests a warm-up admits in its first Window
-	// (default 18, under the 20 servers allow at least).
+	// (default 19, under the 20 servers allow at least).
 	Floor float64
 	// Slot is the grain of the admission count and of the rate's steps
 	// (default 100ms).
@@ -39,7 +39,7 @@ type AccelConfig struct {
 }
 
 // DefaultAccel is the configuration the Limiter uses.
-var DefaultAccel = AccelConfig{Window: 5 * time.Second, Growth: 1.8, Floor: 18, Slot: 100 * time.Millisecond}
+var DefaultAccel = AccelConfig{Window: 5 * time.Second, Growth: 1.9, Floor: 19, Slot: 100 * time.Millisecond}
 
 // DefaultWarmUp is the CLI's --warmup: long enough to grow from the
 // warm-up's start to 1,000 requests a second.

@@ -302,6 +302,12 @@ func (r *run) waitBreaker(h *hop) (t retry.Ticket, held time.Duration, out outco
 			return retry.Ticket{}, 0, outPending, false
 		}
 		wait := br.WaitTime(now)
+		if err, left := r.setupFailed(h, now); err != nil {
+			r.abortRun(err)
+			return retry.Ticket{}, 0, outPending, false
+		} else if left > 0 {
+			wait = min(wait, left)
+		}
 		if watch != nil {
 			err, left := watch.exceeded(now, r.cfg.ConnectDeadline)
 			if err != nil {

@@ -86,6 +86,11 @@ type Config struct {
 	// server of the chain's last hop was never reached for this long
 	// since its first attempt; 0 never does.
 	ConnectDeadline time.Duration
+	// SetupDeadline stops the run (a *SetupError) when a key that never
+	// succeeded failed the same way that long (see setup.go); 0 never
+	// does. Streaming says requests are streamed (for its hint).
+	SetupDeadline time.Duration
+	Streaming     bool
 	// FailFast stops the run (a *FailFastError) when its first FailFast
 	// attempts all fail the same way, non-retryably; 0 never does.
 	FailFast int
@@ -164,6 +169,7 @@ type run struct {
 	dayWake    chan struct{}
 	gates      map[string]*keyGate
 	conns      map[string]*connectWatch
+	setups     sync.Map // key → *setupWatch
 	rngMu      sync.Mutex
 
 	// ff holds back attempts beyond the first FailFast until one says the
