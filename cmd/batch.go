@@ -101,7 +101,7 @@ func addLimitFlags(f *pflag.FlagSet, o *BatchOptions) {
 	f.DurationVar(&o.Burst, "burst", time.Second, "how much refill a bucket may hold (providers enforce per-minute limits in short windows)")
 	f.Float64Var(&o.Headroom, "headroom", 1.0, "fraction of the limits to use")
 	f.DurationVar(&o.Skew, "skew", limiter.DefaultSkew, "how long after sending the provider may count a request; that much refill is kept in reserve")
-	f.DurationVar(&o.WarmUp, "warmup", limiter.DefaultWarmUp, "start each model paced from a few requests a second, growing 1.9x per 5s, for at most this long (acceleration limits refuse a sharp start; 0: start with a full bucket)")
+	f.DurationVar(&o.WarmUp, "warmup", limiter.DefaultWarmUp, "start each model whose request limit is over about 1,300 RPM paced from a few requests a second, growing 1.9x per 5s, for at most this long (acceleration limits refuse a sharp start; 0: start with a full bucket)")
 	f.DurationVar(&o.MaxPause, "max-pause", limiter.DefaultMaxPause, "longest wait a server's retry-after may impose, on one request or (after a 429) on the whole key")
 	f.StringVar(&o.Pool, "pool", "", "share one budget under this name instead of per provider+model")
 	f.StringVar(&o.Redis, "redis", "", "redis://[user:pass@]host:port/db: share the budget (buckets, pauses, --concurrency, the limits learned from headers, admission by --priority) with every llmrun using this Redis")

@@ -10,10 +10,12 @@ import (
 // nominal limits (a cron job that wakes and sends 2,000 requests in its
 // first second). Two things answer them, both on the request rate:
 //
-//   - a warm-up (Limits.WarmUp): a key with no history starts paced at
-//     AccelConfig.Floor requests in its first Window, instead of with a
-//     full bucket, and grows by Growth per Window (continuously) until the
-//     rate exceeds the key's limits or WarmUp has passed;
+//   - a warm-up (Limits.WarmUp): a key with no history whose request
+//     limit (given, or from its first answer's headers) is high enough
+//     for a sharp start to matter starts paced at AccelConfig.Floor
+//     requests in its first Window, instead of with a full bucket, and
+//     grows by Growth per Window (continuously) until the rate exceeds
+//     the key's limit or WarmUp has passed;
 //   - a refusal naming the acceleration limit (Refusal.Ramp) holds the
 //     rate the key admitted over the last Window for one Window (after
 //     emptying its request bucket: the server's window is spent), then
@@ -51,11 +53,14 @@ const accelSlots = 50
 
 // accel is one key's governor. The zero value governs nothing.
 type accel struct {
-	cfg   AccelConfig
-	on    bool
-	base  float64   // requests per second at from
-	from  time.Time // growth starts here (a hold's end)
-	until time.Time // a warm-up ends here (zero: when outgrown)
+	cfg AccelConfig
+	on  bool
+	// pending: a warm-up of this length starts once the key's request
+	// limit is known to be high enough to need one (see warmUpFactor).
+	pending time.Duration
+	base    float64   // requests per second at from
+	from    time.Time // growth starts here (a hold's end)
+	until   time.Time // a warm-up ends here (zero: when outgrown)
 	// cutSeq is the key's admissions at the last ramp refusal: refusals
 	// of attempts admitted before it are echoes.
 	cutSeq uint64
@@ -64,17 +69,32 @@ type accel struct {
 	slot   int
 }
 
-// startWarmUp paces a key with no history from now for at most d.
-func (a *accel) startWarmUp(now time.Time, d time.Duration) {
+// warmUpFactor: a warm-up starts only for a key whose request limit is
+// at least this many times the warm-up's starting rate (8 × 2.7/s: about
+// 1,300 RPM). Below it the full rate is within three growths of the start,
+// and a warm-up would cost a run most of its first ten seconds (the tight
+// scenario, 600 RPM: 0.74 of the ideal instead of 0.95).
+const warmUpFactor = 8
+
+// startRate is a warm-up's starting rate (per second): the first Window
+// of a rate growing g-fold per Window from it admits
+// start×Window×(g-1)/ln g, which is Floor.
+func (c AccelConfig) startRate() float64 {
+	g := c.Growth
+	return c.Floor / c.Window.Seconds() * math.Log(g) / (g - 1)
+}
+
+// armWarmUp makes a key with no history warm up for at most d once its
+// request limit is known (0: never).
+func (a *accel) armWarmUp(d time.Duration) {
 	a.cfg = DefaultAccel
-	if d <= 0 {
-		return
-	}
-	g := a.cfg.Growth
-	// The first Window of a rate growing g-fold per Window from base
-	// admits base×Window×(g-1)/ln g: Floor.
-	a.on, a.base, a.from, a.until = true, a.cfg.Floor/a.cfg.Window.Seconds()*math.Log(g)/(g-1), now, now.Add(d)
-	a.slotAt = now
+	a.pending = max(d, 0)
+}
+
+// startWarmUp paces the key from now for at most d.
+func (a *accel) startWarmUp(now time.Time, d time.Duration) {
+	a.on, a.base, a.from, a.until = true, a.cfg.startRate(), now, now.Add(d)
+	a.pending = 0
 }
 
 // rate is the governed request rate at now (per second), 0 for none; lim
@@ -82,6 +102,9 @@ func (a *accel) startWarmUp(now time.Time, d time.Duration) {
 // Slot, so the buckets change at most once a Slot. A governor outgrown
 // (above lim, or past its warm-up) turns off.
 func (a *accel) rate(now time.Time, lim float64) float64 {
+	if a.pending > 0 && lim >= warmUpFactor*a.cfg.startRate() {
+		a.startWarmUp(now, a.pending)
+	}
 	if !a.on {
 		return 0
 	}
@@ -139,9 +162,8 @@ func (a *accel) refused(now time.Time, seq, last uint64) bool {
 	for _, c := range a.count {
 		n += c
 	}
-	g := a.cfg.Growth
-	floor := a.cfg.Floor / a.cfg.Window.Seconds() * math.Log(g) / (g - 1)
-	a.on, a.base, a.from, a.until, a.cutSeq = true, max(n/a.cfg.Window.Seconds(), floor), now.Add(a.cfg.Window), time.Time{}, last
+	a.on, a.base, a.from, a.until, a.cutSeq = true, max(n/a.cfg.Window.Seconds(), a.cfg.startRate()), now.Add(a.cfg.Window), time.Time{}, last
+	a.pending = 0
 	return true
 }
 
@@ -152,11 +174,12 @@ func (k *keyState) warmUpAt(now time.Time) {
 		return
 	}
 	k.acc = accel{}
-	k.acc.startWarmUp(now, k.conf.WarmUp)
+	k.acc.armWarmUp(k.conf.WarmUp)
 }
 
 // accelRate is the governor's request rate at now (per second, 0: none),
-// given the key's request limit otherwise.
+// given the key's request limit otherwise. A warm-up armed starts when
+// the limit is known (given, or from the first answer's headers).
 func (k *keyState) accelRate(now time.Time) float64 {
 	lim := k.described(0)
 	if r := k.refusalRate(0); r > 0 && (lim == 0 || r < lim) {

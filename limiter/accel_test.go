@@ -1,6 +1,7 @@
 package limiter
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -125,18 +126,30 @@ func TestAccelerationLimits(t *testing.T) {
 		})
 	}
 	t.Run("outgrown", func(t *testing.T) {
-		k := newKeyState("k", Limits{RPM: 600, WarmUp: time.Minute}, t0)
-		if s := k.statsAt(t0); s.Effective.RPM >= 600 || s.Effective.RPM <= 0 {
+		k := newKeyState("k", Limits{RPM: 6000, WarmUp: time.Minute}, t0)
+		if s := k.statsAt(t0); s.Effective.RPM >= 200 || s.Effective.RPM <= 0 {
 			t.Fatalf("warm-up start: %v rpm in force", s.Effective.RPM)
 		}
-		if s := k.statsAt(t0.Add(20 * time.Second)); s.Effective.RPM != 600 || k.acc.on {
-			t.Errorf("20s in: %v rpm, governor on %v; want 600 and off", s.Effective.RPM, k.acc.on)
+		if s := k.statsAt(t0.Add(40 * time.Second)); s.Effective.RPM != 6000 || k.acc.on {
+			t.Errorf("40s in: %v rpm, governor on %v; want 6000 and off", s.Effective.RPM, k.acc.on)
 		}
 	})
-	t.Run("no warm-up: a full bucket", func(t *testing.T) {
-		k := newKeyState("k", Limits{RPM: 600}, t0)
-		if k.b[0].level != 10 || k.statsAt(t0).Effective.RPM != 600 {
-			t.Errorf("level %v, %v rpm: want a full bucket of 10 at 600", k.b[0].level, k.statsAt(t0).Effective.RPM)
+	for _, lim := range []Limits{{RPM: 600}, {RPM: 600, WarmUp: time.Minute}, {RPM: 6000}} {
+		t.Run(fmt.Sprintf("a full bucket at %v rpm, warm-up %v", lim.RPM, lim.WarmUp), func(t *testing.T) {
+			k := newKeyState("k", lim, t0)
+			if k.b[0].level != lim.RPM/60 || k.statsAt(t0).Effective.RPM != lim.RPM {
+				t.Errorf("level %v, %v rpm: want a full bucket at %v", k.b[0].level, k.statsAt(t0).Effective.RPM, lim.RPM)
+			}
+		})
+	}
+	t.Run("auto: warm-up from the headers", func(t *testing.T) {
+		k := newKeyState("k", Limits{Auto: true, WarmUp: time.Minute}, t0)
+		if k.acc.on {
+			t.Fatal("a warm-up before any limit is known")
+		}
+		k.observeAt(t0, Observation{Requests: Window{Limit: 6000, Remaining: 5999}}, t0, nil)
+		if s := k.statsAt(t0); s.Effective.RPM >= 200 || !k.acc.on {
+			t.Errorf("after headers naming 6000 rpm: %v rpm in force, governor on %v", s.Effective.RPM, k.acc.on)
 		}
 	})
 }

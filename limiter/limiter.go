@@ -55,8 +55,9 @@ type Limits struct {
 	Skew time.Duration
 	// WarmUp, when positive, starts a key with no history paced from a
 	// few requests a second, growing by AccelConfig.Growth per Window,
-	// for at most this long, instead of with a full bucket: acceleration
-	// limits refuse a sharp start. 0 disables it.
+	// for at most this long, instead of with a full bucket, once its
+	// request limit is known to be over about 1,300 RPM (see accel.go):
+	// acceleration limits refuse a sharp start. 0 disables it.
 	WarmUp time.Duration
 }
 
