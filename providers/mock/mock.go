@@ -30,7 +30,9 @@
 // An API request goes through these stages, in order; the first that
 // answers ends it: read the body (413 past 32 MiB); Outage (500); APIKey
 // (401); parse and validate the body (400); SpendCap (429); the day's
-// requests (RPD, 429, daily.go); rate limits (429); faults (503/529, 500, reset, mid-stream error); the answer.
+// requests (RPD, 429, daily.go); StreamFailure (500, streamfail.go); the
+// acceleration limit (429, accel.go); rate limits (429); faults
+// (503/529, 500, reset, mid-stream error); the answer.
 package mock
 
 import (
