@@ -39,6 +39,10 @@ type Route struct {
 	// fingerprints: the built-in mock listens on a new loopback port each
 	// run, and its answers must still count on the next.
 	Endpoint string
+	// Plain, if set, is Provider never streaming: when streamed requests
+	// never worked, one plain request tells whether streaming is the
+	// problem (see SetupError).
+	Plain providers.Provider
 }
 
 // Config is everything one run needs. The cmd package builds it.

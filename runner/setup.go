@@ -1,12 +1,14 @@
 package runner
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/providers"
 )
 
@@ -35,6 +37,8 @@ type setupWatch struct {
 	n         int       // attempts in a row failing as sig
 	first     time.Time // when the first of them was sent
 	last      *providers.Error
+	probe     sync.Once // one plain probe per key
+	probed    string
 }
 
 // observe records one sent attempt's outcome: a success ends the watch;
@@ -86,8 +90,11 @@ type SetupError struct {
 	Where    string
 	Attempts int
 	Since    time.Duration
-	// Streamed says the failing requests were streamed.
+	// Streamed says the failing requests were streamed; Probe is how one
+	// of them fared sent plain: probeOK, the failure's cause, or "" when
+	// not probed.
 	Streamed bool
+	Probe    string
 	Err      *providers.Error
 }
 
@@ -105,11 +112,18 @@ func (e *SetupError) Error() string {
 	switch {
 	case e.Err.Hint != "":
 		b.WriteString("; " + e.Err.Hint)
+	case e.Streamed && e.Probe == probeOK:
+		b.WriteString("; the same request sent plain (not streamed) succeeded: the server (or a gateway before it) cannot stream, rerun with --stream=false")
+	case e.Streamed && e.Probe != "":
+		b.WriteString("; the same request sent plain failed too (" + e.Probe + "): not a streaming problem")
 	case e.Streamed:
 		b.WriteString("; the requests were streamed: if the server (or a gateway before it) cannot stream, rerun with --stream=false")
 	}
 	return b.String()
 }
+
+// probeOK is SetupError.Probe for a plain request that succeeded.
+const probeOK = "ok"
 
 func (e *SetupError) Unwrap() error { return e.Err }
 
@@ -142,6 +156,31 @@ func (r *run) setupFailed(h *hop, now time.Time) (error, time.Duration) {
 	if se, ok := err.(*SetupError); ok {
 		se.Where = h.route.Provider.Name() + " at " + h.route.Provider.BaseURL()
 		se.Streamed = r.cfg.Streaming
+		if se.Streamed && h.route.Plain != nil {
+			w.probe.Do(func() { w.probed = r.probePlain(h) })
+			se.Probe = w.probed
+		}
 	}
 	return err, left
+}
+
+// probeTimeout bounds the plain probe of a setup failure.
+const probeTimeout = 30 * time.Second
+
+// probePlain sends h's request once without streaming, admitted by the
+// key's budget like any attempt: probeOK, or the failure's cause.
+func (r *run) probePlain(h *hop) string {
+	ctx, cancel := context.WithTimeout(r.workCtx, probeTimeout)
+	defer cancel()
+	t, err := r.cfg.Limiter.ReservePriority(ctx, h.key, limiter.Cost{Requests: 1}, limiter.MaxPriority)
+	if err != nil {
+		return providers.Cause(err)
+	}
+	resp, err := h.route.Plain.Send(ctx, h.req)
+	if err != nil {
+		t.Fail()
+		return providers.Cause(err)
+	}
+	t.Settle(limiter.Cost{Requests: 1, Input: resp.Usage.InputTokens, Output: resp.Usage.OutputTokens})
+	return probeOK
 }

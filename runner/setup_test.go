@@ -72,6 +72,14 @@ func TestSetupErrorHints(t *testing.T) {
 	if s := e.Error(); !strings.Contains(s, "--stream=false") || !strings.Contains(s, "HTTP 500") || !strings.Contains(s, `{"status":"failure"}`) {
 		t.Errorf("streamed: %s", s)
 	}
+	e.Probe = probeOK
+	if s := e.Error(); !strings.Contains(s, "sent plain (not streamed) succeeded") {
+		t.Errorf("probe succeeded: %s", s)
+	}
+	e.Probe = "HTTP 500"
+	if s := e.Error(); strings.Contains(s, "--stream=false") || !strings.Contains(s, "plain failed too") {
+		t.Errorf("probe failed: %s", s)
+	}
 	e.Err.Hint = "check the base URL"
 	if s := e.Error(); strings.Contains(s, "--stream=false") || !strings.Contains(s, "check the base URL") {
 		t.Errorf("with a hint: %s", s)
