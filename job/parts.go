@@ -75,7 +75,7 @@ func (b *batch) routeAt(name string, shape providers.Format, at registry.Endpoin
 		return runner.Route{}, entry, err
 	}
 	rt := runner.Route{Provider: p, Admission: entry.Admission}
-	if b.o.Stream {
+	if b.o != nil && b.o.Stream {
 		rt.Plain, _ = b.set.PlainProviderAt(entry, at) // built as p was: no error left
 	}
 	if entry.Model != nil {
