@@ -130,11 +130,18 @@ func (k *keyState) setLimitsAt(now time.Time, lim Limits) {
 // number, or in Auto mode the one learned from headers, never above an
 // explicit number; and never above a rate learned from 429s.
 func (k *keyState) effective(i int) float64 {
+	v := k.limit(i)
+	if r := k.accRate * 60; i == 0 && r > 0 && (v == 0 || r < v) {
+		v = r // a warm-up or a hold against acceleration limits
+	}
+	return v
+}
+
+// limit is bucket i's per-minute limit, described or learned from 429s:
+// what Stats reports (a warm-up paces under it, it is no limit).
+func (k *keyState) limit(i int) float64 {
 	v := k.described(i)
 	if r := k.refusalRate(i); r > 0 && (v == 0 || r < v) {
-		v = r
-	}
-	if r := k.accRate * 60; i == 0 && r > 0 && (v == 0 || r < v) {
 		v = r
 	}
 	return v
@@ -649,7 +656,7 @@ func (k *keyState) statsAt(now time.Time) KeyStats {
 		s.Wait += max(now.Sub(w.arrived), 0)
 	}
 	for i := range numBuckets {
-		s.Effective.setPerMinute(i, k.effective(i))
+		s.Effective.setPerMinute(i, k.limit(i))
 	}
 	s.Effective.Concurrency = k.concLimit()
 	var most time.Duration
