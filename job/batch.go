@@ -52,7 +52,10 @@ type BatchOptions struct {
 	// Daily holds --rpd, --tpd and --wait-daily (daily.go).
 	Daily                 DailyOptions
 	Burst, Skew, MaxPause time.Duration
-	Pool, Shard, Redis    string
+	// WarmUp paces a key with no history against acceleration limits
+	// (limiter.Limits.WarmUp); 0 disables it.
+	WarmUp             time.Duration
+	Pool, Shard, Redis string
 	// Shards and ShardIndex are --shards N with --shard-index I, the
 	// 0-based form of --shard I+1/N; without ShardIndex ("") the index is
 	// JOB_COMPLETION_INDEX, as a Kubernetes Indexed Job sets it.
@@ -74,7 +77,10 @@ type BatchOptions struct {
 	// long (0: never); FailFast one whose first FailFast attempts all
 	// failed alike (0: never); MaxFailures one whose failures pass a
 	// count or a ratio ("N" or "P%", "" for none).
-	ConnectDeadline      time.Duration
+	ConnectDeadline time.Duration
+	// SetupDeadline stops a run whose model never worked and kept failing
+	// the same way this long (runner.SetupError; 0: never).
+	SetupDeadline        time.Duration
 	FailFast             int
 	MaxFailures          string
 	RequireJSON          bool
@@ -433,7 +439,7 @@ func inputName(path string) string {
 func (o *BatchOptions) limits() limiter.Limits {
 	return limiter.Limits{
 		RPM: o.RPM, ITPM: o.ITPM, OTPM: o.OTPM, TPM: o.TPM,
-		Burst: o.Burst, Headroom: o.Headroom, Concurrency: o.Concurrency, Skew: o.Skew,
+		Burst: o.Burst, Headroom: o.Headroom, Concurrency: o.Concurrency, Skew: o.Skew, WarmUp: o.WarmUp,
 		Auto: o.RPM == 0 && o.ITPM == 0 && o.OTPM == 0 && o.TPM == 0,
 	}
 }
@@ -489,6 +495,8 @@ func (b *batch) runConfig() runner.Config {
 		Spent:       b.spent,
 
 		ConnectDeadline: o.ConnectDeadline,
+		SetupDeadline:   o.SetupDeadline,
+		Streaming:       o.Stream,
 		FailFast:        o.FailFast,
 		MaxFailures:     b.maxFailures,
 

@@ -266,7 +266,7 @@ func (p *permit) observeFailure(o attemptOutcome) {
 			p.r.c.rateLimitedOn(rateLimitDimension(pe))
 		}
 		d, ok := o.retryAfter()
-		p.resv.Refused(limiter.Refusal{Overloaded: pe.Class == providers.ClassOverloaded, RetryAfter: d, HasRetryAfter: ok})
+		p.resv.Refused(refusal(pe, d, ok))
 	default:
 		p.resv.Fail()
 	}
@@ -308,6 +308,12 @@ func (r *run) waitBreaker(h *hop) (t retry.Ticket, held time.Duration, out outco
 			return retry.Ticket{}, 0, outPending, false
 		}
 		wait := br.WaitTime(now)
+		if err, left := r.setupFailed(h, now); err != nil {
+			r.abortRun(err)
+			return retry.Ticket{}, 0, outPending, false
+		} else if left > 0 {
+			wait = min(wait, left)
+		}
 		if watch != nil {
 			err, left := watch.exceeded(now, r.cfg.ConnectDeadline)
 			if err != nil {
