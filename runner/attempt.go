@@ -142,37 +142,45 @@ func (r *run) tryRoute(t *task, i int, req *providers.Request) hopResult {
 			h.res.out, h.res.err = out, cmpErr(err, h.res.err)
 			return h.res
 		}
-		o := r.attempt(h)
+		o, gerr := r.sendUnder(h, p)
 		if o.resp != nil {
-			r.estimateUsage(h, o.resp)
-			o.cost = r.price(h.route, h.req, o.resp)
-			t.spent.add(o.cost)
-			gerr := r.cfg.Guard.Check(o.resp.Text)
 			if gerr == nil {
-				// Hand the line to the writer before the slot is freed:
-				// answers not yet written stay within the concurrency.
-				r.emit(h, o.resp)
-				p.end(o)
 				h.res.out = outSucceeded
 				return h.res
 			}
-			p.end(o)
 			h.res.resp = o.resp
 			h.res.status, h.res.errBody, h.res.reqID = o.resp.Status, o.resp.Body, o.resp.RequestID
 			o.err = &providers.Error{Class: providers.ClassUnknown, Status: o.resp.Status, Code: "rejected_by_guard", Message: gerr.Error(), RequestID: o.resp.RequestID}
-		} else {
-			if !o.cut && o.class().AbortsRun() {
-				// Stop admissions before end opens the key's gate, so no
-				// other attempt starts on a key that just failed fatally.
-				r.abortRun(o.err)
-			}
-			p.end(o)
 		}
 		if out, done := r.next(h, o); done {
 			h.res.out = out
 			return h.res
 		}
 	}
+}
+
+// sendUnder makes one attempt under p and releases p, the one place a permit
+// is released, with how it ended. An answer is handed to the writer
+// first (answers not yet written stay within the concurrency); a fatal
+// failure stops admissions first (so no other attempt starts on a key
+// that just failed fatally once the key's gate opens). gerr is the
+// guard's rejection of the answer, if any.
+func (r *run) sendUnder(h *hop, p *permit) (o attemptOutcome, gerr error) {
+	defer func() { p.release(o) }()
+	o = r.attempt(h)
+	if o.resp == nil {
+		if !o.cut && o.class().AbortsRun() {
+			r.abortRun(o.err)
+		}
+		return o, nil
+	}
+	r.estimateUsage(h, o.resp)
+	o.cost = r.price(h.route, h.req, o.resp)
+	h.t.spent.add(o.cost)
+	if gerr = r.cfg.Guard.Check(o.resp.Text); gerr == nil {
+		r.emit(h, o.resp)
+	}
+	return o, gerr
 }
 
 // cmpErr returns err, or last when err is nil.

@@ -66,7 +66,7 @@ func (r *run) reserveRule(key string, route Route) providers.OutputRule {
 }
 
 // chargeSent tells key's learner that p's attempt was admitted with cost.
-func (p *permit) chargeSent(cost limiter.Cost) {
+func (p *reservation) chargeSent(cost limiter.Cost) {
 	h := p.h
 	c := p.r.charge(h.key, h.route)
 	p.cs = c
@@ -82,7 +82,7 @@ func (p *permit) chargeSent(cost limiter.Cost) {
 
 // chargeEnded tells key's learner how p's attempt ended (what the server
 // charged, the headers it read) and adopts the rule once it has decided.
-func (p *permit) chargeEnded(o attemptOutcome) {
+func (p *reservation) chargeEnded(o attemptOutcome) {
 	r, h, c := p.r, p.h, p.cs
 	if c == nil {
 		return
@@ -156,7 +156,7 @@ func (c *chargeState) adopt(log *slog.Logger, h *hop, rule providers.ChargeRule)
 // settleOutput is the output an answer settles against the budget: what
 // it produced, or its whole cap where the headers showed the server keeps
 // the cap's charge whatever the answer's length.
-func (p *permit) settleOutput(u providers.Usage) int64 {
+func (p *reservation) settleOutput(u providers.Usage) int64 {
 	c := p.cs
 	if c == nil {
 		c = p.r.charge(p.h.key, p.h.route)

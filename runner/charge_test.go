@@ -53,7 +53,7 @@ func TestChargeRuleAdopted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := &permit{r: r, h: h, resv: resv}
+		p := &reservation{r: r, h: h, resv: resv}
 		if got := p.settleOutput(providers.Usage{InputTokens: 100, OutputTokens: 30}); got != tc.settle {
 			t.Errorf("%v over %v: settles %d output, want %d", tc.learned, tc.registry, got, tc.settle)
 		}

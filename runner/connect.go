@@ -98,28 +98,24 @@ func (r *run) connectWatch(h *hop) *connectWatch {
 }
 
 // observeAttempt feeds one attempt's outcome to what judges the run as a
-// whole: the latest cause (for hold and outage messages), the fail-fast
-// window and the connect watch. Either of the last two may stop the run.
-func (r *run) observeAttempt(p *permit, o attemptOutcome) {
+// whole: the latest cause (for hold and outage messages), the setup watch
+// and the connect watch. Either watch may stop the run. (The fail-fast
+// window judges in its own hold: failFastHold.)
+func (r *run) observeAttempt(h *hop, o attemptOutcome) {
 	if o.err != nil && !o.cut && !o.sent.IsZero() {
 		cause := providers.Cause(o.err)
 		r.lastCause.Store(&cause)
 	}
-	if p.ff {
-		if err := r.ff.judge(o); err != nil {
-			r.abortRun(err)
-		}
-	}
-	if w := r.setupWatch(p.h); w != nil {
+	if w := r.setupWatch(h); w != nil {
 		w.observe(o)
-		if err, _ := r.setupFailed(p.h, time.Now()); err != nil {
+		if err, _ := r.setupFailed(h, time.Now()); err != nil {
 			r.abortRun(err)
 		}
 	}
-	if w := r.connectWatch(p.h); w != nil {
+	if w := r.connectWatch(h); w != nil {
 		w.observe(o)
 		if err, _ := w.exceeded(time.Now(), r.cfg.ConnectDeadline); err != nil {
-			r.abortRun(r.unreachable(p.h, err))
+			r.abortRun(r.unreachable(h, err))
 		}
 	}
 }

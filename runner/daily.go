@@ -158,17 +158,17 @@ func (r *run) dayReleased() {
 	}
 }
 
-// endDay settles p's day ticket with o: a request never sent is returned;
-// a sent one counts, with the tokens its answer reported (none for a
-// failure); and the day windows of the answer's headers are applied.
-func (r *run) endDay(p *permit, o attemptOutcome) {
+// endDay settles h's day ticket t with o: a request never sent is
+// returned; a sent one counts, with the tokens its answer reported (none
+// for a failure); and the day windows of the answer's headers are applied.
+func (r *run) endDay(h *hop, t limiter.DayTicket, o attemptOutcome) {
 	days := r.cfg.Days
-	if days == nil || p.day == (limiter.DayTicket{}) {
+	if days == nil || t == (limiter.DayTicket{}) {
 		return
 	}
 	defer r.dayReleased()
 	if o.sent.IsZero() {
-		days.Cancel(p.day)
+		days.Cancel(t)
 		return
 	}
 	// The headers first: they know this attempt's own usage, and nothing
@@ -183,10 +183,10 @@ func (r *run) endDay(p *permit, o attemptOutcome) {
 		limits = pe.Limits
 	}
 	if limits.DayRequests.Known() || limits.DayTokens.Known() {
-		days.ObserveTicket(p.day, dayZone(p.h.route), limiter.DayObservation{
+		days.ObserveTicket(t, dayZone(h.route), limiter.DayObservation{
 			Requests: limiter.Window(limits.DayRequests), Tokens: limiter.Window(limits.DayTokens)})
 	}
-	days.Settle(p.day, actual)
+	days.Settle(t, actual)
 }
 
 // dailyRefusal reports a failure that is the provider refusing for the
