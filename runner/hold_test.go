@@ -1,0 +1,109 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+)
+
+// fakeHold records its acquire and each release (with whether the
+// outcome said the attempt was sent) into a shared log.
+type fakeHold struct {
+	name   string
+	log    *[]string
+	fail   error
+	lapsed bool
+	noRel  bool
+}
+
+func (f *fakeHold) acquire(context.Context) (func(attemptOutcome), error) {
+	*f.log = append(*f.log, "acquire "+f.name)
+	if f.fail != nil {
+		return nil, f.fail
+	}
+	if f.noRel {
+		return nil, nil
+	}
+	return func(o attemptOutcome) {
+		*f.log = append(*f.log, fmt.Sprintf("release %s sent=%v", f.name, !o.sent.IsZero()))
+	}, nil
+}
+
+func (f *fakeHold) valid() bool { return !f.lapsed }
+
+// TestPermitFailedAcquireReleasesEarlierHolds: whichever hold fails to be
+// acquired, exactly the holds acquired before it are released, each once,
+// last first, as never sent; the later ones are never asked; and the
+// error comes back as the hold gave it.
+func TestPermitFailedAcquireReleasesEarlierHolds(t *testing.T) {
+	const n = 8
+	for failAt := range n {
+		var log []string
+		holds := make([]hold, n)
+		for i := range n {
+			holds[i] = &fakeHold{name: fmt.Sprint(i), log: &log}
+		}
+		stop := &admitStop{out: outFailed, err: errors.New("no")}
+		holds[failAt].(*fakeHold).fail = stop
+		p, err := acquirePermit(context.Background(), holds)
+		if p != nil || err != stop {
+			t.Fatalf("fail at %d: permit %v, err %v; want none and the hold's error", failAt, p, err)
+		}
+		var want []string
+		for i := 0; i <= failAt; i++ {
+			want = append(want, fmt.Sprint("acquire ", i))
+		}
+		for i := failAt - 1; i >= 0; i-- {
+			want = append(want, fmt.Sprintf("release %d sent=false", i))
+		}
+		if !slices.Equal(log, want) {
+			t.Errorf("fail at %d:\n got %q\nwant %q", failAt, log, want)
+		}
+	}
+}
+
+// TestPermitReleaseReverseOnce: a permit gives its holds back last first,
+// each once with the attempt's outcome, skipping those with nothing to
+// give back; a second release gives back nothing.
+func TestPermitReleaseReverseOnce(t *testing.T) {
+	var log []string
+	holds := []hold{
+		&fakeHold{name: "a", log: &log},
+		&fakeHold{name: "b", log: &log, noRel: true},
+		&fakeHold{name: "c", log: &log},
+	}
+	p, err := acquirePermit(context.Background(), holds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log = nil
+	sent := attemptOutcome{sent: time.Unix(1, 0)}
+	p.release(sent)
+	p.release(sent)
+	if want := []string{"release c sent=true", "release a sent=true"}; !slices.Equal(log, want) {
+		t.Errorf("released %q, want %q", log, want)
+	}
+}
+
+// TestPermitLapsedHoldReadmits: all holds acquired, but one lapsed
+// meanwhile (the breaker opened): every hold is released once, as never
+// sent, and admission starts over.
+func TestPermitLapsedHoldReadmits(t *testing.T) {
+	var log []string
+	holds := []hold{
+		&fakeHold{name: "a", log: &log},
+		&fakeHold{name: "b", log: &log, lapsed: true},
+		&fakeHold{name: "c", log: &log},
+	}
+	p, err := acquirePermit(context.Background(), holds)
+	if p != nil || !errors.Is(err, errReadmit) {
+		t.Fatalf("permit %v, err %v; want errReadmit", p, err)
+	}
+	want := []string{"acquire a", "acquire b", "acquire c", "release c sent=false", "release b sent=false", "release a sent=false"}
+	if !slices.Equal(log, want) {
+		t.Errorf("got %q, want %q", log, want)
+	}
+}
