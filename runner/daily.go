@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,7 +60,7 @@ func dayZone(route Route) *time.Location { return route.Admission.DayZone }
 // it sleeps until the reset (time held is not the request's: its deadline
 // moves on); otherwise it stops the run. It reports whether the attempt
 // may go on.
-func (r *run) dayOpen(h *hop) bool {
+func (r *run) dayOpen(ctx context.Context, h *hop) bool {
 	if r.cfg.Days == nil {
 		return true
 	}
@@ -76,7 +77,7 @@ func (r *run) dayOpen(h *hop) bool {
 				select {
 				case <-wake:
 					continue
-				case <-r.admitCtx.Done():
+				case <-ctx.Done():
 					return false
 				}
 			}
@@ -86,7 +87,7 @@ func (r *run) dayOpen(h *hop) bool {
 		r.noteDayWait(de)
 		r.c.Holding.Add(1)
 		start := time.Now()
-		ok := sleep(r.admitCtx, time.Until(de.Reset))
+		ok := sleep(ctx, time.Until(de.Reset))
 		h.start = h.start.Add(time.Since(start))
 		r.c.Holding.Add(-1)
 		if !ok {

@@ -17,8 +17,8 @@ type breakerHold struct {
 	ticket retry.Ticket
 }
 
-func (b *breakerHold) acquire(context.Context) (func(attemptOutcome), error) {
-	t, held, out, ok := b.r.waitBreaker(b.h)
+func (b *breakerHold) acquire(ctx context.Context) (func(attemptOutcome), error) {
+	t, held, out, ok := b.r.waitBreaker(ctx, b.h)
 	if !ok {
 		return nil, &admitStop{out: out}
 	}
@@ -47,7 +47,7 @@ func (b *breakerHold) valid() bool { return b.h.br.Valid(b.ticket) }
 // ticket for the next attempt and how long it held. When it cannot, it
 // says why: outFailed to move the request to the next hop, outPending when
 // the run is stopping (outage longer than --max-outage, interrupt).
-func (r *run) waitBreaker(h *hop) (t retry.Ticket, held time.Duration, out outcome, ok bool) {
+func (r *run) waitBreaker(ctx context.Context, h *hop) (t retry.Ticket, held time.Duration, out outcome, ok bool) {
 	br, canFallBack, watch := h.br, h.canFallBack, r.connectWatch(h)
 	start := time.Now()
 	holding := false
@@ -95,7 +95,7 @@ func (r *run) waitBreaker(h *hop) (t retry.Ticket, held time.Duration, out outco
 		case <-timer.C:
 		case <-changed:
 			timer.Stop()
-		case <-r.admitCtx.Done():
+		case <-ctx.Done():
 			timer.Stop()
 			return retry.Ticket{}, 0, outPending, false
 		}

@@ -13,8 +13,8 @@ type dayOpenHold struct {
 	h *hop
 }
 
-func (d dayOpenHold) acquire(context.Context) (func(attemptOutcome), error) {
-	if !d.r.dayOpen(d.h) {
+func (d dayOpenHold) acquire(ctx context.Context) (func(attemptOutcome), error) {
+	if !d.r.dayOpen(ctx, d.h) {
 		return nil, stopPending
 	}
 	return nil, nil

@@ -14,8 +14,8 @@ type gateHold struct {
 	key string
 }
 
-func (g gateHold) acquire(context.Context) (func(attemptOutcome), error) {
-	open, err := g.r.firstOnKey(g.key)
+func (g gateHold) acquire(ctx context.Context) (func(attemptOutcome), error) {
+	open, err := g.r.firstOnKey(ctx, g.key)
 	if err != nil {
 		return nil, stopPending
 	}
@@ -41,7 +41,7 @@ func (g *keyGate) open() { g.once.Do(func() { close(g.done) }) }
 // to a whole bucket, is not admitted on an uncalibrated estimate, which
 // would overrun a strict provider's limit by the estimate's error. The
 // caller calls release once the attempt is over.
-func (r *run) firstOnKey(key string) (release func(), err error) {
+func (r *run) firstOnKey(ctx context.Context, key string) (release func(), err error) {
 	r.mu.Lock()
 	g, ok := r.gates[key]
 	if !ok {
@@ -62,8 +62,8 @@ func (r *run) firstOnKey(key string) (release func(), err error) {
 	case <-g.done:
 	case <-t.C:
 		g.open()
-	case <-r.admitCtx.Done():
-		return nil, context.Cause(r.admitCtx)
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
 	}
 	return func() {}, nil
 }

@@ -116,7 +116,7 @@ func (p *permit) release(o attemptOutcome) {
 	}
 }
 
-// attemptOutcome is what happened to one attempt, as the permit's end and
+// attemptOutcome is what happened to one attempt, as the permit's holds and
 // the retry decision see it.
 type attemptOutcome struct {
 	// resp is the answer (nil if none); err the failure.
