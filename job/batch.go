@@ -22,6 +22,7 @@ import (
 	"github.com/llmrun/llmrun/providers/registry"
 	"github.com/llmrun/llmrun/runner"
 	"github.com/llmrun/llmrun/runner/retry"
+	"github.com/llmrun/llmrun/telemetry"
 )
 
 // BatchOptions are everything the batch command takes. Zero durations and
@@ -137,6 +138,9 @@ type batch struct {
 	maxFailures runner.MaxFailures
 	// metrics exports the run's figures; nil without metrics options.
 	metrics *metrics.Exporter
+	// telemetry exports OpenTelemetry traces and metrics; nil without
+	// an OTLP endpoint in the environment.
+	telemetry *telemetry.Telemetry
 	// primaryAt is the primary route's endpoint (a config file's named
 	// endpoint: its key variable and headers), for the batch API client.
 	primaryAt registry.Endpoint
@@ -163,9 +167,7 @@ func Batch(ctx context.Context, io *IO, o BatchOptions) (*runner.Summary, error)
 	sum, handled, err := b.runOffline(ctx)
 	if !handled {
 		cfg := b.runConfig()
-		if b.metrics != nil {
-			cfg.Observer = b.metrics
-		}
+		cfg.Observer = b.observer()
 		sum, err = runner.Run(ctx, cfg)
 	}
 	if cerr := b.store.Close(); cerr != nil && err == nil {
@@ -226,6 +228,7 @@ func prepare(ctx context.Context, io *IO, o *BatchOptions) (_ *batch, err error)
 	for _, step := range []func() error{
 		b.checkOptions,
 		b.startMetrics,
+		b.startTelemetry,
 		func() error { return b.openInput(shard) },
 		b.buildRoutes,
 		func() error { return b.buildBudget(ctx) },
@@ -492,6 +495,9 @@ func (b *batch) close() {
 	}
 	if b.metrics != nil {
 		b.metrics.Close()
+	}
+	if b.telemetry != nil {
+		b.telemetry.Finish(0, nil) // never started: nothing to flush but the SDK's goroutines
 	}
 	if b.src != nil {
 		b.src.Close()
