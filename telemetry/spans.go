@@ -86,7 +86,6 @@ func (r *request) AttemptStart(a *runner.Attempt) {
 		attribute.String("gen_ai.provider.name", prov),
 		attribute.String("gen_ai.system", prov),
 		attribute.String("gen_ai.request.model", req.Model),
-		attribute.String("llmrun.custom_id", req.ID),
 		attribute.Int("llmrun.attempt", a.Number),
 		attribute.Int("llmrun.hop", a.Hop),
 		attribute.Int64("llmrun.reserved.input_tokens", a.Reserved.Input),
@@ -95,7 +94,6 @@ func (r *request) AttemptStart(a *runner.Attempt) {
 	if req.MaxTokens > 0 {
 		attrs = append(attrs, attribute.Int("gen_ai.request.max_tokens", req.MaxTokens))
 	}
-	attrs = append(attrs, r.tags...)
 	if r.t.o.Content {
 		attrs = append(attrs, attribute.String("gen_ai.input.messages", inputMessages(req)))
 	}
@@ -125,19 +123,15 @@ func (r *request) AttemptEnd(a *runner.Attempt) {
 	}
 	r.attempt = nil
 	req := a.Request
-	prov := providerName(a.Provider)
-	base := []attribute.KeyValue{
-		attribute.String("gen_ai.operation.name", operation(req.Endpoint)),
-		attribute.String("gen_ai.provider.name", prov),
-		attribute.String("gen_ai.request.model", req.Model),
-	}
+	op, prov := operation(req.Endpoint), providerName(a.Provider)
+	var k setKey
 	if resp := a.End.Resp; resp != nil {
 		model := resp.Model
 		if model == "" {
 			model = req.Model
 		}
-		base = append(base, attribute.String("gen_ai.response.model", model))
-		span.SetAttributes(base[3],
+		k = setKey{op: op, provider: prov, model: req.Model, response: model}
+		span.SetAttributes(attribute.String("gen_ai.response.model", model),
 			attribute.Int64("gen_ai.usage.input_tokens", resp.Usage.InputTokens),
 			attribute.Int64("gen_ai.usage.output_tokens", resp.Usage.OutputTokens),
 			attribute.Int("http.response.status_code", resp.Status))
@@ -153,28 +147,60 @@ func (r *request) AttemptEnd(a *runner.Attempt) {
 		if r.t.o.Content {
 			span.SetAttributes(attribute.String("gen_ai.output.messages", resp.Text))
 		}
-		r.t.recordTokens(base, resp.Usage)
 	} else {
-		et := errorType(a.End)
-		base = append(base, attribute.String("error.type", et))
-		span.SetAttributes(base[3])
-		span.SetStatus(codes.Error, et)
+		k = setKey{op: op, provider: prov, model: req.Model, errType: errorType(a.End)}
+		span.SetAttributes(attribute.String("error.type", k.errType))
+		span.SetStatus(codes.Error, k.errType)
 	}
-	if r.t.duration != nil {
-		r.t.duration.Record(context.Background(), a.End.At.Sub(a.Sent).Seconds(), metric.WithAttributes(base...))
-	}
+	r.t.record(k, a)
 	span.End(trace.WithTimestamp(a.End.At))
 }
 
-// recordTokens records an answer's usage in gen_ai.client.token.usage.
-func (t *Telemetry) recordTokens(base []attribute.KeyValue, u providers.Usage) {
-	if t.tokens == nil {
+// setKey names the attribute sets of one kind of attempt in the GenAI
+// metrics.
+type setKey struct{ op, provider, model, response, errType string }
+
+// metricSets are one setKey's attribute sets: the duration's, and the
+// token usage's by token type.
+type metricSets struct{ duration, input, output attribute.Set }
+
+// sets returns k's attribute sets, made once: building a set sorts and
+// copies its attributes, which per attempt cost more than the recording.
+func (t *Telemetry) sets(k setKey) *metricSets {
+	if s, ok := t.setCache.Load(k); ok {
+		return s.(*metricSets)
+	}
+	base := []attribute.KeyValue{
+		attribute.String("gen_ai.operation.name", k.op),
+		attribute.String("gen_ai.provider.name", k.provider),
+		attribute.String("gen_ai.request.model", k.model),
+	}
+	if k.response != "" {
+		base = append(base, attribute.String("gen_ai.response.model", k.response))
+	}
+	if k.errType != "" {
+		base = append(base, attribute.String("error.type", k.errType))
+	}
+	s := &metricSets{duration: attribute.NewSet(base...),
+		input:  attribute.NewSet(append(base[:len(base):len(base)], attribute.String("gen_ai.token.type", "input"))...),
+		output: attribute.NewSet(append(base[:len(base):len(base)], attribute.String("gen_ai.token.type", "output"))...)}
+	v, _ := t.setCache.LoadOrStore(k, s)
+	return v.(*metricSets)
+}
+
+// record records an attempt in the GenAI metrics: its duration, and an
+// answer's usage.
+func (t *Telemetry) record(k setKey, a *runner.Attempt) {
+	if t.duration == nil {
 		return
 	}
-	in := append(base[:len(base):len(base)], attribute.String("gen_ai.token.type", "input"))
-	t.tokens.Record(context.Background(), u.InputTokens, metric.WithAttributes(in...))
-	out := append(base[:len(base):len(base)], attribute.String("gen_ai.token.type", "output"))
-	t.tokens.Record(context.Background(), u.OutputTokens, metric.WithAttributes(out...))
+	s := t.sets(k)
+	ctx := context.Background()
+	t.duration.Record(ctx, a.End.At.Sub(a.Sent).Seconds(), metric.WithAttributeSet(s.duration))
+	if resp := a.End.Resp; resp != nil {
+		t.tokens.Record(ctx, resp.Usage.InputTokens, metric.WithAttributeSet(s.input))
+		t.tokens.Record(ctx, resp.Usage.OutputTokens, metric.WithAttributeSet(s.output))
+	}
 }
 
 // errorType is a failed attempt's error.type: the HTTP status when there

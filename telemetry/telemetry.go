@@ -62,6 +62,8 @@ type Telemetry struct {
 	tokens   metric.Int64Histogram
 	duration metric.Float64Histogram
 	warnOnce sync.Once
+	// setCache holds the metrics' attribute sets by setKey.
+	setCache sync.Map
 
 	mu      sync.Mutex
 	runCtx  context.Context
