@@ -407,3 +407,25 @@ func TestOTelFlushOnSIGINT(t *testing.T) {
 		t.Errorf("service names %v", services)
 	}
 }
+
+// TestOTelFlushOnAbort: a run stopped by a fatal provider condition (exit
+// 3) still exports its spans, the run's with the exit code and the
+// failed attempt's error.type.
+func TestOTelFlushOnAbort(t *testing.T) {
+	rc, endpoint := newOTLPReceiver(t)
+	_, url := mockServer(t, mock.Config{SpendCap: true})
+	in, _ := promptFile(t, 10)
+	c := &cli{env: mockEnv(url)}
+	otelEnv(t, c.env, endpoint)
+	if code := c.run(t, "batch", in, "--provider", "openai", "--model", "m", "-q"); code != ExitAborted {
+		t.Fatalf("exit %d: %s", code, c.stderr.String())
+	}
+	spans, _, _ := rc.snapshot()
+	run, _, attempts := spansByKind(spans)
+	if len(run) != 1 || attrOf(run[0].Attributes, "llmrun.exit_code").GetIntValue() != ExitAborted {
+		t.Fatalf("run spans %v", run)
+	}
+	if len(attempts) == 0 || attrOf(attempts[0].Attributes, "error.type").GetStringValue() != "429" {
+		t.Fatalf("attempt spans %v", attempts)
+	}
+}
