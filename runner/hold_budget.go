@@ -31,12 +31,14 @@ type reservation struct {
 func (p *reservation) acquire(ctx context.Context) (func(attemptOutcome), error) {
 	r, h := p.r, p.h
 	asked := time.Now()
-	resv, err := r.cfg.Limiter.ReservePriority(ctx, h.key, r.cost(h.key, h.route, h.req, h.raw), h.req.Priority)
+	h.reserved = r.cost(h.key, h.route, h.req, h.raw)
+	resv, err := r.cfg.Limiter.ReservePriority(ctx, h.key, h.reserved, h.req.Priority)
 	if err != nil {
 		return nil, &admitStop{out: r.refused(err), err: err}
 	}
+	h.waited = time.Since(asked)
 	if r.cfg.Observer != nil {
-		r.cfg.Observer.AdmissionWait(h.key, time.Since(asked))
+		r.cfg.Observer.AdmissionWait(h.key, h.waited)
 	}
 	p.resv = resv
 	p.chargeSent(resv.Cost())

@@ -3,8 +3,8 @@ package runner
 import "context"
 
 // hearingHold is the run hearing how the attempt ended: the latest cause,
-// the setup and connect watches (either may stop the run) and the debug
-// log. Acquired last, it is released first, so a stop it decides binds
+// the setup and connect watches (either may stop the run), the
+// observers and the debug log. Acquired last, it is released first, so a stop it decides binds
 // before the slot or the key's gate lets the next attempt in.
 type hearingHold struct {
 	r *run
@@ -14,6 +14,7 @@ type hearingHold struct {
 func (hh hearingHold) acquire(context.Context) (func(attemptOutcome), error) {
 	return func(o attemptOutcome) {
 		hh.r.observeAttempt(hh.h, o)
+		hh.r.observeAttemptEnd(hh.h, o)
 		hh.r.logAttempt(hh.h, o)
 	}, nil
 }
