@@ -107,3 +107,31 @@ func TestPermitLapsedHoldReadmits(t *testing.T) {
 		t.Errorf("got %q, want %q", log, want)
 	}
 }
+
+// TestHoldsOrder pins the orders the holds' release relies on: the
+// run's hearing is acquired last (so released first: a stop binds before
+// anything lets the next attempt in), right after the reservation and its
+// slot (so the budget hears the outcome before the key's day, spend cap,
+// gate and breaker are given back), and the breaker's lapse is checked
+// before the day's.
+func TestHoldsOrder(t *testing.T) {
+	hs := (&run{}).holds(&hop{})
+	at := func(match func(hold) bool) int {
+		return slices.IndexFunc(hs, match)
+	}
+	hearing := at(func(h hold) bool { _, ok := h.(hearingHold); return ok })
+	resv := at(func(h hold) bool { _, ok := h.(*reservation); return ok })
+	gate := at(func(h hold) bool { _, ok := h.(gateHold); return ok })
+	breaker := at(func(h hold) bool { _, ok := h.(*breakerHold); return ok })
+	day := at(func(h hold) bool { _, ok := h.(*dayHold); return ok })
+	switch {
+	case hearing != len(hs)-1:
+		t.Errorf("hearing at %d of %d, want last", hearing, len(hs))
+	case resv != len(hs)-2:
+		t.Errorf("reservation at %d of %d, want just before the hearing", resv, len(hs))
+	case !(breaker < gate && gate < resv):
+		t.Errorf("breaker %d, gate %d, reservation %d: want that order", breaker, gate, resv)
+	case !(breaker < day && day < resv):
+		t.Errorf("breaker %d, day %d, reservation %d: want that order", breaker, day, resv)
+	}
+}
