@@ -34,6 +34,8 @@ type configFile struct {
 	Defaults  yaml.Node                 `yaml:"defaults"`
 	Endpoints map[string]endpointConfig `yaml:"endpoints"`
 	Pools     map[string]limitsConfig   `yaml:"pools"`
+	// Cache is the cross-run cache (cache.go): defaults for --cache….
+	Cache yaml.Node `yaml:"cache"`
 }
 
 type endpointConfig struct {
@@ -165,6 +167,11 @@ func parseConfig(path string, data []byte) (*loadedConfig, error) {
 		}
 		cfg.defaults = append(cfg.defaults, def)
 	}
+	cd, err := cacheDefaults(&f.Cache)
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	cfg.defaults = append(cfg.defaults, cd...)
 	return cfg, nil
 }
 

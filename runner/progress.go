@@ -104,6 +104,8 @@ func (p *Progress) width() int {
 type snapshot struct {
 	total, done, succeeded, failed, skipped, pending int64
 	inFlight, rateLimited                            int64
+	cacheHits                                        int64
+	cacheSaved                                       float64
 	tokensIn, tokensOut                              int64
 	spent                                            pricing.Cost
 	elapsed                                          time.Duration
@@ -119,6 +121,7 @@ func (p *Progress) snapshot(c *Counters, elapsed time.Duration) snapshot {
 		total: c.Total.Load(), succeeded: c.Succeeded.Load(), failed: c.Failed.Load(), skipped: c.Skipped.Load(),
 		inFlight: c.InFlight.Load(), rateLimited: c.RateLimited.Load(),
 		tokensIn: c.InputTokens.Load(), tokensOut: c.OutputTokens.Load(), spent: c.Spent(), elapsed: elapsed,
+		cacheHits: c.CacheHits.Load(), cacheSaved: c.SavedUSD(),
 	}
 	s.done = s.succeeded + s.failed + s.skipped
 	s.pending = max(s.total-s.done, 0)
@@ -159,6 +162,9 @@ func (s snapshot) segments() []segment {
 	}
 	if s.spent > 0 {
 		add(6, s.spent.String()+" spent", s.spent.String())
+	}
+	if s.cacheHits > 0 {
+		add(5, fmt.Sprintf("%d from cache ($%.4f saved)", s.cacheHits, s.cacheSaved), fmt.Sprintf("%d cached", s.cacheHits))
 	}
 	return segs
 }
