@@ -120,6 +120,11 @@ func (d *Dir) Put(_ context.Context, k Key, e *Entry) error {
 		werr = cerr
 	}
 	if werr == nil {
+		now := d.now()
+		// The access time LRU orders by: the clock's, not the file system's.
+		werr = os.Chtimes(tmp, now, now)
+	}
+	if werr == nil {
 		werr = os.Rename(tmp, p)
 	}
 	if werr != nil {
