@@ -121,6 +121,13 @@ func TestCacheAcrossOutputs(t *testing.T) {
 	if len(c) != 300 || sumC["cache_hits"] != float64(290) {
 		t.Fatalf("C: %d lines, %v hits; want 300, 290", len(c), sumC["cache_hits"])
 	}
+	est := &cli{env: mockEnv(srv.URL)}
+	if code := est.run(t, "estimate", inC, "--provider", "openai", "--model", "m1", "-o", filepath.Join(dir, "D.jsonl"), "--cache", cacheDir, "--json"); code != 0 {
+		t.Fatalf("estimate: exit %d: %s", code, est.stderr.String())
+	}
+	if e := est.stdout.String(); jsonAt(e, "cache_hits") != "300" || jsonAt(e, "requests") != "0" {
+		t.Fatalf("estimate of C after C counts cache hits as free: want 300 hits, 0 to send:\n%s", e)
+	}
 	for i := range 300 {
 		l := c[fmt.Sprintf("c-%04d", i)]
 		if cached := jsonAt(l, "llmrun.cached") == "true"; cached == changed[i] {
@@ -145,4 +152,83 @@ func jsonAt(line, path string) string {
 	}
 	b, _ := json.Marshal(cur)
 	return string(b)
+}
+
+// TestCacheModesAndCommands: read mode stores nothing, write mode serves
+// nothing, --cache-skip-sampled leaves sampled requests out, and the cache
+// commands report and clear.
+func TestCacheModesAndCommands(t *testing.T) {
+	cm := &countingMock{h: mock.New(mock.Config{Seed: 1})}
+	srv := httptest.NewServer(cm)
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	cacheDir, in := filepath.Join(dir, "cache"), filepath.Join(dir, "in.jsonl")
+	cachePrompts(t, in, "req", 20, nil, false)
+	c := &cli{env: mockEnv(srv.URL)}
+	entries := func() string {
+		t.Helper()
+		if code := c.run(t, "cache", "stats", "--cache", cacheDir); code != 0 {
+			t.Fatalf("cache stats: exit %d: %s", code, c.stderr.String())
+		}
+		return jsonAt(c.stdout.String(), "entries")
+	}
+	batch := func(out string, args ...string) {
+		t.Helper()
+		args = append([]string{"batch", in, "--provider", "openai", "--model", "m1", "-o", filepath.Join(dir, out), "--cache", cacheDir, "--quiet"}, args...)
+		if code := c.run(t, args...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, c.stderr.String())
+		}
+	}
+	batch("a.jsonl", "--cache-mode", "read")
+	if n := entries(); n != "0" {
+		t.Fatalf("read mode stored %s entries", n)
+	}
+	batch("b.jsonl", "--cache-skip-sampled") // no temperature: sampled at the provider's default
+	if n := entries(); n != "0" {
+		t.Fatalf("--cache-skip-sampled stored %s sampled answers", n)
+	}
+	batch("c.jsonl", "--cache-mode", "write")
+	batch("d.jsonl", "--cache-mode", "write")
+	if n := entries(); n != "20" || cm.sent.Load() != 80 {
+		t.Fatalf("write mode: %s entries, %d sent; want 20, 80 (write mode serves nothing)", n, cm.sent.Load())
+	}
+	batch("e.jsonl")
+	if cm.sent.Load() != 80 {
+		t.Fatalf("readwrite after write: sent %d more", cm.sent.Load()-80)
+	}
+	if code := c.run(t, "cache", "clear", "--cache", cacheDir); code != 0 || jsonAt(c.stdout.String(), "removed") != "20" {
+		t.Fatalf("cache clear: exit %d: %s %s", code, c.stdout.String(), c.stderr.String())
+	}
+	if code := c.run(t, "batch", in, "-o", filepath.Join(dir, "f.jsonl"), "--cache-mode", "read"); code != 2 {
+		t.Fatalf("--cache-mode without --cache: exit %d, want 2", code)
+	}
+	if code := c.run(t, "batch", in, "-o", filepath.Join(dir, "f.jsonl"), "--cache", cacheDir, "--cache-mode", "bogus"); code != 2 {
+		t.Fatalf("bad --cache-mode: exit %d, want 2", code)
+	}
+}
+
+// TestCacheFromConfigFile: the config's top-level cache: sets --cache and
+// its companions; a bad one is a usage error naming the file and line.
+func TestCacheFromConfigFile(t *testing.T) {
+	cm := &countingMock{h: mock.New(mock.Config{Seed: 1})}
+	srv := httptest.NewServer(cm)
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	cacheDir, in, cfg := filepath.Join(dir, "cache"), filepath.Join(dir, "in.jsonl"), filepath.Join(dir, "llmrun.yaml")
+	cachePrompts(t, in, "req", 5, nil, false)
+	os.WriteFile(cfg, []byte("cache:\n  location: "+cacheDir+"\n  max_size: 1MB\n"), 0o644)
+	c := &cli{env: mockEnv(srv.URL)}
+	for _, out := range []string{"a.jsonl", "b.jsonl"} {
+		if code := c.run(t, "batch", in, "--config", cfg, "--provider", "openai", "--model", "m1", "-o", filepath.Join(dir, out), "--quiet"); code != 0 {
+			t.Fatalf("exit %d: %s", code, c.stderr.String())
+		}
+	}
+	if n := cm.sent.Load(); n != 5 {
+		t.Fatalf("sent %d, want 5 (the second run answered from the config's cache)", n)
+	}
+	os.WriteFile(cfg, []byte("cache:\n  colour: blue\n"), 0o644)
+	code := c.run(t, "batch", in, "--config", cfg, "-o", filepath.Join(dir, "c.jsonl"))
+	if code != 2 || !strings.Contains(c.stderr.String(), "llmrun.yaml:2") {
+		t.Fatalf("bad cache: in config: exit %d: %s", code, c.stderr.String())
+	}
 }

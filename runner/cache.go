@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"encoding/json"
 	"strconv"
 	"sync"
@@ -48,6 +49,16 @@ func sampled(body []byte) bool {
 func (r *run) cacheable(req *providers.Request) bool {
 	c := r.cfg.Cache
 	return c != nil && c.Cache != nil && !(c.SkipSampled && sampled(req.Body))
+}
+
+// holds reports whether the cache would answer req (for estimates); a
+// cache that fails holds nothing.
+func (c *CacheUse) holds(req *providers.Request) bool {
+	if c == nil || c.Cache == nil || !c.Mode.Read || (c.SkipSampled && sampled(req.Body)) {
+		return false
+	}
+	_, ok, _ := cache.Lookup(context.Background(), c.Cache, cacheKeyOf(req), req.Endpoint.Path(), req.Model)
+	return ok
 }
 
 // cacheHit answers h's request from the cache, when it holds an answer for
