@@ -71,6 +71,9 @@ func pruneCache(io *IO, cu *runner.CacheUse, o *CacheOptions) {
 	if cu == nil || o.MaxSize == "" || !cu.Mode.Write {
 		return
 	}
+	if _, dir := cu.Cache.(*cache.Dir); !dir {
+		return // Redis bounds itself (TTL, maxmemory)
+	}
 	if _, err := cu.Cache.Prune(context.Background(), 0); err != nil {
 		io.warnf("pruning the cache: %v", err)
 	}
