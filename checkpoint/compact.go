@@ -22,10 +22,13 @@ func (s *Store) compact() error {
 	defer s.setMu.Unlock()
 	x := &s.x
 	prune := s.opts.Prune && s.inputDone && x.done.unseen() > 0
-	if x.outStale > 0 || prune {
+	if x.outStale > 0 || prune || s.adopted > 0 {
 		kept, err := s.rewrite(s.opts.Output, true, false, func(l *scanLine) bool {
 			i := x.done.find(l.Key)
-			return i >= 0 && x.done.lineAt(i) == uint32(l.No) && (!prune || x.done.seen(i))
+			if i < 0 {
+				return !Answered(l.Line) // a line that answers nothing stays until an answer supersedes it
+			}
+			return x.done.lineAt(i) == uint32(l.No) && (!prune || x.done.seen(i))
 		})
 		if err != nil {
 			return err
@@ -33,7 +36,7 @@ func (s *Store) compact() error {
 		if prune {
 			s.opts.Warn(fmt.Sprintf("checkpoint: %s: dropped the answers of %d ids no longer in the input (--prune)", s.opts.Output, x.done.n-kept))
 		}
-		x.outStale = 0
+		x.outStale, s.adopted = 0, 0
 	}
 	if s.errs.f != nil && s.errs.off == 0 { // an empty errors file, as older runs left them
 		if err := os.Remove(s.opts.Errors); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -120,9 +123,13 @@ func (s *Store) copyKept(in io.Reader, path string, needID bool, w *bufio.Writer
 			}
 			return nil
 		}
+		line := l.Line
+		if needID && s.adopted > 0 {
+			line = s.adoptedLine(l)
+		}
 		kept++
-		size += int64(len(l.Line)) + 1
-		w.Write(l.Line)
+		size += int64(len(line)) + 1
+		w.Write(line)
 		return w.WriteByte('\n')
 	})
 	return kept, size, dropped, err

@@ -27,6 +27,7 @@ func TestKill9LosesNothingAcknowledged(t *testing.T) {
 	o, w := testOpts(t)
 	rng := rand.New(rand.NewPCG(5, 6))
 	acked := map[string]bool{}
+	seen := 0 // warnings of the rounds before
 	for round := range 4 {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestKill9LosesNothingAcknowledged$")
 		cmd.Env = append(os.Environ(), "CHECKPOINT_CRASH_CHILD=1", "CHECKPOINT_OUT="+o.Output, "CHECKPOINT_ERRS="+o.Errors)
@@ -52,8 +53,13 @@ func TestKill9LosesNothingAcknowledged(t *testing.T) {
 			}
 		}
 		mustClose(t, s)
-		if msgs := w.all(); len(msgs) != 0 {
-			t.Fatalf("round %d: a kill -9 tore or duplicated something: %q", round, msgs)
+		// A SIGKILL can cut the write it lands in (the kernel may stop a
+		// write waiting for memory under load): that last line was never
+		// acknowledged, and Open drops it. Anything else is a fault.
+		msgs := w.all()[seen:]
+		seen += len(msgs)
+		if len(msgs) > 1 || (len(msgs) == 1 && !strings.Contains(msgs[0], "torn last line")) {
+			t.Fatalf("round %d: a kill -9 tore more than its last write, or duplicated something: %q", round, msgs)
 		}
 		t.Logf("round %d: %d acknowledged, %d done", round, len(acked), done)
 	}

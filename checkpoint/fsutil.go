@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+
+	"github.com/llmrun/llmrun/internal/outfile"
 )
 
 // filePerm is the mode of every file the checkpoint creates: owner-only. The
@@ -22,6 +24,10 @@ const filePerm os.FileMode = 0o600
 // old or the new content, never a mix. The file gets mode perm, or with
 // keepMode the old file's mode if there is one.
 func writeFileAtomic(path string, data []byte, perm os.FileMode, keepMode bool) error {
+	path = outfile.MustResolve(path) // a symlink keeps pointing at the new content
+	if err := outfile.RequireRegular(path); err != nil {
+		return fmt.Errorf("checkpoint: write %s: %w", path, err)
+	}
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -94,6 +100,7 @@ func startRewrite(in *os.File, path, op string) (*rewriteFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: %s: %w", op, err)
 	}
+	path = outfile.MustResolve(path) // replace a symlink's target, not the link
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."

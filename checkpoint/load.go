@@ -20,7 +20,11 @@ type loaded struct {
 	errStale       bool // the errors file holds lines no longer wanted
 	dups           int  // output lines repeating their id's request (made outside llmrun?)
 	dupIDs         []string
-	malformed      *CorruptError
+	// foreign counts output lines that answer nothing: not sealed by
+	// llmrun, or failure records (see Answered).
+	foreign    int
+	foreignIDs []string
+	malformed  *CorruptError
 }
 
 // sameRequest reports whether two fingerprints may be of the same request:
@@ -57,6 +61,12 @@ func (x *loaded) loadOutput(r io.Reader, size int64) error {
 		}
 		if c, ok := sz.line(l.Line); ok {
 			x.done.reserve(c)
+		}
+		if !l.Answer {
+			if x.foreign++; len(x.foreignIDs) < 5 {
+				x.foreignIDs = append(x.foreignIDs, fmt.Sprintf("%q (line %d)", l.ID, l.No))
+			}
+			return nil
 		}
 		if i := x.done.find(l.Key); i >= 0 {
 			x.outStale++
@@ -117,6 +127,20 @@ func (x *loaded) dupWarning() string {
 	}
 	return fmt.Sprintf("checkpoint: %s answers %d requests more than once (made outside llmrun?); the last line of each counts, the others are dropped at the end of the run: %s%s",
 		x.output, x.dups, strings.Join(x.dupIDs, ", "), more)
+}
+
+// foreignWarning describes output lines that answer nothing, "" if there
+// are none.
+func (x *loaded) foreignWarning() string {
+	if x.foreign == 0 {
+		return ""
+	}
+	more := ""
+	if x.foreign > len(x.foreignIDs) {
+		more = ", …"
+	}
+	return fmt.Sprintf("checkpoint: %s has %d lines that are not answers llmrun wrote (no seal: made by hand or by an older llmrun; or failure records); their requests are sent again: %s%s",
+		x.output, x.foreign, strings.Join(x.foreignIDs, ", "), more)
 }
 
 // unfingerprinted counts answers without a fingerprint.

@@ -22,7 +22,7 @@ type fileLock struct {
 }
 
 func acquireLock(output string) (*fileLock, error) {
-	path := output + ".lock"
+	path := LockPath(output)
 	for range 16 {
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, filePerm)
 		if err != nil {
@@ -71,7 +71,7 @@ func (l *fileLock) release() error {
 // pid if it wrote one. It does not take the lock where the platform can tell
 // without (Linux: open file description locks).
 func lockHolder(output string) (held bool, pid int, err error) {
-	f, err := os.Open(output + ".lock")
+	f, err := os.Open(LockPath(output))
 	if errors.Is(err, os.ErrNotExist) {
 		return false, 0, nil
 	}

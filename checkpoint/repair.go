@@ -35,7 +35,7 @@ func Repair(output, errorsPath string) ([]Repaired, error) {
 	}
 	defer lock.release()
 	if errorsPath == "" {
-		sc, found, err := readSidecar(statePath(output))
+		sc, found, err := readSidecar(StatePath(output))
 		if err != nil {
 			return nil, err
 		}
@@ -125,14 +125,12 @@ func sortLines(in *os.File, needID bool, good io.Writer, rep *Repaired) (bad []b
 		return werr
 	})
 	if err == nil && res.Good < res.Size {
-		tail := make([]byte, res.Size-res.Good)
-		if _, err = in.ReadAt(tail, res.Good); err == nil {
-			if tail[len(tail)-1] != '\n' {
-				tail = append(tail, '\n')
-			}
+		// The torn tail may be as long as the file: it is copied, not held.
+		if err = flushRejected(rep.Rejected, &bad); err == nil {
+			var n int64
+			n, err = appendRejected(rep.Rejected, io.NewSectionReader(in, res.Good, res.Size-res.Good))
 			rep.Lines++
-			rep.Bytes += int64(len(tail))
-			bad = append(bad, tail...)
+			rep.Bytes += n
 		}
 	}
 	if err == nil {
@@ -162,4 +160,42 @@ func flushRejected(path string, b *[]byte) error {
 	}
 	*b = (*b)[:0]
 	return syncDir(filepath.Dir(path))
+}
+
+// appendRejected appends r to the rejected file durably, ending it with a
+// newline if r does not, and returns the bytes written.
+func appendRejected(path string, r io.Reader) (int64, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, filePerm)
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint: repair: %w", err)
+	}
+	lw := &lastByte{w: f}
+	n, err := io.Copy(lw, r)
+	if err == nil && n > 0 && lw.last != '\n' {
+		_, err = f.Write([]byte{'\n'})
+		n++
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return n, fmt.Errorf("checkpoint: repair: %w", err)
+	}
+	return n, syncDir(filepath.Dir(path))
+}
+
+// lastByte is a writer that remembers the last byte written.
+type lastByte struct {
+	w    io.Writer
+	last byte
+}
+
+func (l *lastByte) Write(b []byte) (int, error) {
+	if len(b) > 0 {
+		l.last = b[len(b)-1]
+	}
+	return l.w.Write(b)
 }

@@ -191,7 +191,7 @@ func TestFailuresFollowTheRequest(t *testing.T) {
 // fingerprint; they answer their id whatever its request is now.
 func TestUnfingerprintedLinesMatchAnyRequest(t *testing.T) {
 	o, _ := testOpts(t)
-	writeFile(t, o.Output, lines(result("a"), result("b")))
+	writeFile(t, o.Output, lines(sealed(result("a")), sealed(result("b"))))
 	s := mustOpen(t, o)
 	if s.Classify("a", 12345) != Skip {
 		t.Error("an unfingerprinted answer must count as done")

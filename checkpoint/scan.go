@@ -30,6 +30,9 @@ type scanLine struct {
 	// With scanOpts.keys, for a line with an id:
 	Key idKey       // the id's key in the index
 	FP  Fingerprint // the fingerprint the line carries; 0 if none
+	// Answer: the line is a success record llmrun sealed, the only kind
+	// that answers its request (not with scanOpts.trusted).
+	Answer bool
 }
 
 // scanResult describes a scanned file.
@@ -50,6 +53,52 @@ type scanOpts struct {
 	workers int  // validating goroutines; 0 means one per CPU, at most maxScanWorkers
 	keys    bool // compute Key and FP
 	trusted bool // skip validation: the file was validated when it was opened
+	// tailProbe is the line length past which scan looks ahead for the
+	// line's end before growing its buffer further; 0 means defaultTailProbe.
+	tailProbe int
+}
+
+// defaultTailProbe bounds the memory a torn last line costs: past it, scan
+// reads ahead without keeping the bytes, and a line that never ends (a
+// kill in the middle of a huge answer, garbage appended) is cut off as torn
+// at the cost of this buffer, not of its length.
+const defaultTailProbe = 8 << 20
+
+func (o scanOpts) probeAt() int {
+	if o.tailProbe > 0 {
+		return o.tailProbe
+	}
+	return defaultTailProbe
+}
+
+// probeTail reads r ahead to the next '\n' without keeping what it reads.
+// torn: the file ends first, and skipped is how much it read. Otherwise r
+// is put back where it was (the line is whole and will be read whole). A
+// reader that cannot seek is not probed.
+func probeTail(r io.Reader) (skipped int64, torn bool, err error) {
+	sk, ok := r.(io.Seeker)
+	if !ok {
+		return 0, false, nil
+	}
+	pos, err := sk.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return 0, false, nil // not really seekable: read on
+	}
+	buf := make([]byte, 64<<10)
+	for {
+		n, rerr := r.Read(buf)
+		if bytes.IndexByte(buf[:n], '\n') >= 0 {
+			_, err := sk.Seek(pos, io.SeekStart)
+			return 0, false, err
+		}
+		skipped += int64(n)
+		if rerr == io.EOF {
+			return skipped, true, nil
+		}
+		if rerr != nil {
+			return skipped, true, rerr
+		}
+	}
 }
 
 // scan reads a JSONL checkpoint file and calls fn for every non-blank line,
@@ -85,7 +134,7 @@ func scan(r io.Reader, o scanOpts, fn func(l *scanLine) error) (scanResult, erro
 		if c.err != nil {
 			return res, fmt.Errorf("checkpoint: read %s: %w", o.path, c.err)
 		}
-		res.Size = c.base + int64(len(c.buf))
+		res.Size = c.base + int64(len(c.buf)) + c.skipped
 		for i := range c.lines {
 			l := &c.lines[i]
 			l.No += lineBase
@@ -158,13 +207,16 @@ func (h *heldLine) emit(res *scanResult, fn func(l *scanLine) error) error {
 
 // chunk is a run of whole lines of the file, validated by a worker.
 type chunk struct {
-	seq   int
-	base  int64  // file offset of buf[0]
-	buf   []byte // whole lines, each ending in '\n'; in the last chunk the end may lack one
-	last  bool
-	err   error // a read error, reported in order
-	nl    int   // '\n' in buf, set by the worker
-	lines []chunkLine
+	seq  int
+	base int64  // file offset of buf[0]
+	buf  []byte // whole lines, each ending in '\n'; in the last chunk the end may lack one
+	last bool
+	// skipped is the length of a torn tail past buf that was read but not
+	// kept (see probeTail).
+	skipped int64
+	err     error // a read error, reported in order
+	nl      int   // '\n' in buf, set by the worker
+	lines   []chunkLine
 }
 
 // chunkLine is a scanLine with what the merge needs to know of the tail.
@@ -232,13 +284,13 @@ func (p *pipeline) read() {
 		case <-p.quit:
 			return
 		}
-		c.seq, c.base, c.err, c.last = seq, base, nil, false
+		c.seq, c.base, c.err, c.last, c.skipped = seq, base, nil, false, 0
 		buf := append(c.buf[:0], carry...)
 		if cap(buf) < p.o.chunk {
 			buf = make([]byte, len(buf), max(p.o.chunk, 2*len(buf)))
 			copy(buf, carry)
 		}
-		cut := -1
+		cut, probed := -1, false
 		for {
 			n, err := p.r.Read(buf[len(buf):cap(buf)])
 			buf = buf[:len(buf)+n]
@@ -253,7 +305,16 @@ func (p *pipeline) read() {
 				if cut = bytes.LastIndexByte(buf, '\n'); cut >= 0 {
 					break
 				}
-				buf = append(buf, 0)[:len(buf)] // a line longer than the buffer: grow
+				if !probed && len(buf) >= p.o.probeAt() {
+					probed = true
+					if skipped, torn, err := probeTail(p.r); err != nil || torn {
+						c.err, c.skipped, c.last = err, skipped, true
+						break
+					}
+				}
+				grown := make([]byte, len(buf), 2*cap(buf)) // a line longer than the buffer
+				copy(grown, buf)
+				buf = grown
 			}
 		}
 		if c.last {
@@ -295,9 +356,11 @@ func (p *pipeline) validate() {
 				if open {
 					l.No = c.nl + 1
 				} else {
+					sealed := false
 					if !p.o.trusted {
-						l.Bad = checkLine(line, p.o.needID)
+						l.Bad, sealed = checkSealed(line, p.o.needID)
 					}
+					l.Answer = sealed && p.o.keys && l.Bad == "" && succeeded(line)
 					if l.Bad == "" || l.Bad == noID {
 						l.ID, _ = lineID(line)
 					}
@@ -341,28 +404,36 @@ const noID = `no "custom_id"`
 // checkLine validates one line: "" if it is well-formed, else the reason.
 // A sealed line is checked by its checksum, any other by JSON validity.
 func checkLine(line []byte, needID bool) string {
+	why, _ := checkSealed(line, needID)
+	return why
+}
+
+// checkSealed is checkLine that also says whether the line carries a right
+// seal: whether llmrun wrote it.
+func checkSealed(line []byte, needID bool) (string, bool) {
 	nul := ""
-	switch verifySeal(line) {
+	st := verifySeal(line)
+	switch st {
 	case sealBroken:
 		if bytes.IndexByte(line, 0) >= 0 {
 			nul = "; it holds NUL bytes"
 		}
-		return "checksum mismatch: the line changed after it was written" + nul
+		return "checksum mismatch: the line changed after it was written" + nul, st == sealOK
 	case unsealed:
 		if !jsonvalid.Valid(line) {
 			if bytes.IndexByte(line, 0) >= 0 {
 				nul = " (it holds NUL bytes)"
 			}
-			return "not valid JSON" + nul
+			return "not valid JSON" + nul, st == sealOK
 		}
 	}
 	if !isObject(line) {
-		return "not a JSON object"
+		return "not a JSON object", st == sealOK
 	}
 	if _, ok := lineID(line); !ok && needID {
-		return noID
+		return noID, st == sealOK
 	}
-	return ""
+	return "", st == sealOK
 }
 
 // isObject reports whether line looks like one JSON object: braces at both

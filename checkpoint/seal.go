@@ -133,3 +133,50 @@ func verifySeal(line []byte) sealState {
 	}
 	return sealOK
 }
+
+// Answered reports whether an output line answers its request: a success
+// record llmrun sealed (see succeeded). Anything else in an output (a line
+// made by hand or by an older llmrun, a failure record, the input itself
+// given as -o) is not an answer, and its request is sent again.
+func Answered(line []byte) bool { return verifySeal(line) == sealOK && succeeded(line) }
+
+// succeeded reports whether a line is a success record: a response with a
+// 2xx status and no error. The runner's own lines are read at fixed places
+// (response first after the ids, `"error":null` before the llmrun object);
+// anything else goes through gjson.
+func succeeded(line []byte) bool {
+	status := int64(-1)
+	if i := bytes.Index(line, []byte(respPrefix)); i >= 0 {
+		status = leadingInt(line[i+len(respPrefix):])
+	}
+	if status < 0 {
+		if r := gjson.GetBytes(line, "response.status_code"); r.Type == gjson.Number {
+			status = r.Int()
+		}
+	}
+	if status < 200 || status > 299 {
+		return false
+	}
+	if !bytes.Contains(line, []byte(`"error":`)) || bytes.Contains(line, []byte(`"error":null,"llmrun":{`)) {
+		return true
+	}
+	e := gjson.GetBytes(line, "error")
+	return !e.Exists() || e.Type == gjson.Null
+}
+
+// respPrefix starts the response of a line as the runner writes it.
+const respPrefix = `"response":{"status_code":`
+
+// leadingInt reads the decimal digits at the start of b followed by a ',' or
+// '}'; -1 if there are none.
+func leadingInt(b []byte) int64 {
+	var n int64
+	i := 0
+	for ; i < len(b) && i < 6 && b[i] >= '0' && b[i] <= '9'; i++ {
+		n = n*10 + int64(b[i]-'0')
+	}
+	if i == 0 || i == len(b) || (b[i] != ',' && b[i] != '}') {
+		return -1
+	}
+	return n
+}

@@ -8,6 +8,8 @@ import (
 	"maps"
 	"os"
 	"time"
+
+	"github.com/llmrun/llmrun/internal/outfile"
 )
 
 // sidecarVersion is the state file format this package writes and reads.
@@ -117,3 +119,11 @@ func compact(v json.RawMessage) json.RawMessage {
 	}
 	return b.Bytes()
 }
+
+// StatePath is the state file the checkpoint of output keeps beside it
+// (beside its target if output is a symlink).
+func StatePath(output string) string { return statePath(outfile.MustResolve(output)) }
+
+// LockPath is the lock file of an output or errors file: beside the file
+// it resolves to, so that every name of one file takes one lock.
+func LockPath(file string) string { return outfile.MustResolve(file) + ".lock" }

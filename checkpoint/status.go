@@ -49,7 +49,7 @@ type StatusReport struct {
 // file exists the error wraps os.ErrNotExist.
 func Status(output string) (StatusReport, error) {
 	r := StatusReport{Output: output, Errors: ErrorsPath(output)}
-	sc, found, err := readSidecar(statePath(output))
+	sc, found, err := readSidecar(StatePath(output))
 	if err != nil {
 		return r, err
 	}

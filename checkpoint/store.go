@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/llmrun/llmrun/internal/jsonvalid"
+	"github.com/llmrun/llmrun/internal/outfile"
 )
 
 // Group-commit defaults for FsyncBatch.
@@ -147,6 +148,7 @@ func (v Verdict) String() string {
 // line of an id as the current one, so the rerun reaches the same state.
 type Store struct {
 	opts      Options
+	given     string // the output's path as given to Open; opts has it resolved
 	locks     []*fileLock
 	statePath string
 
@@ -167,6 +169,7 @@ type Store struct {
 	errsAtOpen uint32 // lines of the errors file when it was opened
 	inputDone  bool
 	retried    int
+	adopted    int // answers re-fingerprinted by ClassifyAdopting, rewritten at Close
 
 	stMu     sync.Mutex
 	sc       sidecar
@@ -183,9 +186,20 @@ func Open(o Options) (*Store, error) {
 	if o.Errors == "" {
 		o.Errors = ErrorsPath(o.Output)
 	}
-	if filepath.Clean(o.Output) == filepath.Clean(o.Errors) {
+	if outfile.Same(o.Output, o.Errors) {
 		return nil, fmt.Errorf("checkpoint: output and errors file are the same: %s", o.Output)
 	}
+	for _, p := range []string{o.Output, o.Errors} {
+		if err := outfile.RequireRegular(p); err != nil {
+			return nil, fmt.Errorf("checkpoint: %w", err)
+		}
+	}
+	// Every name of a file is one checkpoint: the lock, the state file and
+	// the rewrites go by the path the name resolves to, so a symlink alias
+	// of a live run's output finds it locked, and a compaction replaces
+	// the link's target, never the link.
+	given := o.Output
+	o.Output, o.Errors = outfile.MustResolve(o.Output), outfile.MustResolve(o.Errors)
 	if o.SyncInterval <= 0 {
 		o.SyncInterval = DefaultSyncInterval
 	}
@@ -201,7 +215,7 @@ func Open(o Options) (*Store, error) {
 	if o.wrap == nil {
 		o.wrap = func(f *os.File) file { return f }
 	}
-	s := &Store{opts: o, statePath: statePath(o.Output)}
+	s := &Store{opts: o, given: given, statePath: statePath(o.Output)}
 	s.x.output, s.x.errors = o.Output, o.Errors
 	if err := s.open(); err != nil {
 		for _, a := range []*appendFile{&s.out, &s.errs} {
@@ -251,8 +265,10 @@ func (s *Store) open() error {
 	if err := s.openErrors(); err != nil {
 		return err
 	}
-	if w := s.x.dupWarning(); w != "" {
-		o.Warn(w)
+	for _, w := range []string{s.x.dupWarning(), s.x.foreignWarning()} {
+		if w != "" {
+			o.Warn(w)
+		}
 	}
 
 	sc.Updated = o.Now().UTC()
@@ -356,6 +372,11 @@ func (s *Store) Classify(id string, fp Fingerprint) Verdict {
 	k := keyOfString(id)
 	s.setMu.Lock()
 	defer s.setMu.Unlock()
+	return s.classifyLocked(k, fp)
+}
+
+// classifyLocked is Classify for the id whose key is k. Requires s.setMu.
+func (s *Store) classifyLocked(k idKey, fp Fingerprint) Verdict {
 	if i := s.x.done.find(k); i >= 0 {
 		s.x.done.markSeen(i)
 		if sameRequest(s.x.done.fpAt(i), fp) {
@@ -726,7 +747,7 @@ func (s *Store) SetState(key string, value json.RawMessage) error {
 }
 
 // Output returns the output file's path as given to Open.
-func (s *Store) Output() string { return s.opts.Output }
+func (s *Store) Output() string { return s.given }
 
 // State returns the value recorded under key, by this run or an earlier one,
 // in compact form.

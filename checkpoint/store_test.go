@@ -39,7 +39,7 @@ func TestParseFsyncMode(t *testing.T) {
 }
 
 func TestOpenRepairsTornTail(t *testing.T) {
-	good := lines(result("a"), result("b"))
+	good := lines(sealed(result("a")), sealed(result("b")))
 	tests := map[string]string{
 		"mid-line":             `{"custom_id":"c","response":{"sta`,
 		"missing newline only": result("c"),
@@ -165,7 +165,7 @@ func TestErrorsFileRewrite(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			o, w := testOpts(t)
 			o.RetryFailed = tc.retry
-			writeFile(t, o.Output, lines(result("a")))
+			writeFile(t, o.Output, lines(sealed(result("a"))))
 			writeFile(t, o.Errors, old)
 			s := mustOpen(t, o)
 			if got := readFile(t, o.Errors); got != strings.TrimSuffix(old, `{"custom_id":"d","err`) {
@@ -264,7 +264,7 @@ func TestErrorsPath(t *testing.T) {
 
 func TestAppendRejects(t *testing.T) {
 	o, _ := testOpts(t)
-	writeFile(t, o.Output, lines(result("old")))
+	writeFile(t, o.Output, lines(sealed(result("old"))))
 	s := mustOpen(t, o)
 	defer mustClose(t, s)
 	if err := s.AppendResult("new", []byte(result("new"))); err != nil {
@@ -295,7 +295,7 @@ func TestAppendRejects(t *testing.T) {
 			}
 		})
 	}
-	if got := readFile(t, o.Output); got != lines(result("old"), sealed(result("new"))) {
+	if got := readFile(t, o.Output); got != lines(sealed(result("old")), sealed(result("new"))) {
 		t.Fatalf("output %q", got)
 	}
 }
@@ -645,7 +645,7 @@ func TestOpenArguments(t *testing.T) {
 
 func TestOpenDuplicateIDs(t *testing.T) {
 	o, w := testOpts(t)
-	writeFile(t, o.Output, lines(result("a"), result("b"), result("a")))
+	writeFile(t, o.Output, lines(sealed(result("a")), sealed(result("b")), sealed(result("a"))))
 	s := mustOpen(t, o)
 	defer mustClose(t, s)
 	if d, _ := s.Counts(); d != 2 {

@@ -78,11 +78,16 @@ func (s strictScenario) run(t testing.TB) (time.Duration, int64, int64) {
 	return wall, st.RateLimited, st.Completed
 }
 
-// TestBudgetScheduling: with only the published per-minute numbers, llmrun
-// draws no 429 from a strict provider even at a concurrency far above the
-// provider's (a scaled-down version of the benchmark below, so it is quick).
+// TestBudgetScheduling: with the published per-minute numbers, llmrun
+// draws no 429 from a strict provider (a scaled-down version of the
+// benchmark below, so it is quick). The client's concurrency is the
+// server's: at 64, the server's in-flight count is the rate times the
+// latency, which grows with the machine's load, and under load it passed
+// 8 and drew concurrency 429s now and then (issue 22 item 13); what this
+// test checks is the pacing against the per-minute numbers, which does not
+// depend on speed. The benchmark keeps 64.
 func TestBudgetScheduling(t *testing.T) {
-	s := strictScenario{requests: 120, rpm: 3000, itpm: 300000, promptBytes: 520, serverConcurrency: 8, clientConcurrency: 64, explicit: true}
+	s := strictScenario{requests: 120, rpm: 3000, itpm: 300000, promptBytes: 520, serverConcurrency: 8, clientConcurrency: 8, explicit: true}
 	_, limited, completed := s.run(t)
 	if limited != 0 {
 		t.Errorf("%d 429s, want 0", limited)

@@ -36,6 +36,9 @@ type configFile struct {
 	Pools     map[string]limitsConfig   `yaml:"pools"`
 	// Cache is the cross-run cache (cache.go): defaults for --cache….
 	Cache yaml.Node `yaml:"cache"`
+	// ModelMap renames the models lines name: {claude-sonnet-4-5:
+	// gemini-2.5-pro} sends claude-sonnet-4-5 lines as gemini-2.5-pro.
+	ModelMap map[string]string `yaml:"model_map"`
 }
 
 type endpointConfig struct {
@@ -68,6 +71,7 @@ type loadedConfig struct {
 	endpoints map[string]job.Endpoint
 	pools     map[string]job.Limits
 	defaults  []configDefault
+	modelMap  map[string]string
 }
 
 // configDefault is one default: a flag's name, its value(s), and the line.
@@ -126,10 +130,21 @@ func parseConfig(path string, data []byte) (*loadedConfig, error) {
 	}
 	var root yaml.Node
 	_ = yaml.Unmarshal(data, &root)
+	if line, key := duplicateKey(&root); line > 0 {
+		return nil, bad("%d: %s is given twice (the last would silently win): give it once", line, key)
+	}
 	lines := endpointLines(&root)
-	cfg := &loadedConfig{path: path, endpoints: map[string]job.Endpoint{}, pools: map[string]job.Limits{}}
+	poolLines := mappingLines(&root, "pools")
+	cfg := &loadedConfig{path: path, endpoints: map[string]job.Endpoint{}, pools: map[string]job.Limits{}, modelMap: f.ModelMap}
+	for from, to := range f.ModelMap {
+		if from == "" || to == "" {
+			return nil, bad(" model_map: %q: %q: want a model name on both sides", from, to)
+		}
+	}
 	for name, p := range f.Pools {
-		cfg.pools[name] = p.limits()
+		l := p.limits()
+		l.Where = fmt.Sprintf("%s:%d: pool %s", path, poolLines[name], name)
+		cfg.pools[name] = l
 	}
 	for name, e := range f.Endpoints {
 		where := fmt.Sprintf("%s:%d", path, lines[name])
@@ -140,6 +155,7 @@ func parseConfig(path string, data []byte) (*loadedConfig, error) {
 			Model: e.Model, Headers: e.Headers, Pool: e.Pool, Where: where}
 		if e.Limits != nil {
 			l := e.Limits.limits()
+			l.Where = where + ": endpoint " + name
 			ep.Limits = &l
 		}
 		cfg.endpoints[name] = ep
@@ -177,6 +193,37 @@ func parseConfig(path string, data []byte) (*loadedConfig, error) {
 
 // yamlMessage is a yaml error as "LINE: what", without the library's
 // framing and Go type names.
+// duplicateKey finds a mapping that names a key twice, anywhere in the
+// document: the line of the second one and its dotted path; 0 if none.
+// yaml's decoder lets the last win in the defaults (read as nodes).
+func duplicateKey(n *yaml.Node) (int, string) {
+	var walk func(n *yaml.Node, path string) (int, string)
+	walk = func(n *yaml.Node, path string) (int, string) {
+		if n.Kind == yaml.MappingNode {
+			seen := map[string]bool{}
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k := n.Content[i]
+				name := strings.TrimPrefix(path+"."+k.Value, ".")
+				if seen[k.Value] {
+					return k.Line, name
+				}
+				seen[k.Value] = true
+				if line, key := walk(n.Content[i+1], name); line > 0 {
+					return line, key
+				}
+			}
+			return 0, ""
+		}
+		for _, c := range n.Content {
+			if line, key := walk(c, path); line > 0 {
+				return line, key
+			}
+		}
+		return 0, ""
+	}
+	return walk(n, "")
+}
+
 func yamlMessage(err error) string {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	msg = strings.TrimPrefix(msg, "unmarshal errors:\n")
@@ -198,14 +245,18 @@ func yamlMessage(err error) string {
 }
 
 // endpointLines maps each endpoint's name to its line in the file.
-func endpointLines(root *yaml.Node) map[string]int {
+func endpointLines(root *yaml.Node) map[string]int { return mappingLines(root, "endpoints") }
+
+// mappingLines maps the names under the top-level mapping section to the
+// lines that name them.
+func mappingLines(root *yaml.Node, section string) map[string]int {
 	out := map[string]int{}
 	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
 		return out
 	}
 	top := root.Content[0]
 	for i := 0; i+1 < len(top.Content); i += 2 {
-		if top.Content[i].Value != "endpoints" || top.Content[i+1].Kind != yaml.MappingNode {
+		if top.Content[i].Value != section || top.Content[i+1].Kind != yaml.MappingNode {
 			continue
 		}
 		eps := top.Content[i+1]

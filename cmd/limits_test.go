@@ -131,19 +131,40 @@ func TestRedisOutageIsOneLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
-	m, url := mockServer(t, mock.Config{TokenDelay: 20 * time.Millisecond})
+	// Event-driven, whatever the machine's speed: the server answers four
+	// requests, then holds every other one until Redis is down, so the run
+	// can neither finish first nor be stopped before it used Redis.
+	m := mock.New(mock.Config{})
+	var started, answered atomic.Int64
+	fourDone, release := make(chan struct{}), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := started.Add(1)
+		if n > 4 {
+			<-release
+		}
+		m.ServeHTTP(w, r)
+		if n <= 4 && answered.Add(1) == 4 {
+			close(fourDone)
+		}
+	}))
+	defer srv.Close()
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
 	in, _ := promptFile(t, 64)
 	var stderr bytes.Buffer
-	c := llmrunProcess(url, &stderr, "batch", in, "--provider", "openai", "--model", "m", "--quiet", "--concurrency", "8",
+	c := llmrunProcess(srv.URL, &stderr, "batch", in, "--provider", "openai", "--model", "m", "--quiet", "--concurrency", "8",
 		"--rpm", "60000", "--redis", "redis://:s3cret-pw@"+addr+"/0")
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for m.Stats().Completed < 4 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	<-fourDone
 	stop() // every in-flight settle and the next reservations fail
+	close(release)
 	if code := exitCode(c.Wait()); code != ExitAborted {
 		t.Fatalf("exit %d, want %d: %s", code, ExitAborted, stderr.String())
 	}

@@ -14,13 +14,19 @@ func newMockCmd(io *IO) *cobra.Command {
 	var addr string
 	c := &cobra.Command{
 		Use:   "mock",
-		Short: "Serve the built-in mock provider (OpenAI, Anthropic and Azure wire formats) for tests and demos",
-		Long: `Serve a mock LLM provider speaking the OpenAI Chat Completions (/v1/chat/completions),
-Anthropic Messages (/v1/messages) and Azure OpenAI (/openai/deployments/DEP/chat/completions?api-version=V,
-/openai/v1/...) wire formats, plain and streamed, and the batch APIs (OpenAI /v1/files + /v1/batches
-and the same under /openai, Anthropic /v1/messages/batches), with deterministic answers,
-server-side limits (429 with retry-after and rate-limit headers) and injectable faults.
-GET /mock/stats returns its counters as JSON.`,
+		Short: "Serve the built-in mock provider (OpenAI, Responses, embeddings, Anthropic, Azure and Gemini) for tests and demos",
+		Long: `Serve a mock LLM provider speaking, plain and streamed:
+  OpenAI Chat Completions  POST /v1/chat/completions (JSON mode, n, forced tool calls honoured)
+  OpenAI Responses         POST /v1/responses
+  OpenAI embeddings        POST /v1/embeddings
+  Anthropic Messages       POST /v1/messages (forced tool_use honoured)
+  Azure OpenAI             /openai/deployments/DEP/chat/completions?api-version=V and /openai/v1/...
+  Gemini                   POST /v1beta/models/MODEL:generateContent, :streamGenerateContent?alt=sse,
+                           :embedContent, :batchEmbedContents (responseMimeType JSON honoured)
+and the batch APIs (OpenAI /v1/files + /v1/batches and the same under /openai, Anthropic
+/v1/messages/batches, Gemini :batchGenerateContent), with deterministic answers, server-side limits
+(429 with retry-after and rate-limit headers) and injectable faults. GET /v1/models and
+/v1beta/models list its models; GET /mock/stats returns its counters as JSON.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return job.ServeMock(c.Context(), io, addr, cfg)
@@ -42,10 +48,14 @@ GET /mock/stats returns its counters as JSON.`,
 	f.Float64Var(&cfg.ResetRate, "reset-rate", 0, "fraction of attempts whose connection is cut")
 	f.Float64Var(&cfg.ServerErrorRate, "server-error-rate", 0, "fraction of attempts answered 500")
 	f.BoolVar(&cfg.Outage, "outage", false, "answer 500 to everything")
+	f.BoolVar(&cfg.Acceleration, "acceleration", false, "refuse sharp increases: a 5s window admits at most max(20, 2x the previous window's admissions) (429 slow_down / Anthropic acceleration limit)")
+	f.BoolVar(&cfg.StreamFailure, "stream-failure", false, `answer every streamed request with 500 {"status":"failure"} (plain requests succeed), like a gateway that cannot stream`)
 	f.BoolVar(&cfg.SpendCap, "spend-cap", false, "answer the spend-cap / insufficient_quota error to everything")
 	f.StringVar(&cfg.APIKey, "api-key", "", "require this API key (401 otherwise)")
 	f.BoolVar(&cfg.AzureChargeMaxTokens, "azure-charge-max-tokens", false, "Azure: admission charges prompt + max_tokens into the token counter (--itpm), kept whatever the answer, as Microsoft documents")
 	f.BoolVar(&cfg.NoUsage, "no-usage", false, "answer Chat Completions without usage, as some local servers do")
+	f.BoolVar(&cfg.NoModelRules, "no-model-rules", false, "accept bodies a model's family refuses (max_tokens to reasoning models, temperature with top_p to recent Claude models, JSON mode without \"json\")")
+	f.BoolVar(&cfg.KnownModels, "known-models", false, "answer 404 to models the provider does not serve (other than mock-1)")
 	f.DurationVar(&cfg.TokenDelay, "token-delay", 0, "delay per generated token (slow streams)")
 	f.IntVar(&cfg.AnswerWords, "answer-words", 0, "words in every answer after its head (0: 8 to 24, drawn per prompt); long answers for streaming benchmarks")
 	f.Int64Var(&cfg.Seed, "seed", 1, "seed for fault selection and answers")

@@ -58,9 +58,11 @@ func newRoot(io *IO) (*cobra.Command, *usageStage) {
 		Use:   "llmrun",
 		Short: "Run batches of LLM requests within provider limits, resumably",
 		Long: `llmrun runs JSONL batches of LLM requests (OpenAI batch lines, Anthropic batch lines or
-simple {"prompt": ...} lines) against OpenAI, Anthropic and OpenAI-compatible servers. It schedules
-against the provider's rate limits instead of tripping them, retries what can succeed, checkpoints
-every result as it lands, and resumes where it stopped when rerun.
+simple {"prompt": ...} lines) against OpenAI (Chat Completions, Responses, embeddings), Anthropic,
+Azure OpenAI, Gemini and OpenAI-compatible servers, live or through the providers' batch APIs. It
+schedules against the provider's rate limits instead of tripping them, retries what can succeed,
+checkpoints every result as it lands, and resumes where it stopped when rerun. "llmrun mock" serves
+a mock of every one of these dialects for trying it all without a key.
 
 ` + exitCodesHelp,
 		SilenceUsage:               true,
@@ -143,9 +145,14 @@ func finish(io *IO, summaryFile string, sum *runner.Summary, runErr error) error
 		return runErr
 	}
 	sum.ExitCode = ExitCode(runErr)
-	io.Log.Info(sum.Text(), slog.Any("summary", sum.LogValue()))
-	if runErr != nil && sum.ExitCode != ExitFailed && sum.ExitCode != ExitOK {
-		io.Log.Info("resume with: " + resumeCommand())
+	hint := resumeHint(sum, runErr, os.Args[1:])
+	if endsOnTerminal(io) {
+		fmt.Fprint(io.Err, sum.Block(outcome(sum, runErr), strings.TrimPrefix(hint, "resume with: "), termWidthOf(io)))
+	} else {
+		io.Log.Info(sum.Text(), slog.Any("summary", sum.LogValue()))
+		if runErr != nil && sum.ExitCode != ExitFailed && sum.ExitCode != ExitOK {
+			io.Log.Info(hint)
+		}
 	}
 	if summaryFile != "" {
 		if err := sum.WriteFile(summaryFile); err != nil && runErr == nil {
@@ -154,10 +161,6 @@ func finish(io *IO, summaryFile string, sum *runner.Summary, runErr error) error
 	}
 	return runErr
 }
-
-// resumeCommand is the command line that resumes this run: the same one,
-// with passwords in URLs (--redis, --base-url) and --header values masked.
-func resumeCommand() string { return maskArgs(os.Args[1:]) }
 
 // maskArgs is "llmrun" and args, with what may be a secret masked.
 func maskArgs(in []string) string {
@@ -172,14 +175,35 @@ func maskArgs(in []string) string {
 		case strings.HasPrefix(a, "-H") && len(a) > 2:
 			a = "-H" + maskHeader(a[2:])
 		default:
-			if u, err := url.Parse(a); err == nil && u.User != nil {
-				a = u.Redacted()
-			}
+			a = maskURLArg(a)
 		}
 		header = a == "-H" || a == "--header"
 		args = append(args, a)
 	}
 	return strings.Join(args, " ")
+}
+
+// maskURLArg is a, or the value of a --flag=value a, with a URL's
+// userinfo dropped and its query values masked (--base-url
+// 'https://host/v1beta?key=X' carries Gemini's key).
+func maskURLArg(a string) string {
+	i := strings.Index(a, "://")
+	if i < 0 {
+		return a
+	}
+	prefix, v := "", a
+	if j := strings.LastIndex(a[:i], "="); j >= 0 && strings.HasPrefix(a, "-") {
+		prefix, v = a[:j+1], a[j+1:]
+	}
+	u, err := url.Parse(v)
+	switch {
+	case err != nil || u.Host == "":
+	case u.RawQuery != "":
+		return prefix + providers.StripUserinfo(v)
+	case u.User != nil:
+		return prefix + u.Redacted()
+	}
+	return a
 }
 
 // maskHeader keeps a --header's name and masks its value, quoted for the

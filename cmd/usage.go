@@ -19,6 +19,9 @@ import (
 // cobra gives for misspelt commands.
 func flagError(c *cobra.Command, err error) error {
 	msg := err.Error()
+	if plain := plainFlagValueError(msg); plain != msg {
+		err = errors.New(plain)
+	}
 	if name, ok := strings.CutPrefix(msg, "unknown flag: --"); ok {
 		if near := nearestFlag(c.Flags(), name); near != "" {
 			err = fmt.Errorf("%s (did you mean --%s?)", msg, near)

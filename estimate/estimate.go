@@ -245,3 +245,17 @@ func sortedP95(s []int64) int64 {
 	i := int(math.Ceil(0.95*float64(len(s)))) - 1
 	return s[max(i, 0)]
 }
+
+// SeedRatio sets key's calibration ratio before any response, from a
+// count the provider made of sample requests (count_tokens): the opening
+// burst is then reserved on the provider's count rather than the raw
+// estimate, and reported usage refines it from there as usual.
+func (e *Estimator) SeedRatio(key string, ratio float64) {
+	if ratio <= 0 || math.IsNaN(ratio) {
+		return
+	}
+	k := e.key(key)
+	k.mu.Lock()
+	k.ratio, k.calibrated = min(max(ratio, calibMin), calibMax), true
+	k.mu.Unlock()
+}

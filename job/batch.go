@@ -22,6 +22,7 @@ import (
 	"github.com/llmrun/llmrun/providers/registry"
 	"github.com/llmrun/llmrun/runner"
 	"github.com/llmrun/llmrun/runner/retry"
+	"github.com/llmrun/llmrun/telemetry"
 )
 
 // BatchOptions are everything the batch command takes. Zero durations and
@@ -38,7 +39,9 @@ type BatchOptions struct {
 	// NoAuth sends no API key (--no-auth).
 	NoAuth    bool
 	MaxTokens int
-	Stream    bool
+	// Models are --override-model and the config's model_map.
+	Models ModelOptions
+	Stream bool
 	// Fallback is the chain of provider:model hops after the primary.
 	Fallback []string
 	// Headers are extra request headers ("Name: value", --header); their
@@ -50,7 +53,10 @@ type BatchOptions struct {
 	// Daily holds --rpd, --tpd and --wait-daily (daily.go).
 	Daily                 DailyOptions
 	Burst, Skew, MaxPause time.Duration
-	Pool, Shard, Redis    string
+	// WarmUp paces a key with no history against acceleration limits
+	// (limiter.Limits.WarmUp); 0 disables it.
+	WarmUp             time.Duration
+	Pool, Shard, Redis string
 	// Shards and ShardIndex are --shards N with --shard-index I, the
 	// 0-based form of --shard I+1/N; without ShardIndex ("") the index is
 	// JOB_COMPLETION_INDEX, as a Kubernetes Indexed Job sets it.
@@ -72,7 +78,10 @@ type BatchOptions struct {
 	// long (0: never); FailFast one whose first FailFast attempts all
 	// failed alike (0: never); MaxFailures one whose failures pass a
 	// count or a ratio ("N" or "P%", "" for none).
-	ConnectDeadline      time.Duration
+	ConnectDeadline time.Duration
+	// SetupDeadline stops a run whose model never worked and kept failing
+	// the same way this long (runner.SetupError; 0: never).
+	SetupDeadline        time.Duration
 	FailFast             int
 	MaxFailures          string
 	RequireJSON          bool
@@ -139,6 +148,13 @@ type batch struct {
 	maxFailures runner.MaxFailures
 	// metrics exports the run's figures; nil without metrics options.
 	metrics *metrics.Exporter
+	// modelCounts are the checked requests per model; inputRatios the
+	// provider's count over the local one per model (calibrate_live.go).
+	modelCounts map[string]int64
+	inputRatios map[string]float64
+	// telemetry exports OpenTelemetry traces and metrics; nil without
+	// an OTLP endpoint in the environment.
+	telemetry *telemetry.Telemetry
 	// primaryAt is the primary route's endpoint (a config file's named
 	// endpoint: its key variable and headers), for the batch API client.
 	primaryAt registry.Endpoint
@@ -170,20 +186,19 @@ func Batch(ctx context.Context, io *IO, o BatchOptions) (*runner.Summary, error)
 		return nil, err
 	}
 	defer b.close()
+	b.announce()
 	sum, handled, err := b.runOffline(ctx)
 	if !handled {
 		cfg := b.runConfig()
 		cfg.Cache = cu
-		if b.metrics != nil {
-			cfg.Observer = b.metrics
-		}
+		cfg.Observer = b.observer()
 		sum, err = runner.Run(ctx, cfg)
 	}
 	if cerr := b.store.Close(); cerr != nil && err == nil {
 		err = cerr
 	}
 	if sum != nil {
-		sum.ErrorsFile = o.Errors
+		sum.ErrorsFile, sum.OutputFile = o.Errors, o.Output
 	}
 	err = pendingIsAnError(sum, err)
 	b.finishMetrics(err)
@@ -213,6 +228,9 @@ func prepare(ctx context.Context, io *IO, o *BatchOptions) (_ *batch, err error)
 	if err != nil {
 		return nil, err
 	}
+	if err := o.checkFiles(); err != nil {
+		return nil, err
+	}
 	if err := checkWritable("-o", o.Output, "--errors", o.Errors, "--summary", o.Summary, "--metrics-file", o.Metrics.File); err != nil {
 		return nil, err
 	}
@@ -237,10 +255,12 @@ func prepare(ctx context.Context, io *IO, o *BatchOptions) (_ *batch, err error)
 	for _, step := range []func() error{
 		b.checkOptions,
 		b.startMetrics,
+		b.startTelemetry,
 		func() error { return b.openInput(shard) },
 		b.buildRoutes,
 		func() error { return b.buildBudget(ctx) },
 		b.checkInput,
+		func() error { return b.calibrateLive(ctx) },
 		func() error { return b.openCheckpoint(fsync) },
 	} {
 		if err = step(); err != nil {
@@ -293,14 +313,20 @@ func (b *batch) buildBudget(ctx context.Context) (err error) {
 func (b *batch) checkInput() error {
 	o := b.o
 	b.src.Parser = o.parser(b.routes[0].Provider.Format())
+	b.src.Parser.Models = o.modelRules(b.io, b.primary, b.routes[0].Provider.BaseURL())
 	b.src.Route = &b.routes[0]
 	if b.src.Parser.Defaults.Model == "" {
 		b.src.Parser.Defaults.Model = b.routes[0].Model // the deployment a URL names
 	}
+	if err := o.Models.check(b.src.Parser.Defaults.Model); err != nil {
+		return err
+	}
 	fits := runner.FitsLimits(b.limits, b.estimator, b.routes[0].Admission)
+	b.modelCounts = map[string]int64{}
 	models := map[string]bool{} // the input's models, for --max-cost
 	b.src.Validate = func(req *providers.Request) error {
 		models[req.Model] = true
+		b.modelCounts[req.Model]++
 		return fits(req)
 	}
 	check, err := b.src.Check()
@@ -427,7 +453,7 @@ func inputName(path string) string {
 func (o *BatchOptions) limits() limiter.Limits {
 	return limiter.Limits{
 		RPM: o.RPM, ITPM: o.ITPM, OTPM: o.OTPM, TPM: o.TPM,
-		Burst: o.Burst, Headroom: o.Headroom, Concurrency: o.Concurrency, Skew: o.Skew,
+		Burst: o.Burst, Headroom: o.Headroom, Concurrency: o.Concurrency, Skew: o.Skew, WarmUp: o.WarmUp,
 		Auto: o.RPM == 0 && o.ITPM == 0 && o.OTPM == 0 && o.TPM == 0,
 	}
 }
@@ -467,6 +493,7 @@ func (b *batch) runConfig() runner.Config {
 		Store:       b.store,
 		Limiter:     b.budget,
 		Estimator:   b.estimator,
+		InputRatios: b.inputRatios,
 		Policy:      retry.Policy{MaxAttempts: o.MaxAttempts, Deadline: o.RequestTimeout, Base: o.BackoffBase, Max: o.BackoffMax, MaxServerDelay: o.MaxPause},
 		RetryBudget: retry.NewBudget(o.RetryBudget, retry.DefaultBudgetWindow, retry.DefaultBudgetAllowance),
 		Breaker:     o.Breaker.Config(o.MaxOutage),
@@ -482,6 +509,8 @@ func (b *batch) runConfig() runner.Config {
 		Spent:       b.spent,
 
 		ConnectDeadline: o.ConnectDeadline,
+		SetupDeadline:   o.SetupDeadline,
+		Streaming:       o.Stream,
 		FailFast:        o.FailFast,
 		MaxFailures:     b.maxFailures,
 
@@ -503,6 +532,9 @@ func (b *batch) close() {
 	}
 	if b.metrics != nil {
 		b.metrics.Close()
+	}
+	if b.telemetry != nil {
+		b.telemetry.Finish(0, nil) // never started: nothing to flush but the SDK's goroutines
 	}
 	if b.src != nil {
 		b.src.Close()

@@ -31,6 +31,7 @@ func budgetStatus(ctx context.Context, url string) (*BudgetReport, error) {
 	if err != nil {
 		return nil, usage(fmt.Errorf("--redis: %w", err))
 	}
+	redis.SetLogger(silentRedis{}) // its failures come back as errors, said once
 	c := redis.NewClient(opt)
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -38,7 +39,7 @@ func budgetStatus(ctx context.Context, url string) (*BudgetReport, error) {
 	rep := &BudgetReport{Redis: opt.Addr, Keys: []redisbudget.KeyReport{}}
 	keys, err := redisbudget.Keys(ctx, c, "")
 	if err != nil {
-		return nil, fmt.Errorf("--redis %s: %w", opt.Addr, err)
+		return nil, redisStartError(opt.Addr, err)
 	}
 	for _, k := range keys {
 		kr, err := redisbudget.Inspect(ctx, c, "", k)

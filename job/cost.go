@@ -30,6 +30,8 @@ type CostOptions struct {
 	DryRun bool
 	// JSON prints the estimate as JSON.
 	JSON bool
+	// Offline keeps the estimate local: no count_tokens calls.
+	Offline bool
 }
 
 // loadPrices is the built-in price list with --prices on top.
@@ -128,14 +130,21 @@ func Estimate(io *IO, o BatchOptions) error {
 		if o.Model == "" {
 			o.Model = ep.Model
 		}
+		if ep.Limits != nil { // the endpoint's own budget, as the run uses it
+			o.RPM, o.ITPM, o.OTPM, o.TPM = orFlag(o.RPM, ep.Limits.RPM), orFlag(o.ITPM, ep.Limits.ITPM), orFlag(o.OTPM, ep.Limits.OTPM), orFlag(o.TPM, ep.Limits.TPM)
+		}
 	}
 	entry, err := registry.Resolve(provider, inputShape(src), io.Getenv)
 	if err != nil {
 		return usage(err)
 	}
 	src.Parser = o.parser(entry.Format)
+	src.Parser.Models = o.modelRules(io, entry, entry.BaseURL(o.BaseURL, io.Getenv))
 	if src.Parser.Defaults.Model == "" && entry.Model != nil {
 		src.Parser.Defaults.Model = entry.Model(entry.BaseURL(o.BaseURL, io.Getenv)) // an Azure deployment URL
+	}
+	if err := o.Models.check(src.Parser.Defaults.Model); err != nil {
+		return err
 	}
 	check, err := src.Check()
 	if err != nil {
@@ -153,14 +162,18 @@ func Estimate(io *IO, o BatchOptions) error {
 	if cu != nil {
 		defer cu.Cache.Close()
 	}
-	est, err := runner.RunEstimate(runner.EstimateConfig{
+	cfg := runner.EstimateConfig{
 		Cache:  cu,
 		Source: src, Provider: entry.Name, Admission: entry.Admission,
 		Estimator: estimate.NewEstimator(), Prices: prices, Recorded: rec,
 		Limits: limiter.Limits{RPM: o.RPM, ITPM: o.ITPM, OTPM: o.OTPM, TPM: o.TPM, Burst: o.Burst, Headroom: o.Headroom},
 		Pool:   o.Pool != "",
-	})
+	}
+	est, err := runner.RunEstimate(cfg)
 	if err != nil {
+		return err
+	}
+	if est, err = calibrateEstimate(io, &o, &entry, cfg, est); err != nil {
 		return err
 	}
 	if o.Cost.JSON {
@@ -177,7 +190,7 @@ func Estimate(io *IO, o BatchOptions) error {
 
 // printEstimate writes the estimate as a table.
 func printEstimate(w io.Writer, e *runner.Estimate, o *BatchOptions, provider string) {
-	fmt.Fprintf(w, "llmrun estimate: %d requests to send to %s", e.Requests, provider)
+	fmt.Fprintf(w, "llmrun estimate: %s to send to %s", plural(e.Requests, "request"), provider)
 	if e.AlreadyDone > 0 {
 		fmt.Fprintf(w, " (%d already in %s)", e.AlreadyDone, o.Output)
 	}
@@ -202,15 +215,17 @@ func printEstimate(w io.Writer, e *runner.Estimate, o *BatchOptions, provider st
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
+	printCalibration(w, e, provider)
 	if e.InputApproximate {
-		fmt.Fprintln(w, "~ input counted as bytes/4 (no tokenizer for the model): an approximation, usually within 20% for English.")
+		fmt.Fprintln(w, "~ input counted as bytes/4 (no tokenizer for the model): tens of percent off, more for text with accents or CJK; with an Anthropic or Gemini key (and without --offline) the provider counts a sample instead.")
 	}
 	if e.OutputTokensExpected == nil {
 		fmt.Fprintln(w, "output ~ and the expected costs need answers in the output; until then output ≤ (the sum of max tokens) is the bound.")
 	}
-	if len(e.Unpriced) > 0 {
-		fmt.Fprintf(w, "no price for %s: its cost is unknown (give it one with --prices FILE).\n", strings.Join(e.Unpriced, ", "))
+	if unpriced := unpricedHints(w, e, o, provider); len(unpriced) > 0 {
+		fmt.Fprintf(w, "no price for %s: its cost is unknown (give it one with --prices FILE).\n", strings.Join(unpriced, ", "))
 	}
+	printLabelWarnings(w, e, o, provider)
 	if e.CostUSDMax != nil && e.BatchCostUSDMax != nil && *e.CostUSDMax > 0 {
 		fmt.Fprintf(w, "the batch API (--mode batch) would save %s at most, results within 24h.\n",
 			pricing.FromUSD(*e.CostUSDMax-*e.BatchCostUSDMax))

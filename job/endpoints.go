@@ -43,6 +43,8 @@ type Endpoint struct {
 type Limits struct {
 	RPM, ITPM, OTPM, TPM float64
 	Concurrency          int
+	// Where names it in messages (file:line: pool or endpoint name).
+	Where string
 }
 
 // endpoint returns the endpoint called name, if the config file has one.
@@ -64,8 +66,12 @@ func (ep Endpoint) at(name, baseURL string, getenv func(string) string) (registr
 		for k, v := range ep.Headers {
 			var missing []string
 			v = os.Expand(v, func(n string) string {
+				n, def, hasDef := strings.Cut(n, ":-") // ${VAR:-default}, as the shell has it
 				val := getenv(n)
-				if val == "" {
+				if val == "" && hasDef {
+					val = def
+				}
+				if val == "" && !hasDef {
 					missing = append(missing, n)
 				}
 				return val
@@ -78,6 +84,10 @@ func (ep Endpoint) at(name, baseURL string, getenv func(string) string) (registr
 			}
 			at.Header.Set(k, v)
 		}
+	}
+	if ep.KeyEnv != "" && !envVarName(ep.KeyEnv) {
+		// Never echoed: what is there is most likely the key itself.
+		return at, usagef("%s: endpoint %s: key_env must name an environment variable (such as OPENAI_API_KEY), and what it holds looks like a key, not a name; put the key in that variable (not shown here)", ep.Where, name)
 	}
 	if ep.KeyEnv != "" && strings.TrimSpace(getenv(ep.KeyEnv)) == "" && !strings.HasPrefix(ep.Provider, "mock") {
 		return at, usagef("%s: endpoint %s: its key variable %s is not set", ep.Where, name, ep.KeyEnv)
@@ -148,4 +158,24 @@ func (o *BatchOptions) poolLimits() (map[string]limiter.Limits, error) {
 		}
 	}
 	return out, nil
+}
+
+// envVarName reports whether s reads as an environment variable's name
+// rather than a secret: letters, digits and '_', not starting with a
+// digit, and not a long run of mixed-case letters and digits with no '_'
+// (an API key pasted where its variable's name belongs).
+func envVarName(s string) bool {
+	lower, digit := false, false
+	for i, r := range s {
+		switch {
+		case r == '_' || r >= 'A' && r <= 'Z':
+		case r >= 'a' && r <= 'z':
+			lower = true
+		case r >= '0' && r <= '9' && i > 0:
+			digit = true
+		default:
+			return false
+		}
+	}
+	return s != "" && !(len(s) >= 20 && lower && digit && !strings.Contains(s, "_"))
 }

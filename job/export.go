@@ -9,6 +9,7 @@ import (
 
 	"github.com/llmrun/llmrun/checkpoint"
 	"github.com/llmrun/llmrun/export"
+	"github.com/llmrun/llmrun/internal/outfile"
 	"github.com/llmrun/llmrun/runner"
 )
 
@@ -40,8 +41,12 @@ func Export(io *IO, o ExportOptions) error {
 		return usagef("%s: %v", o.Output, errors.Unwrap(err))
 	}
 	opts := export.Options{Output: o.Output, Errors: checkpoint.ErrorsPath(o.Output)}
-	if st, err := checkpoint.Status(o.Output); err == nil && st.Errors != "" {
-		opts.Errors = st.Errors
+	recorded := "" // the input the state file records
+	if st, err := checkpoint.Status(o.Output); err == nil {
+		if st.Errors != "" {
+			opts.Errors = st.Errors
+		}
+		recorded = st.Input
 	}
 	if o.Input != "" {
 		format, err := runner.ParseInputFormat(o.InputFormat, o.Input)
@@ -59,6 +64,9 @@ func Export(io *IO, o ExportOptions) error {
 	if to == "" {
 		to = exportPath(o.Output, o.Format)
 	}
+	if err := exportClash(o, opts.Errors, recorded, to); err != nil {
+		return err
+	}
 	if to == "-" {
 		bw := bufio.NewWriterSize(io.Out, 1<<20)
 		c, err := writeTable(opts, o.Format, bw)
@@ -70,21 +78,18 @@ func Export(io *IO, o ExportOptions) error {
 		}
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(to), "."+filepath.Base(to)+".tmp*")
+	w, err := outfile.Create(to, 0o644)
 	if err != nil {
 		return usagef("export: %v", err)
 	}
-	defer os.Remove(tmp.Name()) // after a successful rename, nothing to remove
-	bw := bufio.NewWriterSize(tmp, 1<<20)
+	defer w.Abort() // after Commit, nothing to drop
+	bw := bufio.NewWriterSize(w, 1<<20)
 	c, err := writeTable(opts, o.Format, bw)
 	if err == nil {
 		err = bw.Flush()
 	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
 	if err == nil {
-		err = os.Rename(tmp.Name(), to)
+		err = w.Commit()
 	}
 	if err != nil {
 		return err
@@ -103,6 +108,17 @@ func writeTable(opts export.Options, format string, w *bufio.Writer) (export.Cou
 		err = cerr
 	}
 	return c, err
+}
+
+// exportClash refuses a table file that is the checkpoint's own data or
+// the input: writing it would replace what it is made from.
+func exportClash(o ExportOptions, errorsFile, recorded, to string) error {
+	reads := append(checkpointRoles(o.Output, errorsFile), outfile.Role{Flag: "--input", Path: o.Input},
+		outfile.Role{Flag: "the run's input", Path: recorded})
+	if err := outfile.Distinct(reads, []outfile.Role{{Flag: "export -o", Path: to}}); err != nil {
+		return usage(err)
+	}
+	return nil
 }
 
 // exportPath is the default table file of an output.

@@ -17,7 +17,7 @@ func ServeMock(ctx context.Context, io *IO, addr string, cfg mock.Config) error 
 	if err != nil {
 		return err
 	}
-	io.infof("mock: serving on http://%s (OpenAI base http://%s/v1)", ln.Addr(), ln.Addr())
+	io.infof("%s", mockBaseURLs(ln.Addr().String()))
 	srv := &http.Server{Handler: mock.New(cfg), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
@@ -27,4 +27,12 @@ func ServeMock(ctx context.Context, io *IO, addr string, cfg mock.Config) error 
 		return err
 	}
 	return nil
+}
+
+// mockBaseURLs is the mock's start line: the base URL of every dialect,
+// as each provider's --base-url (or environment variable) takes it.
+func mockBaseURLs(addr string) string {
+	u := "http://" + addr
+	return "mock: serving on " + u + "; base URLs: OpenAI (Chat Completions, Responses, embeddings) " + u + "/v1" +
+		", Anthropic " + u + ", Azure OpenAI " + u + "/openai, Gemini " + u + "/v1beta"
 }

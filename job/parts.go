@@ -41,13 +41,15 @@ func (b *batch) buildRoutes() (err error) {
 	b.routes = []runner.Route{primary}
 	for _, hop := range b.o.Fallback {
 		name, model, _ := strings.Cut(hop, ":")
-		rt, _, _, epModel, err := b.routeTo(name, shape, "")
+		rt, hopEntry, _, epModel, err := b.routeTo(name, shape, "")
 		if err != nil {
 			return err
 		}
 		if rt.Model == "" { // a model the hop's URL names wins
 			rt.Model = cmp.Or(model, epModel)
 		}
+		rules := b.o.modelRules(b.io, hopEntry, rt.Provider.BaseURL())
+		rt.Rules = &rules
 		b.routes = append(b.routes, rt)
 	}
 	return nil
@@ -75,6 +77,9 @@ func (b *batch) routeAt(name string, shape providers.Format, at registry.Endpoin
 		return runner.Route{}, entry, err
 	}
 	rt := runner.Route{Provider: p, Admission: entry.Admission}
+	if b.o != nil && b.o.Stream {
+		rt.Plain, _ = b.set.PlainProviderAt(entry, at) // built as p was: no error left
+	}
 	if entry.Model != nil {
 		// An Azure deployment URL: every request goes to its deployment,
 		// which is the budget's model key whatever the lines say.
@@ -126,7 +131,7 @@ func newBudget(ctx context.Context, io *IO, o *BatchOptions, limits limiter.Limi
 	cancel()
 	if err != nil {
 		rc.Close()
-		return nil, nil, fmt.Errorf("--redis %s: %w", ropt.Addr, err)
+		return nil, nil, redisStartError(ropt.Addr, err)
 	}
 	rb, err := redisbudget.New(redisbudget.Options{
 		Client:   rc,
@@ -195,11 +200,17 @@ func (b BreakerOptions) validate() error {
 		return usagef("--breaker-failure-rate must be in (0, 1], got %v", b.FailureRate)
 	case b.Window <= 0 || b.MinAttempts <= 0 || b.Probes <= 0 || b.Threshold < 0:
 		return usagef("--breaker-window, --breaker-min-attempts and --breaker-probes must be positive")
+	case b.Window > maxBreakerWindow || b.MinAttempts > maxBreakerWindow || b.Threshold > maxBreakerWindow || b.Probes > MaxConcurrency:
+		return usagef("--breaker-window and --breaker-min-attempts must be at most %d, --breaker-probes at most %d (the breaker keeps that many outcomes)", maxBreakerWindow, MaxConcurrency)
 	case b.WindowTime <= 0 || b.Cooldown <= 0:
 		return usagef("--breaker-window-time and --breaker-cooldown must be positive")
 	}
 	return nil
 }
+
+// maxBreakerWindow bounds --breaker-window: the breaker keeps a ring of
+// that many outcomes per route.
+const maxBreakerWindow = 1_000_000
 
 // Config is the breaker configuration the options ask for.
 func (b BreakerOptions) Config(maxOutage time.Duration) retry.BreakerConfig {

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
+	"maps"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/llmrun/llmrun/internal/outfile"
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/runner"
 )
@@ -24,18 +26,20 @@ func (o *BatchOptions) validate() error {
 		got  any
 	}
 	positive, nonNegative := "must be positive", "must not be negative"
+	if err := checkLimits("", Limits{RPM: o.RPM, ITPM: o.ITPM, OTPM: o.OTPM, TPM: o.TPM, Concurrency: o.Concurrency}, true); err != nil {
+		return err
+	}
 	checks := []check{
-		{o.Concurrency > 0, "--concurrency", positive, o.Concurrency},
 		{o.MaxTokens >= 0, "--max-tokens", nonNegative, o.MaxTokens},
-		{o.RPM >= 0, "--rpm", nonNegative, o.RPM},
-		{o.ITPM >= 0, "--itpm", nonNegative, o.ITPM},
-		{o.OTPM >= 0, "--otpm", nonNegative, o.OTPM},
-		{o.TPM >= 0, "--tpm", nonNegative, o.TPM},
 		{o.Daily.RPD >= 0, "--rpd", nonNegative, o.Daily.RPD},
 		{o.Daily.TPD >= 0, "--tpd", nonNegative, o.Daily.TPD},
 		{o.Burst > 0, "--burst", positive, o.Burst},
 		{o.Headroom > 0 && o.Headroom <= 1, "--headroom", "must be in (0, 1]", o.Headroom},
+		{o.RetryBudget >= 0 && !math.IsInf(o.RetryBudget, 1), "--retry-budget", nonNegative + " and finite", o.RetryBudget},
+		{o.Cost.MaxCost >= 0 && !math.IsInf(o.Cost.MaxCost, 1), "--max-cost", nonNegative + " and finite", o.Cost.MaxCost},
+		{o.MaxAttempts <= maxAttempts, "--max-attempts", fmt.Sprintf("must be at most %d", maxAttempts), o.MaxAttempts},
 		{o.Skew >= 0, "--skew", nonNegative, o.Skew},
+		{o.WarmUp >= 0, "--warmup", nonNegative + " (0: no warm-up)", o.WarmUp},
 		{o.MaxPause > 0, "--max-pause", positive, o.MaxPause},
 		{o.MaxAttempts > 0, "--max-attempts", "must be at least 1", o.MaxAttempts},
 		{o.BackoffBase > 0, "--backoff-base", positive, o.BackoffBase},
@@ -44,7 +48,6 @@ func (o *BatchOptions) validate() error {
 		{o.FirstByte >= 0, "--first-byte-timeout", nonNegative + " (0: no bound)", o.FirstByte},
 		{o.Idle >= 0, "--idle-timeout", nonNegative + " (0: no bound)", o.Idle},
 		{o.MaxResponseBytes >= 0, "--max-response-bytes", nonNegative, o.MaxResponseBytes},
-		{o.RetryBudget >= 0, "--retry-budget", nonNegative, o.RetryBudget},
 		{o.MaxOutage > 0, "--max-outage", positive, o.MaxOutage},
 		{o.MinChars >= 0, "--min-chars", nonNegative, o.MinChars},
 		{o.Grace >= 0, "--grace", nonNegative, o.Grace},
@@ -54,7 +57,7 @@ func (o *BatchOptions) validate() error {
 		{o.Offline.PollMax >= o.Offline.PollInterval, "--poll-max", "must be at least --poll-interval", o.Offline.PollMax},
 		{o.Offline.MaxItems >= 0, "--batch-max-items", nonNegative, o.Offline.MaxItems},
 		{o.Offline.MaxBytes >= 0, "--batch-max-bytes", nonNegative, o.Offline.MaxBytes},
-		{o.Cost.MaxCost >= 0, "--max-cost", nonNegative, o.Cost.MaxCost},
+		{o.SetupDeadline >= 0, "--setup-deadline", nonNegative + " (0: hold for --max-outage)", o.SetupDeadline},
 		{o.ConnectDeadline >= 0, "--connect-deadline", nonNegative + " (0: hold for --max-outage)", o.ConnectDeadline},
 		{o.FailFast >= 0, "--fail-fast", nonNegative + " (0: off)", o.FailFast},
 		{o.Priority >= limiter.MinPriority && o.Priority <= limiter.MaxPriority, "--priority", fmt.Sprintf("must be from %d to %d", limiter.MinPriority, limiter.MaxPriority), o.Priority},
@@ -64,6 +67,9 @@ func (o *BatchOptions) validate() error {
 		if !c.ok {
 			return usagef("%s %s, got %v", c.flag, c.want, c.got)
 		}
+	}
+	if err := o.checkConfigLimits(); err != nil {
+		return err
 	}
 	for _, hop := range o.Fallback {
 		name, _, _ := strings.Cut(hop, ":")
@@ -78,6 +84,64 @@ func (o *BatchOptions) validate() error {
 		return err
 	}
 	return o.Breaker.validate()
+}
+
+// MaxConcurrency bounds --concurrency (and a config file's concurrency):
+// far above what any provider allows one account, and what the run sizes
+// its queues by.
+const MaxConcurrency = 100_000
+
+// maxAttempts bounds --max-attempts: beyond it the backoff's doubling says
+// nothing new.
+const maxAttempts = 1000
+
+// checkLimits is the one validation of a budget's numbers, whether flags
+// (where "": named --rpm, …) or a config file's pool or endpoint (where is
+// its file:line): rates finite and not negative, concurrency within bounds
+// (0 allowed in the config file: the flag's value).
+func checkLimits(where string, l Limits, flags bool) error {
+	name := func(n string) string {
+		if flags {
+			return "--" + n
+		}
+		return where + ": " + n
+	}
+	for _, r := range []struct {
+		n string
+		v float64
+	}{{"rpm", l.RPM}, {"itpm", l.ITPM}, {"otpm", l.OTPM}, {"tpm", l.TPM}} {
+		if !(r.v >= 0) || math.IsInf(r.v, 1) {
+			return usagef("%s must be a rate per minute, not negative (0.5: one every 2 minutes), got %v", name(r.n), r.v)
+		}
+	}
+	lo := 0
+	if flags {
+		lo = 1
+	}
+	if l.Concurrency < lo || l.Concurrency > MaxConcurrency {
+		return usagef("%s must be from %d to %d, got %d", name("concurrency"), lo, MaxConcurrency, l.Concurrency)
+	}
+	return nil
+}
+
+// checkConfigLimits applies checkLimits to the config file's pools and
+// endpoints, in a stable order.
+func (o *BatchOptions) checkConfigLimits() error {
+	var all []Limits
+	for _, name := range slices.Sorted(maps.Keys(o.Pools)) {
+		all = append(all, o.Pools[name])
+	}
+	for _, name := range slices.Sorted(maps.Keys(o.Endpoints)) {
+		if l := o.Endpoints[name].Limits; l != nil {
+			all = append(all, *l)
+		}
+	}
+	for _, l := range all {
+		if err := checkLimits(l.Where, l, false); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ParseMaxFailures parses --max-failures: a count ("100") or a
@@ -125,40 +189,11 @@ func checkWritable(flagPaths ...string) error {
 		if path == "" {
 			continue
 		}
-		if err := writable(path); err != nil {
+		if err := outfile.CheckWritable(path); err != nil {
 			return usagef("%s %s: %v", flag, path, err)
 		}
 	}
 	return nil
-}
-
-func writable(path string) error {
-	fi, err := os.Stat(path)
-	switch {
-	case err == nil && fi.IsDir():
-		return errors.New("is a directory")
-	case err == nil:
-		f, err := os.OpenFile(path, os.O_WRONLY, 0)
-		if err != nil {
-			return plainPathError(err)
-		}
-		return f.Close()
-	case !errors.Is(err, fs.ErrNotExist):
-		return plainPathError(err)
-	}
-	dir := filepath.Dir(path)
-	if di, err := os.Stat(dir); err != nil {
-		return fmt.Errorf("directory %s does not exist", dir)
-	} else if !di.IsDir() {
-		return fmt.Errorf("%s is not a directory", dir)
-	}
-	f, err := os.CreateTemp(dir, ".llmrun-probe-*")
-	if err != nil {
-		return fmt.Errorf("cannot create files in %s: %v", dir, plainPathError(err))
-	}
-	name := f.Name()
-	f.Close()
-	return os.Remove(name)
 }
 
 // plainPathError is err's reason without the operation and path it

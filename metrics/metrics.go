@@ -8,12 +8,14 @@
 package metrics
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,7 +24,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/push"
+	"github.com/prometheus/common/expfmt"
 
+	"github.com/llmrun/llmrun/internal/outfile"
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/runner"
 	"github.com/llmrun/llmrun/runner/retry"
@@ -52,6 +56,10 @@ type Options struct {
 	Version string
 	// Costs reports whether spend is known (a price list is loaded).
 	Costs bool
+	// Tags are the tag keys (--metrics-tag) whose values label the
+	// per-model metrics; other tags stay out of Prometheus, to bound the
+	// series.
+	Tags []string
 	// Warn receives failures of the periodic writes and pushes, which do
 	// not stop the run.
 	Warn func(string)
@@ -66,6 +74,7 @@ type Exporter struct {
 	reg   *prometheus.Registry
 	view  atomic.Pointer[runner.View]
 	wait  *prometheus.HistogramVec
+	model *modelMetrics
 	start time.Time
 
 	mu       sync.Mutex
@@ -93,6 +102,7 @@ func New(o Options) *Exporter {
 		Buckets: prometheus.ExponentialBucketsRange(0.001, 600, 16),
 	}, []string{"key"})
 	e.reg.MustRegister(e.wait, &collector{e: e})
+	e.model = newModelMetrics(e.reg, o.Tags)
 	return e
 }
 
@@ -221,7 +231,7 @@ func (e *Exporter) Close() {
 func (e *Exporter) write() error {
 	var errs []error
 	if e.o.File != "" {
-		if err := prometheus.WriteToTextfile(e.o.File, e.reg); err != nil {
+		if err := writeTextfile(e.o.File, e.reg); err != nil {
 			errs = append(errs, fmt.Errorf("--metrics-file %s: %w", e.o.File, err))
 		}
 	}
@@ -237,9 +247,34 @@ func (e *Exporter) write() error {
 	return errors.Join(errs...)
 }
 
-// redactURL is u without a password.
+// writeTextfile is prometheus.WriteToTextfile through outfile: it never
+// replaces a symlink, a FIFO or a device at the path.
+func writeTextfile(path string, g prometheus.Gatherer) error {
+	mfs, err := g.Gather()
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	for _, mf := range mfs {
+		if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
+			return err
+		}
+	}
+	return outfile.WriteFile(path, b.Bytes(), 0o644)
+}
+
+// redactURL is u without a password and with its query values masked
+// (a gateway's ?key= is a credential).
 func redactURL(u string) string {
 	if p, err := url.Parse(u); err == nil {
+		if q := p.Query(); len(q) > 0 {
+			keys := make([]string, 0, len(q))
+			for k := range q {
+				keys = append(keys, url.QueryEscape(k)+"=***")
+			}
+			sort.Strings(keys)
+			p.RawQuery = strings.Join(keys, "&")
+		}
 		return p.Redacted()
 	}
 	return u
@@ -271,6 +306,8 @@ var (
 	descTokens       = prometheus.NewDesc("llmrun_tokens_total", "Tokens the providers reported, by direction.", []string{"direction"}, nil)
 	descCost         = prometheus.NewDesc("llmrun_cost_usd_total", "Spend of this run's answers in US dollars, from the usage the providers reported (priced models only).", nil, nil)
 	descFellBack     = prometheus.NewDesc("llmrun_fell_back_total", "Requests answered by a fallback hop.", nil, nil)
+	descFallbackRate = prometheus.NewDesc("llmrun_fallback_ratio", "Share of the requests finished in this run that a fallback hop answered.", nil, nil)
+	descQueue        = prometheus.NewDesc("llmrun_queue_depth", "Attempts waiting for the key's budget now (all priority classes: the limiter does not split its queue's count by class).", []string{"key"}, nil)
 	descBudgetWait   = prometheus.NewDesc("llmrun_budget_wait_seconds_total", "Time attempts waited for the budget, summed over attempts, by key and by the dimension that held the queue.", []string{"key", "dimension"}, nil)
 	descLimit        = prometheus.NewDesc("llmrun_limit_per_minute", "Rate limit in force per key and dimension (given, or learned from headers and 429s).", []string{"key", "dimension", "learned"}, nil)
 	descConcurrency  = prometheus.NewDesc("llmrun_limit_concurrency", "Concurrency limit in force per key (the learned window in auto mode; 0: none).", []string{"key"}, nil)
@@ -335,6 +372,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descCost, cs.Spent().USD())
 	}
 	counter(descFellBack, float64(cs.FellBack.Load()))
+	if done := cs.Succeeded.Load() + cs.Failed.Load(); done > 0 {
+		gauge(descFallbackRate, float64(cs.FellBack.Load())/float64(done))
+	}
 	for _, st := range v.Budget() {
 		key := redactKey(st.Key)
 		for d, w := range st.WaitBy {
@@ -350,6 +390,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(descConcurrency, float64(st.Effective.Concurrency), key)
 		counter(descKeyLimited, float64(st.RateLimited), key)
+		gauge(descQueue, float64(st.Waiting), key)
 	}
 	for key, b := range v.Breakers(time.Now()) {
 		key = redactKey(key)

@@ -59,3 +59,23 @@ func TestAdmissionEndpoints(t *testing.T) {
 		}
 	}
 }
+
+// TestResponseLimitCapped is issue 22 item 1: whatever max tokens a line
+// says, one answer's bound stays near what a model can write (128k
+// tokens) and under what keeps a process's memory bounded; below the cap
+// max tokens still move it.
+func TestResponseLimitCapped(t *testing.T) {
+	c := &Config{}
+	for _, stream := range []bool{false, true} {
+		huge := c.ResponseLimit(99999999999999, stream)
+		if capped := c.ResponseLimit(MaxBoundTokens, stream); huge != capped {
+			t.Errorf("stream=%v: 99999999999999 max tokens bound %d bytes, the cap's %d", stream, huge, capped)
+		}
+		if huge > 40<<20 {
+			t.Errorf("stream=%v: bound %d bytes, want ≤ 40 MiB", stream, huge)
+		}
+		if small, more := c.ResponseLimit(1000, stream), c.ResponseLimit(2000, stream); small >= more {
+			t.Errorf("stream=%v: 1000 max tokens bound %d, 2000 %d: should grow", stream, small, more)
+		}
+	}
+}

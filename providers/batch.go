@@ -211,7 +211,12 @@ func ListSince(since time.Time, page func(after string) ([]BatchJob, bool, error
 // becomes "http://host"): what may be written to a state file or a log.
 // A raw URL that does not parse as scheme://host/path loses everything up
 // to the last '@' before its path instead.
-func StripUserinfo(raw string) string {
+//
+// Query values are masked too (see maskQuery): the result is what any URL
+// llmrun was given may be shown as.
+func StripUserinfo(raw string) string { return maskQuery(stripUserinfo(raw)) }
+
+func stripUserinfo(raw string) string {
 	u, err := url.Parse(raw)
 	if err == nil && u.Opaque == "" {
 		if u.User == nil {
@@ -270,7 +275,7 @@ func (c *Config) CallJSON(ctx context.Context, call Call) ([]byte, error) {
 	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, call.MaxAnswer))
 	if err != nil {
-		return nil, TransportError(ctx, err, c.APIKey)
+		return nil, TransportError(ctx, err, c.Secret())
 	}
 	msg := ""
 	if call.Decode == nil {
@@ -282,7 +287,7 @@ func (c *Config) CallJSON(ctx context.Context, call Call) ([]byte, error) {
 	}
 	if msg != "" {
 		return nil, &Error{Class: ClassServer, Status: resp.StatusCode, RequestID: resp.Header.Get(call.RequestIDHeader),
-			Message: msg, Body: Redact(raw, c.APIKey)}
+			Message: msg, Body: Redact(raw, c.Secret())}
 	}
 	return raw, nil
 }
@@ -306,7 +311,7 @@ func (c *Config) Do(ctx context.Context, method, url string, header http.Header,
 	req, err := http.NewRequestWithContext(rctx, method, url, body)
 	if err != nil {
 		cancel()
-		return nil, &Error{Class: ClassInvalid, Message: RedactString(err.Error(), c.APIKey), Err: err}
+		return nil, &Error{Class: ClassInvalid, Message: RedactString(err.Error(), c.Secret()), Err: err}
 	}
 	req.Header = header.Clone()
 	if req.Header == nil {
@@ -330,7 +335,7 @@ func (c *Config) Do(ctx context.Context, method, url string, header http.Header,
 		if fired {
 			err = &timeoutError{"no response headers", c.FirstByteTimeout}
 		}
-		return nil, mapTransport(ctx, err, c.APIKey)
+		return nil, mapTransport(ctx, err, c.Secret())
 	}
 	if isRedirect(resp.StatusCode) {
 		resp.Body.Close()
@@ -379,7 +384,8 @@ func EachLine(ctx context.Context, r io.Reader, key string, fn func(line []byte)
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return &Error{Class: ClassServer, Message: "a result line is longer than 64 MiB", Err: err}
+			// ClassTooLarge: downloading it again would end the same way.
+			return &Error{Class: ClassTooLarge, Message: "a result line is longer than 64 MiB (MaxResultLine)", Err: err}
 		}
 		return TransportError(ctx, err, key)
 	}

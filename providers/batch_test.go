@@ -7,7 +7,7 @@ func TestStripUserinfo(t *testing.T) {
 		"http://user:pass@127.0.0.1:8080/v1": "http://127.0.0.1:8080/v1",
 		"https://token@api.example.com":      "https://api.example.com",
 		"https://api.openai.com/v1":          "https://api.openai.com/v1",
-		"http://us er:p%zz@host/x?y=1":       "http://host/x?y=1", // does not parse
+		"http://us er:p%zz@host/x?y=1":       "http://host/x?y=***", // does not parse; query values masked
 		"user:p@ss@host/v1":                  "host/v1",
 		"":                                   "",
 	} {

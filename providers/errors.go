@@ -188,7 +188,19 @@ const redacted = "[REDACTED]"
 // Redact replaces every occurrence of secret in b, and of its 8-character
 // head followed by anything up to the next quote or space (providers echo
 // masked keys such as "sk-abc123***wxyz"), with [REDACTED].
+//
+// secret may hold more than one line (Config.Secret): the first is the
+// API key, as above; every later one is a credential replaced only where
+// it occurs whole.
 func Redact(b []byte, secret string) []byte {
+	secret, rest, _ := strings.Cut(secret, "\n")
+	for rest != "" && len(b) > 0 {
+		var s string
+		s, rest, _ = strings.Cut(rest, "\n")
+		if len(s) >= 4 {
+			b = bytes.ReplaceAll(b, []byte(s), []byte(redacted))
+		}
+	}
 	if len(secret) < 4 || len(b) == 0 {
 		return b
 	}

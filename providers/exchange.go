@@ -101,6 +101,7 @@ func (c *Config) Exchange(ctx context.Context, w *Wire, body []byte, maxTokens i
 		TTFT:      at.Sub(start),
 	}
 	if stream {
+		idleByEvents(resp.Body)
 		if err := w.ReadStream(ctx, resp.Body, out, start); err != nil {
 			return nil, err
 		}
@@ -113,7 +114,7 @@ func (c *Config) Exchange(ctx context.Context, w *Wire, body []byte, maxTokens i
 	}
 	if !gjson.ValidBytes(b) {
 		return nil, &Error{Class: ClassMidStream, Status: out.Status, RequestID: out.RequestID,
-			Message: "response body is not valid JSON", Body: Redact(b[:min(len(b), MaxErrorBody)], c.APIKey)}
+			Message: "response body is not valid JSON", Body: Redact(b[:min(len(b), MaxErrorBody)], c.Secret())}
 	}
 	if err := w.ParsePlain(b, out); err != nil {
 		return nil, err // nothing of a failed answer is kept

@@ -102,10 +102,12 @@ func parseReset(v string, now time.Time) time.Duration {
 	return 0
 }
 
-// MaxRetryAfter bounds any server delay hint: a provider asking for more than
-// an hour is treated as asking for an hour, so absurd values cannot stall a run
-// forever (the breaker's max-outage handles real outages).
-const MaxRetryAfter = time.Hour
+// MaxRetryAfter bounds any server delay hint to what a reading can mean
+// (and a Duration hold). Hints are kept as the server gave them otherwise,
+// so messages can say what was asked (an 11.6-day hint, not "1h"): every
+// user caps them for itself (--max-pause for retries and key pauses, a day
+// for a daily limit).
+const MaxRetryAfter = 366 * 24 * time.Hour
 
 // ParseRetryAfter reads retry-after-ms (float milliseconds), then retry-after
 // (float seconds or an HTTP date). Negative, NaN and infinite values are

@@ -11,6 +11,11 @@ type Prompt struct {
 	Prompt    string
 	Model     string
 	MaxTokens int
+	// CompletionTokens writes an OpenAI body's cap as
+	// max_completion_tokens, the field reasoning models take (they refuse
+	// max_tokens); other bodies keep max_tokens, whose bytes fingerprints
+	// of earlier runs hashed.
+	CompletionTokens bool
 }
 
 // Build shapes a simple prompt into a request body of format f.
@@ -67,7 +72,11 @@ func (p Prompt) AppendBody(dst []byte, f Format) []byte {
 		b = AppendJSONString(b, p.Prompt)
 		b = append(b, `,"role":"user"}]`...)
 		if p.MaxTokens > 0 {
-			b = append(b, `,"max_tokens":`...)
+			if p.CompletionTokens {
+				b = append(b, `,"max_completion_tokens":`...)
+			} else {
+				b = append(b, `,"max_tokens":`...)
+			}
 			b = strconv.AppendInt(b, int64(p.MaxTokens), 10)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 )
 
@@ -65,6 +66,10 @@ type Request struct {
 	// same budget, higher first (the line's priority, else the run's);
 	// providers ignore it.
 	Priority int
+	// Tags are the line's top-level "tags" (tenant, team…), for the
+	// run's breakdowns; never sent, not part of the fingerprint. Nil
+	// when the line has none.
+	Tags map[string]string
 }
 
 // Usage is the token usage a provider reports for one response.
@@ -130,6 +135,9 @@ type Config struct {
 	// error message and body the provider returns. Empty sends no
 	// credential at all (a local server, --no-auth).
 	APIKey string
+	// Query is the base URL's query string (see SplitQuery), sent on
+	// every request; its values are secrets (Credentials).
+	Query url.Values
 	// APIVersion is the dated API version a provider puts on every call
 	// (Azure OpenAI's api-version); "" for the provider's default.
 	APIVersion string
@@ -180,6 +188,20 @@ const (
 	assumedMaxTokens    = 32 << 10
 )
 
+// MaxBoundTokens caps the max tokens a response's size bound counts,
+// whatever the line says: no model writes more than about 128k tokens in
+// one answer, and a line's max_tokens of 99999999999999 must not lift the
+// bound (and so the memory one answer may take) out of reach.
+const MaxBoundTokens = 128 << 10
+
+// maxExplainedBytes caps what max tokens explain of a response's size. A
+// stream's reassembled answer, its SSE lines and the body built from them
+// can each be as large as the bytes read, so a process holds about three
+// times this at worst for one answer: 48 MiB keeps that well under 256 MB,
+// and still covers 128k tokens of a chat stream (about 300 bytes each on
+// OpenAI). --max-response-bytes adds beyond it.
+const maxExplainedBytes = 32 << 20
+
 // ResponseLimit is how many bytes the body of one response may hold:
 // MaxResponseBytes plus what maxTokens (0: unknown) explain, more per
 // token for a stream, whose events repeat their envelope.
@@ -204,10 +226,11 @@ func (c *Config) bound(maxTokens int, stream bool) bound {
 	if n <= 0 {
 		n = assumedMaxTokens
 	}
+	n = min(n, MaxBoundTokens)
 	if stream {
 		per = streamBytesPerToken
 	}
-	b.max = b.slack + n*per
+	b.max = b.slack + min(n*per, maxExplainedBytes)
 	return b
 }
 

@@ -39,9 +39,12 @@ func Translate(body []byte, from, to Format) ([]byte, error) {
 // (text and image content; OpenAI system/developer messages ↔ Anthropic's
 // top-level system), max_tokens/max_completion_tokens ↔ max_tokens,
 // temperature, top_p, stop ↔ stop_sequences, and user ↔
-// metadata.user_id. Anything else is dropped, except what would change the
-// meaning of the conversation (tool calls and results, unknown content
-// parts), which is a *TranslateError. The same format returns body itself.
+// metadata.user_id. Fields that do not change what is asked (stream
+// flags, storage, reasoning effort) are left out; anything else that has
+// no equivalent (seed, n > 1, penalties, JSON output to Anthropic, a
+// temperature above Anthropic's 1, tool calls, unknown fields and
+// content parts) is a *TranslateError, never dropped silently (see
+// translate_fields.go). The same format returns body itself.
 //
 // Strings are copied as raw JSON, so no text is re-escaped. The model name
 // is copied unchanged; the caller sets the fallback's model.
@@ -106,6 +109,9 @@ func (t *translator) copyField(root gjson.Result, from, to string) {
 }
 
 func (t *translator) openAIToAnthropic(root gjson.Result, defaultMaxTokens int) {
+	if t.checkFields(root, openAIChatFields(false), ""); t.err != nil {
+		return
+	}
 	t.copyField(root, "model", "model")
 	var system []string // text blocks
 	systemString := ""  // the raw string when there is exactly one string system message
@@ -152,7 +158,7 @@ func (t *translator) openAIToAnthropic(root gjson.Result, defaultMaxTokens int) 
 	}
 	if temp := root.Get("temperature"); temp.Type == gjson.Number {
 		if temp.Float() > 1 { // OpenAI allows up to 2, Anthropic up to 1
-			t.setRaw("temperature", "1")
+			t.fail("temperature %s is above Anthropic's maximum of 1 (set it to 1 or less)", temp.Raw)
 		} else {
 			t.setRaw("temperature", temp.Raw)
 		}
@@ -252,6 +258,9 @@ func parseDataURL(u string) (mediaType, data string, ok bool) {
 }
 
 func (t *translator) anthropicToOpenAI(root gjson.Result) {
+	if t.checkFields(root, anthropicFields, ""); t.err != nil {
+		return
+	}
 	t.copyField(root, "model", "model")
 	var msgs []string
 	switch sys := root.Get("system"); {

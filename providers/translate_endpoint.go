@@ -60,6 +60,9 @@ func ResponsesToChat(body []byte) ([]byte, error) {
 		return fail("body is not a JSON object")
 	}
 	root := gjson.ParseBytes(body)
+	if t.checkFields(root, responsesFields, ""); t.err != nil {
+		return nil, t.err
+	}
 	for _, k := range []string{"previous_response_id", "conversation"} {
 		if v := root.Get(k); v.Exists() && v.Type != gjson.Null {
 			return fail("%s refers to state kept by the Responses API", k)

@@ -52,6 +52,9 @@ func openAIToGemini(body []byte) ([]byte, error) {
 		t.fail("an embeddings or Responses body, not a chat one (llmrun sends Gemini chat requests only)")
 		return nil, t.err
 	}
+	if t.checkFields(root, openAIChatFields(true), ""); t.err != nil {
+		return nil, t.err
+	}
 	t.copyField(root, "model", "model")
 	t.geminiContents(root.Get("messages"))
 	t.geminiGenerationConfig(root)
@@ -193,7 +196,11 @@ func (t *translator) geminiParts(c gjson.Result, i int64, system bool) []string 
 
 // geminiToOpenAI translates a generateContent body (camelCase or
 // snake_case fields, as Google's REST API takes both); tools, cached
-// content and OpenAPI schemas fail the translation.
+// content, OpenAPI schemas and settings with no OpenAI equivalent (topK)
+// fail the translation. JSON mode without a schema becomes json_object,
+// which OpenAI accepts only with the word "json" in the messages: when
+// none says it, a system message asking for JSON goes first (Gemini's
+// JSON mode asks the same without being told).
 func geminiToOpenAI(body []byte) ([]byte, error) {
 	t := translator{from: FormatGemini, to: FormatOpenAI, out: []byte(`{}`)}
 	root, ok := t.object(body)
@@ -206,13 +213,19 @@ func geminiToOpenAI(body []byte) ([]byte, error) {
 			return nil, t.err
 		}
 	}
-	t.copyField(root, "model", "model")
-	t.openAIMessages(root)
+	t.checkFields(root, geminiFields, "")
 	gc := root.Get("generationConfig")
 	if !gc.Exists() {
 		gc = root.Get("generation_config")
 	}
+	t.checkFields(gc, geminiConfigFields, "generationConfig.")
+	if t.err != nil {
+		return nil, t.err
+	}
+	t.copyField(root, "model", "model")
+	t.openAIMessages(root)
 	t.openAIGenerationConfig(gc)
+	t.mentionJSON()
 	return t.out, t.err
 }
 
@@ -331,4 +344,45 @@ func (t *translator) openAIContent(parts gjson.Result, where string, system bool
 		return parts.Get("0.text").Raw
 	}
 	return "[" + strings.Join(out, ",") + "]"
+}
+
+// jsonInstruction is the system message a translated JSON-mode request
+// gets when no message mentions JSON (see geminiToOpenAI).
+const jsonInstruction = `{"role":"system","content":"Respond with JSON."}`
+
+// mentionJSON puts jsonInstruction first in a json_object request whose
+// messages never say "json".
+func (t *translator) mentionJSON() {
+	if t.err != nil || gjson.GetBytes(t.out, "response_format.type").String() != "json_object" {
+		return
+	}
+	msgs := gjson.GetBytes(t.out, "messages")
+	if MessagesMention(msgs, "json") {
+		return
+	}
+	raw := "[" + jsonInstruction
+	if inner := strings.TrimSpace(msgs.Raw[1 : len(msgs.Raw)-1]); inner != "" {
+		raw += "," + inner
+	}
+	t.setRaw("messages", raw+"]")
+}
+
+// MessagesMention reports whether any text of Chat Completions messages
+// contains word (lower case), in any case: OpenAI's JSON mode needs
+// "json" said in them.
+func MessagesMention(messages gjson.Result, word string) bool {
+	found := false
+	messages.ForEach(func(_, m gjson.Result) bool {
+		c := m.Get("content")
+		if c.Type == gjson.String {
+			found = strings.Contains(strings.ToLower(c.Str), word)
+		} else {
+			c.ForEach(func(_, p gjson.Result) bool {
+				found = strings.Contains(strings.ToLower(p.Get("text").Str), word)
+				return !found
+			})
+		}
+		return !found
+	})
+	return found
 }

@@ -47,16 +47,19 @@ func TestTranslateFromGemini(t *testing.T) {
 		"to OpenAI: one text part is a string, several are parts; model turns are the assistant's": {FormatOpenAI,
 			`{"model":"gemini-2.5-flash","systemInstruction":{"parts":[{"text":"Be terse."}]},
 			  "contents":[{"role":"user","parts":[{"text":"What is this?"},{"inlineData":{"mimeType":"image/png","data":"iVBORw0K"}}]},{"role":"model","parts":[{"text":"A cat."}]},{"parts":[{"text":"Sure?"}]}],
-			  "generationConfig":{"maxOutputTokens":64,"temperature":0.5,"topP":0.9,"topK":40,"candidateCount":1,"seed":3,"stopSequences":["END"],"responseMimeType":"application/json","responseJsonSchema":{"type":"object"}},
+			  "generationConfig":{"maxOutputTokens":64,"temperature":0.5,"topP":0.9,"candidateCount":1,"seed":3,"stopSequences":["END"],"responseMimeType":"application/json","responseJsonSchema":{"type":"object"}},
 			  "safetySettings":[{"category":"HARM_CATEGORY_HARASSMENT","threshold":"BLOCK_NONE"}]}`,
 			`{"model":"gemini-2.5-flash","messages":[{"role":"system","content":"Be terse."},
 			  {"role":"user","content":[{"type":"text","text":"What is this?"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0K"}}]},
 			  {"role":"assistant","content":"A cat."},{"role":"user","content":"Sure?"}],
 			  "max_completion_tokens":64,"temperature":0.5,"top_p":0.9,"n":1,"seed":3,"stop":["END"],
 			  "response_format":{"type":"json_schema","json_schema":{"name":"response","schema":{"type":"object"}}}}`},
-		"to OpenAI: the REST samples' snake case": {FormatOpenAI,
+		"to OpenAI: the REST samples' snake case; JSON mode that never says JSON is told to": {FormatOpenAI,
 			`{"system_instruction":{"parts":[{"text":"S"},{"text":"T"}]},"contents":[{"role":"user","parts":[{"text":"hi"}]}],"generation_config":{"max_output_tokens":9,"response_mime_type":"application/json"}}`,
-			`{"messages":[{"role":"system","content":[{"type":"text","text":"S"},{"type":"text","text":"T"}]},{"role":"user","content":"hi"}],"max_completion_tokens":9,"response_format":{"type":"json_object"}}`},
+			`{"messages":[{"role":"system","content":"Respond with JSON."},{"role":"system","content":[{"type":"text","text":"S"},{"type":"text","text":"T"}]},{"role":"user","content":"hi"}],"max_completion_tokens":9,"response_format":{"type":"json_object"}}`},
+		"to OpenAI: JSON mode whose prompt says JSON is left alone": {FormatOpenAI,
+			`{"contents":[{"role":"user","parts":[{"text":"List three primes as a Json array."}]}],"generationConfig":{"responseMimeType":"application/json"},"safetySettings":[]}`,
+			`{"messages":[{"role":"user","content":"List three primes as a Json array."}],"response_format":{"type":"json_object"}}`},
 		"to Anthropic, through OpenAI: the default cap when none is set": {FormatAnthropic,
 			`{"model":"m","contents":[{"role":"user","parts":[{"text":"hi"}]}]}`,
 			`{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":1024}`},
@@ -79,22 +82,27 @@ func TestTranslateGeminiRefuses(t *testing.T) {
 		from, to Format
 		in, msg  string
 	}{
-		"tool calls":              {FormatOpenAI, FormatGemini, `{"messages":[{"role":"assistant","content":null,"tool_calls":[]}]}`, "tool calls"},
-		"tool role":               {FormatOpenAI, FormatGemini, `{"messages":[{"role":"tool","content":"x"}]}`, `role "tool"`},
-		"image by URL":            {FormatOpenAI, FormatGemini, `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://x.test/a.png"}}]}]}`, "data: URLs"},
-		"six stops":               {FormatOpenAI, FormatGemini, `{"messages":[{"role":"user","content":"x"}],"stop":["1","2","3","4","5","6"]}`, "Gemini accepts 5"},
-		"tools":                   {FormatOpenAI, FormatGemini, `{"messages":[{"role":"user","content":"x"}],"tools":[]}`, "tools"},
-		"Anthropic tool use":      {FormatAnthropic, FormatGemini, `{"messages":[{"role":"user","content":[{"type":"tool_result","content":"x"}]}]}`, "tool_result"},
-		"function call part":      {FormatGemini, FormatOpenAI, `{"contents":[{"role":"model","parts":[{"functionCall":{"name":"f","args":{}}}]}]}`, "functionCall part"},
-		"file part":               {FormatGemini, FormatOpenAI, `{"contents":[{"parts":[{"fileData":{"fileUri":"files/x","mimeType":"image/png"}}]}]}`, "fileData part"},
-		"audio inline":            {FormatGemini, FormatOpenAI, `{"contents":[{"parts":[{"inlineData":{"mimeType":"audio/wav","data":"AA"}}]}]}`, "audio/wav"},
-		"thought part":            {FormatGemini, FormatOpenAI, `{"contents":[{"parts":[{"text":"hm","thought":true}]}]}`, "thought"},
-		"cached content":          {FormatGemini, FormatOpenAI, `{"cachedContent":"cachedContents/x","contents":[]}`, "cachedContent"},
-		"OpenAPI response schema": {FormatGemini, FormatOpenAI, `{"contents":[{"parts":[{"text":"x"}]}],"generationConfig":{"responseMimeType":"application/json","responseSchema":{"type":"OBJECT"}}}`, "responseSchema"},
-		"five stops to OpenAI":    {FormatGemini, FormatOpenAI, `{"contents":[{"parts":[{"text":"x"}]}],"generationConfig":{"stopSequences":["1","2","3","4","5"]}}`, "OpenAI accepts 4"},
-		"odd role":                {FormatGemini, FormatAnthropic, `{"contents":[{"role":"function","parts":[{"text":"x"}]}]}`, `role "function"`},
-		"not an object":           {FormatGemini, FormatOpenAI, `[1]`, "not a JSON object"},
-		"embeddings body":         {FormatOpenAI, FormatGemini, `{"model":"m","input":["a","b"]}`, "embeddings"},
+		"tool calls":               {FormatOpenAI, FormatGemini, `{"messages":[{"role":"assistant","content":null,"tool_calls":[]}]}`, "tool calls"},
+		"tool role":                {FormatOpenAI, FormatGemini, `{"messages":[{"role":"tool","content":"x"}]}`, `role "tool"`},
+		"image by URL":             {FormatOpenAI, FormatGemini, `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://x.test/a.png"}}]}]}`, "data: URLs"},
+		"six stops":                {FormatOpenAI, FormatGemini, `{"messages":[{"role":"user","content":"x"}],"stop":["1","2","3","4","5","6"]}`, "Gemini accepts 5"},
+		"tools":                    {FormatOpenAI, FormatGemini, `{"messages":[{"role":"user","content":"x"}],"tools":[]}`, "tools"},
+		"Anthropic tool use":       {FormatAnthropic, FormatGemini, `{"messages":[{"role":"user","content":[{"type":"tool_result","content":"x"}]}]}`, "tool_result"},
+		"function call part":       {FormatGemini, FormatOpenAI, `{"contents":[{"role":"model","parts":[{"functionCall":{"name":"f","args":{}}}]}]}`, "functionCall part"},
+		"file part":                {FormatGemini, FormatOpenAI, `{"contents":[{"parts":[{"fileData":{"fileUri":"files/x","mimeType":"image/png"}}]}]}`, "fileData part"},
+		"audio inline":             {FormatGemini, FormatOpenAI, `{"contents":[{"parts":[{"inlineData":{"mimeType":"audio/wav","data":"AA"}}]}]}`, "audio/wav"},
+		"thought part":             {FormatGemini, FormatOpenAI, `{"contents":[{"parts":[{"text":"hm","thought":true}]}]}`, "thought"},
+		"cached content":           {FormatGemini, FormatOpenAI, `{"cachedContent":"cachedContents/x","contents":[]}`, "cachedContent"},
+		"OpenAPI response schema":  {FormatGemini, FormatOpenAI, `{"contents":[{"parts":[{"text":"x"}]}],"generationConfig":{"responseMimeType":"application/json","responseSchema":{"type":"OBJECT"}}}`, "responseSchema"},
+		"five stops to OpenAI":     {FormatGemini, FormatOpenAI, `{"contents":[{"parts":[{"text":"x"}]}],"generationConfig":{"stopSequences":["1","2","3","4","5"]}}`, "OpenAI accepts 4"},
+		"odd role":                 {FormatGemini, FormatAnthropic, `{"contents":[{"role":"function","parts":[{"text":"x"}]}]}`, `role "function"`},
+		"not an object":            {FormatGemini, FormatOpenAI, `[1]`, "not a JSON object"},
+		"embeddings body":          {FormatOpenAI, FormatGemini, `{"model":"m","input":["a","b"]}`, "embeddings"},
+		"topK":                     {FormatGemini, FormatOpenAI, `{"contents":[{"parts":[{"text":"x"}]}],"generationConfig":{"topK":40}}`, "topK has no OpenAI equivalent"},
+		"snake case top_k":         {FormatGemini, FormatOpenAI, `{"contents":[{"parts":[{"text":"x"}]}],"generation_config":{"top_k":40}}`, "top_k"},
+		"unknown field":            {FormatGemini, FormatOpenAI, `{"contents":[{"parts":[{"text":"x"}]}],"fancyNewThing":{}}`, "fancyNewThing has no openai translation"},
+		"JSON output to Anthropic": {FormatGemini, FormatAnthropic, `{"contents":[{"parts":[{"text":"x"}]}],"generationConfig":{"responseMimeType":"application/json"}}`, "response_format (JSON output) has no Anthropic equivalent"},
+		"logit_bias to Gemini":     {FormatOpenAI, FormatGemini, `{"messages":[{"role":"user","content":"x"}],"logit_bias":{"1":5}}`, "logit_bias"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -110,7 +118,7 @@ func TestTranslateGeminiRefuses(t *testing.T) {
 // TestTranslateGeminiRoundTrip: what both formats have survives
 // OpenAI → Gemini → OpenAI unchanged.
 func TestTranslateGeminiRoundTrip(t *testing.T) {
-	in := `{"model":"m","messages":[{"role":"system","content":"S"},{"role":"user","content":[{"type":"text","text":"a\nb"},{"type":"image_url","image_url":{"url":"data:image/webp;base64,UklG"}}]},{"role":"assistant","content":"c"},{"role":"user","content":"d"}],"max_completion_tokens":8,"temperature":0.3,"stop":["x"],"response_format":{"type":"json_object"}}`
+	in := `{"model":"m","messages":[{"role":"system","content":"Answer in JSON."},{"role":"user","content":[{"type":"text","text":"a\nb"},{"type":"image_url","image_url":{"url":"data:image/webp;base64,UklG"}}]},{"role":"assistant","content":"c"},{"role":"user","content":"d"}],"max_completion_tokens":8,"temperature":0.3,"stop":["x"],"response_format":{"type":"json_object"}}`
 	g, err := Translate([]byte(in), FormatOpenAI, FormatGemini)
 	if err != nil {
 		t.Fatal(err)

@@ -24,11 +24,11 @@ func jsonEq(t *testing.T, got []byte, want string) {
 func TestTranslateOpenAIToAnthropic(t *testing.T) {
 	tests := map[string]struct{ in, want string }{
 		"system string, max_completion_tokens, stop string, user": {
-			`{"model":"gpt-4o-mini","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Name a prime.\n\"Now\""}],"max_completion_tokens":64,"temperature":0.2,"top_p":0.9,"stop":"END","user":"u1","n":1,"seed":7,"stream":true,"stream_options":{"include_usage":true}}`,
+			`{"model":"gpt-4o-mini","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Name a prime.\n\"Now\""}],"max_completion_tokens":64,"temperature":0.2,"top_p":0.9,"stop":"END","user":"u1","n":1,"seed":null,"presence_penalty":0,"store":false,"stream":true,"stream_options":{"include_usage":true}}`,
 			`{"model":"gpt-4o-mini","system":"You are terse.","messages":[{"role":"user","content":"Name a prime.\n\"Now\""}],"max_tokens":64,"temperature":0.2,"top_p":0.9,"stop_sequences":["END"],"metadata":{"user_id":"u1"}}`,
 		},
-		"developer + system become blocks; max_tokens; temperature clamped; stop array": {
-			`{"model":"o3","messages":[{"role":"developer","content":"A"},{"role":"system","content":[{"type":"text","text":"B"}]},{"role":"user","content":"hi"},{"role":"assistant","content":"yo"},{"role":"user","content":"again"}],"max_tokens":10,"temperature":1.7,"stop":["x","y"]}`,
+		"developer + system become blocks; max_tokens; stop array": {
+			`{"model":"o3","messages":[{"role":"developer","content":"A"},{"role":"system","content":[{"type":"text","text":"B"}]},{"role":"user","content":"hi"},{"role":"assistant","content":"yo"},{"role":"user","content":"again"}],"max_tokens":10,"temperature":1,"stop":["x","y"],"response_format":{"type":"text"}}`,
 			`{"model":"o3","system":[{"type":"text","text":"A"},{"type":"text","text":"B"}],"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"yo"},{"role":"user","content":"again"}],"max_tokens":10,"temperature":1,"stop_sequences":["x","y"]}`,
 		},
 		"no cap gets the default; content parts and images": {
@@ -55,7 +55,7 @@ func TestTranslateOpenAIToAnthropic(t *testing.T) {
 func TestTranslateAnthropicToOpenAI(t *testing.T) {
 	tests := map[string]struct{ in, want string }{
 		"system string, stop sequences, metadata": {
-			`{"model":"claude-sonnet-4-5","max_tokens":256,"system":"Answer in one word.","messages":[{"role":"user","content":"Name a prime number."}],"stop_sequences":["\n\n"],"temperature":0.5,"top_p":0.8,"top_k":5,"metadata":{"user_id":"u2"},"stream":true}`,
+			`{"model":"claude-sonnet-4-5","max_tokens":256,"system":"Answer in one word.","messages":[{"role":"user","content":"Name a prime number."}],"stop_sequences":["\n\n"],"temperature":0.5,"top_p":0.8,"metadata":{"user_id":"u2"},"stream":true,"thinking":{"type":"disabled"}}`,
 			`{"model":"claude-sonnet-4-5","messages":[{"role":"system","content":"Answer in one word."},{"role":"user","content":"Name a prime number."}],"max_completion_tokens":256,"temperature":0.5,"top_p":0.8,"stop":["\n\n"],"user":"u2"}`,
 		},
 		"system blocks, content blocks, images": {
@@ -116,6 +116,25 @@ func TestTranslateErrors(t *testing.T) {
 		"too many stops":       {`{"max_tokens":1,"messages":[],"stop_sequences":["a","b","c","d","e"]}`, FormatAnthropic, FormatOpenAI},
 		"unknown format":       {`{}`, FormatOpenAI, Format(9)},
 	}
+	for name, in := range map[string]string{
+		"seed":              `"seed":7`,
+		"n":                 `"n":2`,
+		"presence_penalty":  `"presence_penalty":0.5`,
+		"frequency_penalty": `"frequency_penalty":-1`,
+		"response_format":   `"response_format":{"type":"json_object"}`,
+		"temperature 1.5":   `"temperature":1.5`,
+		"logprobs":          `"logprobs":true`,
+		"unknown field":     `"shiny":1`,
+	} {
+		tests["OpenAI to Anthropic: "+name] = struct {
+			in       string
+			from, to Format
+		}{`{"model":"m","messages":[{"role":"user","content":"json please"}],` + in + `}`, FormatOpenAI, FormatAnthropic}
+	}
+	tests["Anthropic to OpenAI: top_k"] = struct {
+		in       string
+		from, to Format
+	}{`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"}],"top_k":5}`, FormatAnthropic, FormatOpenAI}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			got, err := Translate([]byte(tc.in), tc.from, tc.to)

@@ -65,7 +65,7 @@ func (c *Config) Post(ctx context.Context, url string, header http.Header, body 
 	if err != nil {
 		cancel(nil)
 		// A malformed URL fails every request the same way.
-		return nil, &Error{Class: ClassInvalid, Message: RedactString(err.Error(), c.APIKey), Err: err}
+		return nil, &Error{Class: ClassInvalid, Message: RedactString(err.Error(), c.Secret()), Err: err}
 	}
 	req.Header = header.Clone()
 	if req.Header == nil {
@@ -102,7 +102,7 @@ func (c *Config) Post(ctx context.Context, url string, header http.Header, body 
 		cancel(nil)
 		return nil, c.redirectError(req, resp)
 	}
-	resp.Body = newBody(ctx, rctx, resp.Body, cancel, c.FirstByteTimeout, c.IdleTimeout, c.APIKey)
+	resp.Body = newBody(ctx, rctx, resp.Body, cancel, c.FirstByteTimeout, c.IdleTimeout, c.Secret)
 	return resp, nil
 }
 
@@ -123,6 +123,7 @@ func (c *Config) roundTrip(req *http.Request) (*http.Response, error) {
 	for k, vs := range c.Header {
 		req.Header[http.CanonicalHeaderKey(k)] = vs
 	}
+	c.addQuery(req.URL)
 	var hc http.Client
 	if c.HTTPClient != nil {
 		hc = *c.HTTPClient
@@ -139,18 +140,18 @@ func isRedirect(status int) bool { return status >= 300 && status <= 399 }
 func (c *Config) redirectError(req *http.Request, resp *http.Response) *Error {
 	where := "without a Location"
 	if loc, err := resp.Location(); err == nil {
-		where = "to " + loc.Redacted()
+		where = "to " + StripUserinfo(loc.String())
 	} else if l := resp.Header.Get("Location"); l != "" {
 		where = fmt.Sprintf("to %q", l)
 	}
 	msg := fmt.Sprintf("%s %s was redirected %s; API calls never follow redirects (the API key would go along), so check the base URL",
-		req.Method, req.URL.Redacted(), where)
-	return &Error{Class: ClassRedirect, Status: resp.StatusCode, Message: RedactString(msg, c.APIKey)}
+		req.Method, StripUserinfo(req.URL.String()), where)
+	return &Error{Class: ClassRedirect, Status: resp.StatusCode, Message: RedactString(msg, c.Secret())}
 }
 
 // transportError maps a failed round trip or body read. See Post.
 func (c *Config) transportError(ctx context.Context, err error) error {
-	return mapTransport(ctx, err, c.APIKey)
+	return mapTransport(ctx, err, c.Secret())
 }
 
 func mapTransport(ctx context.Context, err error, key string) error {
@@ -185,7 +186,7 @@ type body struct {
 	cancel context.CancelCauseFunc
 	first  time.Duration
 	idle   time.Duration
-	key    string
+	secret func() string // what to redact (Config.Secret), asked only on a failure
 	// timer and cause are set in newBody and never replaced, so Close and
 	// the timer goroutine may use them; the fields below them belong to the
 	// reading goroutine.
@@ -196,6 +197,22 @@ type body struct {
 	// limit bounds the bytes read (limit.max 0: no bound); n counts them.
 	limit bound
 	n     int64
+	// events makes the idle timeout count SSE events (Progress), not
+	// bytes: a server sending only ": keepalive" comments is idle. last
+	// is when the last event (or the first bytes) arrived.
+	events bool
+	last   time.Time
+}
+
+// Progress records that an SSE event arrived (sse.Progresser).
+func (b *body) Progress() { b.last = time.Now() }
+
+// idleByEvents makes rc, a body Post returned, time out for idleness
+// between SSE events rather than between reads. Others are left alone.
+func idleByEvents(rc io.ReadCloser) {
+	if bb, ok := rc.(*body); ok {
+		bb.events = true
+	}
 }
 
 // limitBody bounds what can be read from rc, a body Post returned, to
@@ -207,8 +224,8 @@ func limitBody(rc io.ReadCloser, b bound) {
 	}
 }
 
-func newBody(parent, rctx context.Context, rc io.ReadCloser, cancel context.CancelCauseFunc, first, idle time.Duration, key string) *body {
-	b := &body{rc: rc, parent: parent, rctx: rctx, cancel: cancel, first: first, idle: idle, key: key, cause: &timeoutError{what: "read"}}
+func newBody(parent, rctx context.Context, rc io.ReadCloser, cancel context.CancelCauseFunc, first, idle time.Duration, secret func() string) *body {
+	b := &body{rc: rc, parent: parent, rctx: rctx, cancel: cancel, first: first, idle: idle, secret: secret, cause: &timeoutError{what: "read"}}
 	b.timer = time.AfterFunc(time.Hour, b.fire)
 	b.timer.Stop()
 	return b
@@ -222,8 +239,18 @@ func (b *body) Read(p []byte) (int, error) {
 		return 0, b.err
 	}
 	d, what := b.idle, "no stream data"
+	shown := d // the timeout a failure names
 	if !b.started && b.first > 0 {
 		d, what = b.first, "no response body"
+		shown = d
+	} else if b.events && b.started && d > 0 {
+		// Only what is left of the idle time since the last event.
+		if d -= time.Since(b.last); d <= 0 {
+			b.cancel(b.cause)
+			b.err = mapTransport(b.parent, &timeoutError{"no stream data", b.idle}, b.secret())
+			return 0, b.err
+		}
+		what = "no stream data"
 	}
 	if b.limit.max > 0 {
 		// One byte past the bound is enough to know it was crossed.
@@ -237,6 +264,9 @@ func (b *body) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
 	fired := d > 0 && !b.timer.Stop()
 	if n > 0 {
+		if !b.started {
+			b.last = time.Now()
+		}
 		b.started = true
 		b.n += int64(n)
 		if b.limit.max > 0 && b.n > b.limit.max {
@@ -250,9 +280,9 @@ func (b *body) Read(p []byte) (int, error) {
 	// The timer may also have fired just after an earlier Read returned;
 	// the cancel cause tells, whichever Read sees the failure.
 	if fired || context.Cause(b.rctx) == error(b.cause) {
-		err = &timeoutError{what, d}
+		err = &timeoutError{what, shown}
 	}
-	b.err = mapTransport(b.parent, err, b.key)
+	b.err = mapTransport(b.parent, err, b.secret())
 	return n, b.err
 }
 
@@ -274,7 +304,7 @@ func Drain(rc io.ReadCloser) {
 	if !ok || b.err != nil {
 		return
 	}
-	b.started = true
+	b.started, b.events = true, false // after the terminator, bytes count
 	idle := b.idle
 	b.idle = drainGrace
 	if idle > 0 {
@@ -307,7 +337,7 @@ func (c *Config) StatusError(resp *http.Response, requestIDHeader string) *Error
 		RetryAfter:    ra,
 		HasRetryAfter: ok,
 		ShouldRetry:   parseShouldRetry(resp.Header.Get("x-should-retry")),
-		Body:          ReadErrorBody(resp.Body, c.APIKey),
+		Body:          ReadErrorBody(resp.Body, c.Secret()),
 		Limits:        c.RateLimits(resp.Header, now),
 	}
 }

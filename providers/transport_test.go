@@ -215,7 +215,7 @@ func TestBodyIdleIsPerRead(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				rctx, cancel := context.WithCancelCause(t.Context())
-				b := newBody(t.Context(), rctx, &slowReader{rctx, tc.delays}, cancel, first, idle, testKey)
+				b := newBody(t.Context(), rctx, &slowReader{rctx, tc.delays}, cancel, first, idle, func() string { return testKey })
 				defer b.Close()
 				got, err := io.ReadAll(b)
 				if len(got) != tc.wantN {

@@ -30,10 +30,10 @@ func cacheKeyOf(req *providers.Request) cache.Key {
 	return cache.KeyOf(req.Endpoint.Path(), req.Model, body)
 }
 
-// sampled reports whether req's answer is drawn at random: a temperature
+// samples reports whether req's answer is drawn at random: a temperature
 // above 0 (absent counts as the providers' default of 1) or several
 // choices (n, candidateCount).
-func sampled(body []byte) bool {
+func samples(body []byte) bool {
 	r := gjson.GetManyBytes(body, "temperature", "generationConfig.temperature", "n", "generationConfig.candidateCount")
 	t := r[0]
 	if !t.Exists() {
@@ -48,13 +48,13 @@ func sampled(body []byte) bool {
 // cacheable reports whether the run's cache takes part for req.
 func (r *run) cacheable(req *providers.Request) bool {
 	c := r.cfg.Cache
-	return c != nil && c.Cache != nil && !(c.SkipSampled && sampled(req.Body))
+	return c != nil && c.Cache != nil && !(c.SkipSampled && samples(req.Body))
 }
 
 // holds reports whether the cache would answer req (for estimates); a
 // cache that fails holds nothing.
 func (c *CacheUse) holds(req *providers.Request) bool {
-	if c == nil || c.Cache == nil || !c.Mode.Read || (c.SkipSampled && sampled(req.Body)) {
+	if c == nil || c.Cache == nil || !c.Mode.Read || (c.SkipSampled && samples(req.Body)) {
 		return false
 	}
 	_, ok, _ := cache.Lookup(context.Background(), c.Cache, cacheKeyOf(req), req.Endpoint.Path(), req.Model)

@@ -16,8 +16,8 @@ func TestSampled(t *testing.T) {
 		`{"generationConfig":{"temperature":0}}`: false,
 		`{"generationConfig":{"temperature":0,"candidateCount":2}}`: true,
 	} {
-		if got := sampled([]byte(body)); got != want {
-			t.Errorf("sampled(%s) = %v, want %v", body, got, want)
+		if got := samples([]byte(body)); got != want {
+			t.Errorf("samples(%s) = %v, want %v", body, got, want)
 		}
 	}
 }

@@ -204,7 +204,7 @@ func (r *run) dailyRefusal(o attemptOutcome) (*providers.Error, bool) {
 func (r *run) dayRefused(h *hop, pe *providers.Error) {
 	until := time.Time{}
 	if pe.HasRetryAfter {
-		until = time.Now().Add(max(pe.RetryAfter, minDayBlock))
+		until = time.Now().Add(min(max(pe.RetryAfter, minDayBlock), 24*time.Hour)) // a day's limit resets within one
 	}
 	r.cfg.Days.Exhaust(dayKey(h.key), dayZone(h.route), until)
 }

@@ -99,6 +99,9 @@ type EstimateConfig struct {
 	// Cache, if set, answers some requests for free: they are counted
 	// in CacheHits, not estimated.
 	Cache *CacheUse
+	// Calibration scales the local input count of the models it holds
+	// (from Calibrate: the provider's own count of a sample).
+	Calibration map[string]*ModelCalibration
 }
 
 // Estimate is what a run of the pending requests would take: tokens, money
@@ -149,11 +152,17 @@ type ModelEstimate struct {
 	BatchCostUSDExpected *float64 `json:"batch_cost_usd_expected"`
 	// PricedAs is the price list's name for the model ("" if unpriced).
 	PricedAs string `json:"priced_as,omitempty"`
+	// PricedProvider is the provider the price list has that price under.
+	PricedProvider string `json:"priced_provider,omitempty"`
+	// Calibration, when set, says InputTokens is the local count scaled
+	// by the provider's own count of a sample (Calibrate).
+	Calibration *ModelCalibration `json:"calibration,omitempty"`
 
 	// p is the model's price (nil: unpriced); meanOut the mean answer
 	// seen, -1 when none; the costs are kept exact for the totals.
 	p                    *pricing.Price
 	meanOut              int64
+	localIn              int64 // the local input count, before Calibration
 	max, exp, bmax, bexp pricing.Cost
 	priced, batchPriced  bool
 }
@@ -190,6 +199,10 @@ func RunEstimate(cfg EstimateConfig) (*Estimate, error) {
 		if !cfg.Fast {
 			in = cfg.Estimator.RawInputTokens(req.Model, text)
 		}
+		if c := cfg.Calibration[req.Model]; c != nil {
+			m.localIn += in
+			in = int64(math.Round(float64(in) * c.Ratio))
+		}
 		m.add(in, cfg.Admission.OutputCap(req))
 		return nil
 	})
@@ -206,6 +219,9 @@ func RunEstimate(cfg EstimateConfig) (*Estimate, error) {
 	var outExp int64
 	for _, n := range names {
 		m := byModel[n]
+		if c := cfg.Calibration[n]; c != nil {
+			m.Calibration, m.InputApproximate = c.finish(m.localIn), false
+		}
 		est.Requests += m.Requests
 		est.InputTokens += m.InputTokens
 		est.OutputTokensMax += m.OutputTokensMax
@@ -242,7 +258,7 @@ func newModelEstimate(cfg EstimateConfig, model string) *ModelEstimate {
 	m := &ModelEstimate{Model: model, InputApproximate: cfg.Fast || !cfg.Estimator.HasTokenizer(model), meanOut: -1}
 	if cfg.Prices != nil {
 		if p, ok := cfg.Prices.Lookup(cfg.Provider, model); ok {
-			m.p, m.priced, m.PricedAs = &p, true, p.Model
+			m.p, m.priced, m.PricedAs, m.PricedProvider = &p, true, p.Model, p.Provider
 			m.batchPriced = p.Batch != nil
 		}
 	}

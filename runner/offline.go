@@ -575,6 +575,10 @@ func (o *offline) pollFailed(ctx context.Context, rec *BatchRecord, err error) (
 		o.logf("batch %s is unknown to %s (%v); its %d requests are pending again", rec.ID, o.cfg.Client.Name(), err, len(rec.IDs))
 		o.released = true
 		return true, o.forget(rec)
+	case pe.Class == providers.ClassTooLarge || pe.Class == providers.ClassInvalid:
+		// A result line past its bound, a results URL refused as off-host:
+		// the next poll would download (or be refused) the same way.
+		return false, &AbortError{Cause: fmt.Errorf("batch %s: its results cannot be collected: %w; it stays open at the provider and its requests pending", rec.ID, err)}
 	}
 	o.logf("batch %s: %v; trying again at the next poll", rec.ID, err)
 	return false, nil

@@ -62,23 +62,43 @@ func (p *Progress) Start(c *Counters) {
 		defer p.done.Done()
 		t := time.NewTicker(interval)
 		defer t.Stop()
+		var bar *ttyBar
 		for {
 			select {
 			case <-p.stop:
 				if p.Mode == ProgressBar {
-					fmt.Fprint(p.Out, "\r\x1b[K") // the summary line takes its place
+					fmt.Fprint(p.Out, "\r\x1b[K") // the summary takes its place
 				}
 				return
 			case <-t.C:
 				s := p.snapshot(c, time.Since(start))
 				if p.Mode == ProgressBar {
-					fmt.Fprint(p.Out, "\r"+s.bar(p.width())+"\x1b[K")
+					bar = p.drawBar(bar, s)
 				} else {
 					p.Log.Info(s.line(), slog.Group("progress", s.attrs()...))
 				}
 			}
 		}
 	}()
+}
+
+// drawBar draws s on the terminal with bar, made at the first frame (for
+// the terminal's width then) and given the requests left to send as its
+// total: those an earlier run answered are not this run's work, and
+// counting them would make the rate a lie.
+func (p *Progress) drawBar(bar *ttyBar, s snapshot) *ttyBar {
+	toSend := max(s.total-s.skipped, 0)
+	width := p.width()
+	if bar == nil {
+		bar = newTTYBar(p.Out, width, toSend)
+	}
+	if toSend != bar.max && toSend > 0 {
+		bar.max = toSend
+		bar.pb.ChangeMax64(toSend)
+	}
+	bar.width = width
+	bar.draw(s)
+	return bar
 }
 
 // Stop ends reporting and waits for the reporter to finish.
@@ -143,37 +163,27 @@ type segment struct {
 	rank        int
 }
 
-// segments are the parts of the line after the counts, in display order.
-func (s snapshot) segments() []segment {
-	var segs []segment
-	add := func(rank int, full, short string) { segs = append(segs, segment{full, short, rank}) }
-	if s.failed > 0 {
-		add(9, fmt.Sprintf("%d failed", s.failed), fmt.Sprintf("%d fail", s.failed))
-	}
-	add(8, fmt.Sprintf("%d pending", s.pending), fmt.Sprintf("%d left", s.pending))
-	if s.rate > 0 {
-		add(7, fmt.Sprintf("%s/s, eta %s", rateString(s.rate), durString(s.eta)), "eta "+durString(s.eta))
-	}
-	if s.tokensIn+s.tokensOut > 0 {
-		add(4, fmt.Sprintf("%s in / %s out tokens", count(s.tokensIn), count(s.tokensOut)), fmt.Sprintf("%s/%s tok", count(s.tokensIn), count(s.tokensOut)))
-	}
-	if s.rateLimited > 0 {
-		add(5, plural(s.rateLimited, "429", "429s"), fmt.Sprintf("%d×429", s.rateLimited))
-	}
-	if s.spent > 0 {
-		add(6, s.spent.String()+" spent", s.spent.String())
-	}
-	if s.cacheHits > 0 {
-		add(5, fmt.Sprintf("%d from cache ($%.4f saved)", s.cacheHits, s.cacheSaved), fmt.Sprintf("%d cached", s.cacheHits))
-	}
-	return segs
-}
-
 // line is the progress as one log line, every part at full length.
 func (s snapshot) line() string {
 	parts := []string{fmt.Sprintf("%d/%d done (%d succeeded, %d skipped)", s.done, s.total, s.succeeded, s.skipped)}
-	for _, seg := range s.segments() {
-		parts = append(parts, seg.full)
+	if s.failed > 0 {
+		parts = append(parts, fmt.Sprintf("%d failed", s.failed))
+	}
+	parts = append(parts, fmt.Sprintf("%d pending", s.pending))
+	if s.rate > 0 {
+		parts = append(parts, fmt.Sprintf("%s/s, eta %s", rateString(s.rate), durString(s.eta)))
+	}
+	if s.tokensIn+s.tokensOut > 0 {
+		parts = append(parts, fmt.Sprintf("%s in / %s out tokens", count(s.tokensIn), count(s.tokensOut)))
+	}
+	if s.rateLimited > 0 {
+		parts = append(parts, plural(s.rateLimited, "429", "429s"))
+	}
+	if s.spent > 0 {
+		parts = append(parts, s.spent.String()+" spent")
+	}
+	if s.cacheHits > 0 {
+		parts = append(parts, fmt.Sprintf("%d from cache ($%.4f saved)", s.cacheHits, s.cacheSaved))
 	}
 	if s.status != "" {
 		parts = append(parts, s.status)
@@ -193,75 +203,28 @@ func (s snapshot) attrs() []any {
 	}
 }
 
-// minBar is the narrowest bar worth drawing.
-const minBar = 10
-
-// bar is the progress as one terminal line of at most width columns:
-// "45% [=====>    ] 4512/10000 · 12 failed · 5488 pending · 85/s, eta
-// 1m04s · …". When the line does not fit, parts take their short form,
-// then the least important are dropped, then the bar goes; the status
-// ("provider down (…), holding") gets what is left, cut to it.
-func (s snapshot) bar(width int) string {
-	pct := 0
-	if s.total > 0 {
-		pct = int(100 * s.done / s.total)
-	}
-	head := fmt.Sprintf("%3d%%", pct)
-	l := &partsLine{counts: fmt.Sprintf("%d/%d", s.done, s.total), segs: s.segments(), short: map[int]bool{}, drop: map[int]bool{}}
-	// The status needs room for a few words to be worth showing, and
-	// parts given back must leave it a few more.
-	status, roomy := 0, 0
-	if s.status != "" {
-		status = runes(partSep) + min(runes(s.status), 16)
-		roomy = runes(partSep) + min(runes(s.status), 32)
-	}
-	fitsWith := func(t string, room int) bool { return runes(head)+1+minBar+1+runes(t)+room <= width }
-	fits := func(t string) bool { return fitsWith(t, status) }
-	l.shrink(fits)
-	l.giveBack(func(t string) bool { return fitsWith(t, roomy) })
-	t := l.text()
-	if !fits(t) {
-		line := head + " " + t
-		if s.status != "" {
-			line += partSep + s.status
-		}
-		return cut(line, width)
-	}
-	barWidth := width - runes(head) - 1 - runes(t) - 1
-	if s.status != "" {
-		barWidth -= runes(partSep) + runes(s.status)
-	}
-	barWidth = min(max(barWidth, minBar), 40)
-	line := head + " " + drawBar(s.done, s.total, barWidth) + " " + t
-	if s.status != "" {
-		line += partSep + s.status
-	}
-	return cut(line, width)
-}
-
 // partSep separates the parts of the progress line.
 const partSep = " · "
 
-// partsLine is the text after the bar: the counts, then each segment in
-// its full or short form, or dropped.
+// partsLine is the status after the bar: each segment in its full or
+// short form, or dropped.
 type partsLine struct {
-	counts      string
 	segs        []segment
 	short, drop map[int]bool // by index in segs
 }
 
 func (l *partsLine) text() string {
-	t := l.counts
+	var parts []string
 	for i, seg := range l.segs {
 		switch {
 		case l.drop[i]:
 		case l.short[i]:
-			t += partSep + seg.short
+			parts = append(parts, seg.short)
 		default:
-			t += partSep + seg.full
+			parts = append(parts, seg.full)
 		}
 	}
-	return t
+	return strings.Join(parts, partSep)
 }
 
 // shrink shortens, then drops, the parts lowest rank first, a whole rank
@@ -280,11 +243,14 @@ func (l *partsLine) shrink(fits func(string) bool) {
 
 // giveBack restores what still fits, most important first: a dropped part
 // in its short form, a short part at full length. Shrinking by whole ranks
-// takes more than it must; this takes back the surplus part by part.
+// takes more than it must; this takes back the surplus part by part. A
+// part that cannot come back keeps every less important one out, so no
+// part is ever shown while a more important one is not.
 func (l *partsLine) giveBack(fits func(string) bool) {
+	blocked := false
 	for rank := 9; rank >= 0; rank-- {
 		for i, seg := range l.segs {
-			if seg.rank != rank {
+			if seg.rank != rank || (blocked && l.drop[i]) {
 				continue
 			}
 			for _, m := range []map[int]bool{l.drop, l.short} {
@@ -295,21 +261,11 @@ func (l *partsLine) giveBack(fits func(string) bool) {
 					}
 				}
 			}
+			if l.drop[i] {
+				blocked = true
+			}
 		}
 	}
-}
-
-// drawBar is "[=====>    ]" in width columns.
-func drawBar(done, total int64, width int) string {
-	inner := width - 2
-	fill := 0
-	if total > 0 {
-		fill = int(int64(inner) * min(done, total) / total)
-	}
-	if fill >= inner {
-		return "[" + strings.Repeat("=", inner) + "]"
-	}
-	return "[" + strings.Repeat("=", fill) + ">" + strings.Repeat(" ", inner-fill-1) + "]"
 }
 
 func runes(s string) int { return utf8.RuneCountInString(s) }

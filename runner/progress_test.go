@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -20,60 +19,6 @@ var typical = snapshot{
 	rateLimited: 321, tokensIn: 61_234_567, tokensOut: 17_654_321, spent: pricing.FromUSD(123.4567),
 	elapsed: 90 * time.Minute, rate: 83.6, eta: 109*time.Minute + 20*time.Second,
 	status: "provider down (connection refused by 10.0.0.1:8000), holding",
-}
-
-func TestProgressBarFitsWidth(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	snaps := []snapshot{typical, {total: 3}, {total: 0}}
-	for range 150 {
-		s := snapshot{
-			total: rng.Int64N(1 << 40), rateLimited: rng.Int64N(1 << 20),
-			tokensIn: rng.Int64N(1 << 45), tokensOut: rng.Int64N(1 << 40), spent: pricing.FromUSD(rng.Float64() * 1e5),
-			rate: rng.Float64() * 1e4, eta: time.Duration(rng.Int64N(int64(1000 * time.Hour))),
-		}
-		s.done = rng.Int64N(s.total + 1)
-		s.failed = rng.Int64N(s.done + 1)
-		s.pending = s.total - s.done
-		if rng.IntN(2) == 0 {
-			s.status = strings.Repeat("provider down (no such host api.example.invalid), holding, draining ", 1+rng.IntN(3))
-		}
-		snaps = append(snaps, s)
-	}
-	for _, s := range snaps {
-		for width := 1; width <= 200; width++ {
-			if got := s.bar(width); runes(got) > width {
-				t.Fatalf("width %d: %d columns: %q", width, runes(got), got)
-			}
-		}
-	}
-	// At 80 columns the essentials are all there, with a bar; a status
-	// (holding) takes the room of the rate and spend.
-	running := typical
-	running.status = ""
-	for _, tc := range []struct {
-		s    snapshot
-		want []string
-	}{
-		{running, []string{" 45% [", "451234/1000000", "1234 fail", "548766 ", "eta 1h49m", "$123.46"}},
-		{typical, []string{" 45% [", "451234/1000000", "1234 fail", "548766 ", "provider down (conn"}},
-	} {
-		got := tc.s.bar(80)
-		for _, want := range tc.want {
-			if !strings.Contains(got, want) {
-				t.Errorf("at 80 columns %q lacks %q", got, want)
-			}
-		}
-		if runes(got) < 70 {
-			t.Errorf("at 80 columns the line is %d wide, want it to use them: %q", runes(got), got)
-		}
-	}
-	// Wide, everything at full length; narrow, the counts still.
-	if got := typical.bar(200); !strings.Contains(got, "61.2M in / 17.7M out tokens") || !strings.Contains(got, "321 429s") || !strings.Contains(got, "83.6/s, eta 1h49m") {
-		t.Errorf("at 200 columns: %q", got)
-	}
-	if got := typical.bar(30); !strings.Contains(got, "451234/1000000") {
-		t.Errorf("at 30 columns: %q", got)
-	}
 }
 
 func TestProgressLogLine(t *testing.T) {

@@ -33,12 +33,20 @@ type Route struct {
 	Admission providers.Admission
 	// Model, if set, replaces the request's model on this hop.
 	Model string
+	// Rules, if set, are the model rules a fallback hop's body must pass
+	// (the primary's bodies passed them at the check): a body the hop's
+	// model family refuses fails the hop instead of being sent.
+	Rules *ModelRules
 	// Pool, if set, names the limiter/breaker key instead of provider+URL+model.
 	Pool string
 	// Endpoint, if set, stands for the provider's base URL in request
 	// fingerprints: the built-in mock listens on a new loopback port each
 	// run, and its answers must still count on the next.
 	Endpoint string
+	// Plain, if set, is Provider never streaming: when streamed requests
+	// never worked, one plain request tells whether streaming is the
+	// problem (see SetupError).
+	Plain providers.Provider
 }
 
 // Config is everything one run needs. The cmd package builds it.
@@ -57,6 +65,10 @@ type Config struct {
 	Days      *limiter.Days
 	WaitDaily bool
 	Estimator *estimate.Estimator
+	// InputRatios, by model, seed the Estimator's calibration of the
+	// primary route from the provider's own count of a sample (see
+	// Calibrate); nil leaves it to the responses' usage.
+	InputRatios map[string]float64
 
 	Policy      retry.Policy
 	RetryBudget *retry.Budget
@@ -86,6 +98,11 @@ type Config struct {
 	// server of the chain's last hop was never reached for this long
 	// since its first attempt; 0 never does.
 	ConnectDeadline time.Duration
+	// SetupDeadline stops the run (a *SetupError) when a key that never
+	// succeeded failed the same way that long (see setup.go); 0 never
+	// does. Streaming says requests are streamed (for its hint).
+	SetupDeadline time.Duration
+	Streaming     bool
 	// FailFast stops the run (a *FailFastError) when its first FailFast
 	// attempts all fail the same way, non-retryably; 0 never does.
 	FailFast int
@@ -119,7 +136,20 @@ func (e *AbortError) Unwrap() error { return e.Cause }
 // InterruptedError reports a run stopped by a signal after draining.
 type InterruptedError struct{ Signal os.Signal }
 
-func (e *InterruptedError) Error() string { return fmt.Sprintf("interrupted by %v", e.Signal) }
+func (e *InterruptedError) Error() string { return "interrupted " + signalWords(e.Signal) }
+
+// signalWords names a stopping signal as the person who sent it knows it:
+// "(Ctrl-C)" for SIGINT, "(SIGTERM)" for SIGTERM ("interrupt" is what
+// Go calls SIGINT, and "interrupted by interrupt" says nothing).
+func signalWords(sig os.Signal) string {
+	switch sig {
+	case os.Interrupt:
+		return "(Ctrl-C)"
+	case syscall.SIGTERM:
+		return "(SIGTERM)"
+	}
+	return fmt.Sprintf("(%v)", sig)
+}
 
 // PendingError says a run ended, with nothing else wrong, while some
 // requests were neither answered nor failed: exit 0 must mean every request
@@ -167,6 +197,7 @@ type run struct {
 	dayWake    chan struct{}
 	gates      map[string]*keyGate
 	conns      map[string]*connectWatch
+	setups     sync.Map // key → *setupWatch
 	rngMu      sync.Mutex
 	cacheWarn  sync.Once
 
@@ -182,6 +213,8 @@ type run struct {
 
 	// spend is the --max-cost budget; nil without a cap.
 	spend *spendCap
+	// tags adds up the tagged requests for the summary.
+	tags tagBook
 
 	// results hands each line to the sink, unbuffered: a worker holds its
 	// run slot until the sink has taken its answer, so the answers a
@@ -238,6 +271,7 @@ func newRun(ctx context.Context, cfg Config) *run {
 	}
 	r.workCtx, r.stopWork = context.WithCancelCause(ctx)
 	r.admitCtx, r.stopAdmit = context.WithCancelCause(r.workCtx)
+	r.seedCalibration()
 	return r
 }
 
@@ -331,7 +365,7 @@ func (r *run) produce() error {
 	}
 	err := r.cfg.Source.Each(func(req *providers.Request) error {
 		fp := fps.of(req)
-		switch r.cfg.Store.Classify(req.ID, fp) {
+		switch r.cfg.Store.ClassifyAdopting(req.ID, fp, func() checkpoint.Fingerprint { return fps.legacy(req) }) {
 		case checkpoint.Skip: // answered for this very request
 			r.c.Skipped.Add(1)
 			return nil
@@ -404,7 +438,7 @@ func (r *run) watchSignals() {
 		r.mu.Lock()
 		r.signal = sig
 		r.mu.Unlock()
-		r.stopAdmitting(fmt.Errorf("interrupted by %v", sig))
+		r.stopAdmitting(fmt.Errorf("interrupted %s", signalWords(sig)))
 	case <-r.workCtx.Done():
 		return
 	}

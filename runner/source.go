@@ -19,6 +19,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/llmrun/llmrun/checkpoint"
+	"github.com/llmrun/llmrun/internal/jsonvalid"
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/providers"
 )
@@ -66,6 +67,9 @@ type Parser struct {
 	// Template, if set, makes every line a record of fields that it
 	// renders into the prompt of a simple line (--template).
 	Template *Template
+	// Models say which model lines are sent as and apply the model
+	// families' rules (source_rules.go).
+	Models ModelRules
 }
 
 // Parse parses one non-blank input line (lineNo is 1-based). It accepts the
@@ -110,7 +114,7 @@ func invalidUTF8At(b []byte) int {
 // lacks would read the whole line again. The first of repeated keys counts,
 // as with gjson's Get.
 type lineFields struct {
-	id, key, body, method, url, params, request, prompt, system, model, maxTokens, priority gjson.Result
+	id, key, body, method, url, params, request, prompt, system, model, maxTokens, priority, tags gjson.Result
 }
 
 // read fills f from root's members.
@@ -142,6 +146,8 @@ func (f *lineFields) read(root gjson.Result) {
 			dst = &f.maxTokens
 		case "priority":
 			dst = &f.priority
+		case "tags":
+			dst = &f.tags
 		default:
 			return true
 		}
@@ -153,8 +159,15 @@ func (f *lineFields) read(root gjson.Result) {
 }
 
 func (p *Parser) parseValid(line []byte, lineNo int) (*providers.Request, error) {
-	if !gjson.ValidBytes(line) {
+	// One pass validates the line and finds a repeated key: llmrun reads
+	// the first of them, servers the last, so the estimate, the price or
+	// the duplicate check would read a value the server never sees.
+	dup, ok := jsonvalid.DuplicateKey(line)
+	if !ok {
 		return nil, errors.New("not valid JSON")
+	}
+	if dup != "" {
+		return nil, fmt.Errorf("key %q appears twice (llmrun would read the first, the server the last): give each key once", dup)
 	}
 	root := gjson.ParseBytes(line)
 	if !root.IsObject() {
@@ -165,6 +178,9 @@ func (p *Parser) parseValid(line []byte, lineNo int) (*providers.Request, error)
 	req := &providers.Request{Line: lineNo, Priority: p.Defaults.Priority}
 	if p.Template == nil {
 		if err := linePriority(f.priority, req); err != nil {
+			return nil, err
+		}
+		if err := lineTags(f.tags, req); err != nil {
 			return nil, err
 		}
 	}
@@ -287,6 +303,9 @@ func (p *Parser) finish(req *providers.Request, body []byte, from providers.Form
 		}
 	}
 	body, err := p.fillDefaults(body)
+	if err == nil {
+		body, err = p.applyRules(body, req.Endpoint)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -395,6 +414,9 @@ func checkBody(body []byte, ep providers.Endpoint, f providers.Format) error {
 func (p *Parser) buildSimple(sp *providers.Prompt) ([]byte, error) {
 	if sp.Model == "" {
 		return nil, errors.New("no model: give the line a model or pass --model")
+	}
+	if err := p.shapeSimple(sp); err != nil {
+		return nil, err
 	}
 	if p.Format == providers.FormatAnthropic && sp.MaxTokens == 0 {
 		sp.MaxTokens = defaultAnthropicMaxTokens

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/llmrun/llmrun/internal/jsonvalid"
 	"github.com/llmrun/llmrun/providers"
 )
 
@@ -28,6 +30,11 @@ func (p *Parser) parseReference(line []byte, lineNo int) (*providers.Request, er
 	req := &providers.Request{Line: lineNo, Priority: p.Defaults.Priority}
 	if p.Template == nil && bytes.Contains(line, []byte(`"priority"`)) {
 		if err := linePriority(root.Get("priority"), req); err != nil {
+			return nil, err
+		}
+	}
+	if p.Template == nil {
+		if err := lineTags(root.Get("tags"), req); err != nil {
 			return nil, err
 		}
 	}
@@ -155,6 +162,16 @@ func parsers() []Parser {
 // checkSameParse fails t if the parser and the reference disagree on line.
 func checkSameParse(t *testing.T, line []byte) {
 	t.Helper()
+	if dup, ok := jsonvalid.DuplicateKey(line); ok && dup != "" {
+		// Refused before any member is read (the reference would read
+		// the first of the repeated keys).
+		for _, p := range parsers() {
+			if _, err := p.parseValid(line, 7); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q appears twice", dup)) {
+				t.Fatalf("%v: %s: error %v, want the repeated key %q", p.Format, line, err, dup)
+			}
+		}
+		return
+	}
 	for _, p := range parsers() {
 		want, werr := p.parseReference(line, 7)
 		got, gerr := p.parseValid(line, 7)

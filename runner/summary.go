@@ -4,12 +4,12 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/llmrun/llmrun/internal/outfile"
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/pricing"
 )
@@ -37,8 +37,10 @@ type Summary struct {
 	// finished in this run (each from its first admission to its line):
 	// the whole that budget waits are a share of.
 	RequestSeconds float64 `json:"request_seconds"`
-	// ErrorsFile is where the failed requests are (set by the caller).
+	// ErrorsFile is where the failed requests are, OutputFile the answers
+	// (set by the caller).
 	ErrorsFile string `json:"errors_file,omitempty"`
+	OutputFile string `json:"output_file,omitempty"`
 
 	AttemptsPerRequest float64          `json:"attempts_per_request"`
 	RetriesByCause     map[string]int64 `json:"retries_by_cause"`
@@ -76,6 +78,9 @@ type Summary struct {
 	CacheMisses   int64   `json:"cache_misses,omitempty"`
 	CachePuts     int64   `json:"cache_puts,omitempty"`
 	CacheSavedUSD float64 `json:"cache_saved_usd,omitempty"`
+	// Tags break this run's requests down by their lines' tags: key,
+	// then value (absent when no line had tags).
+	Tags map[string]map[string]TagUsage `json:"tags,omitempty"`
 }
 
 // summary is what the counters alone say about a run.
@@ -123,6 +128,7 @@ func (r *run) summarize(wall time.Duration) *Summary {
 	}
 	s.Limits = keyLimits(r.cfg.Limiter.Stats())
 	s.Daily = r.dailySummary()
+	s.Tags = r.tags.summary()
 	r.mu.Lock()
 	for _, b := range r.breakers {
 		st := b.Stats(time.Now())
@@ -249,17 +255,15 @@ func (s *Summary) costString() string {
 	return line
 }
 
-// WriteFile writes the summary as indented JSON, atomically.
+// WriteFile writes the summary as indented JSON, atomically where the path
+// is a regular file (outfile: a symlink's target replaced, a FIFO or device
+// written in place).
 func (s *Summary) WriteFile(path string) error {
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return outfile.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 func learnedString(k KeyLimits) string {

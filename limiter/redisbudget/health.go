@@ -34,6 +34,10 @@ type Health struct {
 	mu    sync.Mutex
 	down  bool
 	since time.Time
+	// epoch counts the times the state went down: a call that began
+	// before the last one (in flight when Redis died) says nothing of
+	// whether it is back.
+	epoch uint64
 	told  map[string]bool // go-redis message formats already told
 }
 
@@ -69,14 +73,24 @@ func (h *Health) failed(cause string) {
 		return
 	}
 	h.down, h.since = true, h.now()
+	h.epoch++
 	h.mu.Unlock()
 	h.tell(fmt.Sprintf("redis %s: unreachable: %s", h.name, cause))
 }
 
-// ok marks the connection up; the first success after a failure is told.
-func (h *Health) ok() {
+// begin is the epoch a call starts in, for ok.
+func (h *Health) begin() uint64 {
 	h.mu.Lock()
-	if !h.down {
+	defer h.mu.Unlock()
+	return h.epoch
+}
+
+// ok marks the connection up, for a call that began in epoch; the first
+// success after a failure is told. A success of a call that began before
+// the failure (it was answered just before Redis went away) is not news.
+func (h *Health) ok(epoch uint64) {
+	h.mu.Lock()
+	if !h.down || epoch != h.epoch {
 		h.mu.Unlock()
 		return
 	}
@@ -147,9 +161,10 @@ func (k healthHook) DialHook(next redis.DialHook) redis.DialHook {
 
 func (k healthHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		e := k.h.begin()
 		err := next(ctx, cmd)
 		if !handshake[cmd.Name()] {
-			k.h.observe(ctx, err)
+			k.h.observe(ctx, err, e)
 		}
 		return err
 	}
@@ -163,20 +178,21 @@ var handshake = map[string]bool{"hello": true, "auth": true, "client": true, "se
 
 func (k healthHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		e := k.h.begin()
 		err := next(ctx, cmds)
 		if !slices.ContainsFunc(cmds, func(c redis.Cmder) bool { return handshake[c.Name()] }) {
-			k.h.observe(ctx, err)
+			k.h.observe(ctx, err, e)
 		}
 		return err
 	}
 }
 
-// observe classifies one call's outcome. A call the caller cancelled says
-// nothing about Redis.
-func (h *Health) observe(ctx context.Context, err error) {
+// observe classifies the outcome of a call that began in epoch. A call the
+// caller cancelled says nothing about Redis.
+func (h *Health) observe(ctx context.Context, err error, epoch uint64) {
 	switch {
 	case err == nil || !connError(err):
-		h.ok()
+		h.ok(epoch)
 	case ctx.Err() == context.Canceled:
 	default:
 		h.failed(rootCause(err))

@@ -163,3 +163,22 @@ func TestConnError(t *testing.T) {
 		t.Errorf("error reply %v: connError = true", err)
 	}
 }
+
+// TestHealthIgnoresAnswersFromBeforeTheOutage (issue 22 item 13): a call
+// in flight when Redis died, answered just before, does not say Redis is
+// back; only a call that began after the failure does. Before, an outage
+// could print "unreachable", "reachable again", "unreachable".
+func TestHealthIgnoresAnswersFromBeforeTheOutage(t *testing.T) {
+	var told []string
+	h := NewHealth("r", func(m string) { told = append(told, m) }, func() time.Time { return time.Unix(0, 0) })
+	before := h.begin()
+	h.failed("connection refused")
+	h.observe(context.Background(), nil, before)
+	if !h.Down() || len(told) != 1 {
+		t.Fatalf("a success from before the failure: down %v, told %q", h.Down(), told)
+	}
+	h.observe(context.Background(), nil, h.begin())
+	if h.Down() || len(told) != 2 || !strings.Contains(told[1], "reachable again") {
+		t.Fatalf("a success after the failure: down %v, told %q", h.Down(), told)
+	}
+}

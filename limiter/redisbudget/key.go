@@ -38,6 +38,7 @@ func paramsOf(lim limiter.Limits, learned [numBuckets]float64) params {
 		p.base[i] = min(burst, p.max[i])
 		if i == 0 {
 			p.base[i] = max(p.base[i], 1) // one request always fits
+			p.max[i] = max(p.max[i], 1)   // under 1 rpm paces, never refuses
 		}
 	}
 	return p

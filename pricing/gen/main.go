@@ -4,6 +4,12 @@
 // providers llmrun speaks and only their price fields, and writes it sorted
 // with a dated "_snapshot" header. Run it through `go generate ./pricing`
 // where the network allows, or with -in on a file got another way.
+//
+// The model-family rules (modelrules/rules.json) are refreshed from the
+// same list: after a refresh, `go test ./modelrules` checks that every
+// model the new snapshot names falls in a family of its own provider, and
+// the list's supports_reasoning flags name the models the reasoning
+// families must match.
 package main
 
 import (

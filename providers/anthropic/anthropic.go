@@ -41,6 +41,7 @@ var _ providers.Provider = (*Provider)(nil)
 // resolves the default base URL). A nil cfg.HTTPClient is replaced by
 // providers.NewHTTPClient, once, so every Send shares one connection pool.
 func New(cfg providers.Config) *Provider {
+	cfg.SplitQuery() // the query goes on every request, after the path
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = providers.NewHTTPClient(0)
 	}
@@ -132,7 +133,7 @@ func fillError(e *providers.Error, root gjson.Result) {
 func (p *Provider) parsePlain(b []byte, out *providers.Response) error {
 	root := gjson.ParseBytes(b)
 	if root.Get("type").String() == "error" {
-		e := &providers.Error{Class: providers.ClassMidStream, Status: out.Status, RequestID: out.RequestID, Body: providers.Redact(b, p.cfg.APIKey)}
+		e := &providers.Error{Class: providers.ClassMidStream, Status: out.Status, RequestID: out.RequestID, Body: providers.Redact(b, p.cfg.Secret())}
 		fillError(e, root)
 		return e
 	}
@@ -175,7 +176,7 @@ func (p *Provider) readStream(ctx context.Context, r io.Reader, out *providers.R
 		ev := dec.Event()
 		done, err := a.event(ev.Name, ev.Data)
 		if err != nil {
-			return err.InStream(out, p.cfg.APIKey)
+			return err.InStream(out, p.cfg.Secret())
 		}
 		if done {
 			body, err := a.body()

@@ -45,6 +45,7 @@ var _ providers.BatchClient = (*Batch)(nil)
 // NewBatch returns a Message Batches client for cfg (BaseURL: the host
 // root, as for the Messages client; Stream is ignored).
 func NewBatch(cfg providers.Config) *Batch {
+	cfg.SplitQuery()
 	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	return &Batch{cfg: cfg}
 }
@@ -163,7 +164,7 @@ func (b *Batch) Results(ctx context.Context, job providers.BatchJob, fn func(pro
 	ru, err := url.Parse(job.ResultsURL)
 	base, berr := url.Parse(b.cfg.BaseURL)
 	if err != nil || berr != nil || ru.Host != base.Host || (ru.Scheme != base.Scheme && ru.Scheme != "https") {
-		return &providers.Error{Class: providers.ClassInvalid, Message: "results_url " + job.ResultsURL + " is not on " + b.cfg.BaseURL + "; not sending the API key there"}
+		return &providers.Error{Class: providers.ClassInvalid, Message: "results_url " + providers.StripUserinfo(job.ResultsURL) + " is not on " + providers.StripUserinfo(b.cfg.BaseURL) + "; not sending the API key there"}
 	}
 	h := b.header()
 	h.Set("Accept", "application/binary")
@@ -175,7 +176,7 @@ func (b *Batch) Results(ctx context.Context, job providers.BatchJob, fn func(pro
 	if resp.StatusCode/100 != 2 {
 		return b.statusError(resp)
 	}
-	return providers.EachLine(ctx, resp.Body, b.cfg.APIKey, func(line []byte) error {
+	return providers.EachLine(ctx, resp.Body, b.cfg.Secret(), func(line []byte) error {
 		r, err := batchParseResult(line)
 		if err != nil {
 			return err
@@ -268,7 +269,7 @@ func (b *Batch) job(ctx context.Context, method, path string, h http.Header, bod
 		return providers.BatchJob{}, err
 	}
 	if gjson.GetBytes(raw, "id").Str == "" {
-		return providers.BatchJob{}, &providers.Error{Class: providers.ClassServer, Message: "unparsable message batch", Body: providers.Redact(raw, b.cfg.APIKey)}
+		return providers.BatchJob{}, &providers.Error{Class: providers.ClassServer, Message: "unparsable message batch", Body: providers.Redact(raw, b.cfg.Secret())}
 	}
 	return batchJobOf(raw), nil
 }

@@ -73,6 +73,7 @@ func InlineUpTo(n int64) BatchOption { return func(b *Batch) { b.inline = n } }
 // NewBatch returns a Batch API client for cfg (BaseURL as for New; Stream
 // is ignored).
 func NewBatch(cfg providers.Config, opts ...BatchOption) *Batch {
+	cfg.SplitQuery()
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = providers.NewHTTPClient(0)
 	}
@@ -349,7 +350,7 @@ func (b *Batch) job(ctx context.Context, method, path string, body []byte) (prov
 	}
 	op := gjson.ParseBytes(raw)
 	if !strings.HasPrefix(op.Get("name").Str, "batches/") {
-		return providers.BatchJob{}, &providers.Error{Class: providers.ClassServer, Message: "unparsable batch operation", Body: providers.Redact(raw, b.cfg.APIKey)}
+		return providers.BatchJob{}, &providers.Error{Class: providers.ClassServer, Message: "unparsable batch operation", Body: providers.Redact(raw, b.cfg.Secret())}
 	}
 	return b.jobOf(op), nil
 }

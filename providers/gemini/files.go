@@ -102,5 +102,5 @@ func (b *Batch) download(ctx context.Context, file string, fn func(line []byte) 
 	if resp.StatusCode/100 != 2 {
 		return b.statusError(resp)
 	}
-	return providers.EachLine(ctx, resp.Body, b.cfg.APIKey, fn)
+	return providers.EachLine(ctx, resp.Body, b.cfg.Secret(), fn)
 }

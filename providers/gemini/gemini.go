@@ -52,6 +52,7 @@ var _ providers.Provider = (*Provider)(nil)
 // (a bare host gets /v1beta) with the key in x-goog-api-key. A nil cfg.HTTPClient is replaced by
 // providers.NewHTTPClient, once, so every Send shares one connection pool.
 func New(cfg providers.Config) *Provider {
+	cfg.SplitQuery() // ?key= goes on every request, after the path
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = providers.NewHTTPClient(0)
 	}
@@ -163,9 +164,9 @@ func prepare(in []byte) (out []byte, model string, err error) {
 func (p *Provider) parsePlain(b []byte, out *providers.Response) error {
 	root := gjson.ParseBytes(b)
 	if e := root.Get("error"); e.IsObject() && !root.Get("candidates").Exists() {
-		pe := &providers.Error{Class: providers.ClassMidStream, Status: out.Status, RequestID: out.RequestID, Body: providers.Redact(b, p.cfg.APIKey)}
+		pe := &providers.Error{Class: providers.ClassMidStream, Status: out.Status, RequestID: out.RequestID, Body: providers.Redact(b, p.cfg.Secret())}
 		fillError(pe, root)
-		pe.Message = providers.RedactString(pe.Message, p.cfg.APIKey)
+		pe.Message = providers.RedactString(pe.Message, p.cfg.Secret())
 		return pe
 	}
 	return p.fill(root, b, out, func() string { return plainText(root) })
@@ -188,7 +189,7 @@ func plainText(root gjson.Result) string {
 // stream), parsed as root, with its text; a blocked prompt is the error.
 func (p *Provider) fill(root gjson.Result, b []byte, out *providers.Response, text func() string) error {
 	if err := blocked(root, out, b); err != nil {
-		err.Body = providers.Redact(err.Body, p.cfg.APIKey)
+		err.Body = providers.Redact(err.Body, p.cfg.Secret())
 		return err
 	}
 	out.Body = b
@@ -243,7 +244,7 @@ func (p *Provider) readStream(ctx context.Context, r io.Reader, out *providers.R
 			continue
 		}
 		if err := a.chunk(data); err != nil {
-			return err.InStream(out, p.cfg.APIKey)
+			return err.InStream(out, p.cfg.Secret())
 		}
 		if !ttft && a.content {
 			ttft = true

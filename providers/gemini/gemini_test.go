@@ -87,7 +87,7 @@ func TestClassify(t *testing.T) {
 		"no quota at all":    {429, strings.ReplaceAll(perMinute, `"250"`, `"0"`), providers.ClassQuota, false, 21 * time.Second},
 		"bad key, no detail": {400, `{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT"}}`, providers.ClassAuth, false, -1},
 		"cancelled":          {499, `{"error":{"code":499,"message":"The operation was cancelled.","status":"CANCELLED"}}`, providers.ClassServer, false, -1},
-		"huge delay bounded": {429, `{"error":{"status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"99999s"}]}}`, providers.ClassRateLimited, false, providers.MaxRetryAfter},
+		"huge delay bounded": {429, `{"error":{"status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"99999999s"}]}}`, providers.ClassRateLimited, false, providers.MaxRetryAfter},
 		"bad delay ignored":  {429, `{"error":{"status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"soon"}]}}`, providers.ClassRateLimited, false, -1},
 	}
 	for name, tc := range tests {

@@ -209,7 +209,7 @@ func (s *Server) register(b *mbatch, prefix string) {
 	b.okBefore = make([]int, len(b.items)+1)
 	for i := range b.items {
 		it := &b.items[i]
-		_, aerr := b.d.parse(it.body)
+		_, aerr := s.parseRuled(b.d, it.body)
 		it.ok = aerr == nil && !s.batchFails(it)
 		b.okBefore[i+1] = b.okBefore[i]
 		if it.ok {
@@ -344,7 +344,7 @@ func (s *Server) finish(b *mbatch, t time.Time, state string, done int) {
 // synchronous 400, and a BatchFailRate draw with a 500.
 func (s *Server) execute(d dialect, it *bitem) bresult {
 	reqID := s.arrive(it.h)
-	req, aerr := d.parse(it.body)
+	req, aerr := s.parseRuled(d, it.body)
 	if aerr == nil && !it.ok {
 		aerr = errServer()
 	}

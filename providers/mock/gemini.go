@@ -44,6 +44,8 @@ func (s *Server) handleGemini(w http.ResponseWriter, r *http.Request) {
 		s.handleAPI(gemini{model: model, embed: gmEmbedOne})(w, r)
 	case "batchEmbedContents":
 		s.handleAPI(gemini{model: model, embed: gmEmbedMany})(w, r)
+	case "countTokens":
+		s.handleGeminiCountTokens(w, r)
 	case "batchGenerateContent":
 		s.batches.inFlight.Add(1)
 		defer s.batches.inFlight.Add(-1)

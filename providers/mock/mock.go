@@ -30,7 +30,9 @@
 // An API request goes through these stages, in order; the first that
 // answers ends it: read the body (413 past 32 MiB); Outage (500); APIKey
 // (401); parse and validate the body (400); SpendCap (429); the day's
-// requests (RPD, 429, daily.go); rate limits (429); faults (503/529, 500, reset, mid-stream error); the answer.
+// requests (RPD, 429, daily.go); StreamFailure (500, streamfail.go); the
+// acceleration limit (429, accel.go); rate limits (429); faults
+// (503/529, 500, reset, mid-stream error); the answer.
 package mock
 
 import (
@@ -50,6 +52,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/llmrun/llmrun/modelrules"
 )
 
 // Config configures a Server. The zero value is an unlimited, fault-free
@@ -131,6 +135,17 @@ type Config struct {
 	// which a client that dies has created something it never heard of.
 	BatchCallDelay time.Duration
 
+	// Acceleration refuses sharp increases (see accel.go): a window of
+	// AccelWindow (0: 5s) admits at most max(AccelFloor (0: 20), 2 × the
+	// previous window's admissions).
+	Acceleration bool
+	AccelWindow  time.Duration
+	AccelFloor   int
+	// StreamFailure answers every streamed request with 500
+	// {"status":"failure"} (a gateway that cannot stream); plain requests
+	// succeed (see streamfail.go).
+	StreamFailure bool
+
 	// NoLimitHeaders sends no rate-limit headers at all (an API gateway,
 	// vLLM behind an ingress, Gemini); the limits still apply.
 	NoLimitHeaders bool
@@ -160,6 +175,15 @@ type Config struct {
 	// CachePrefixes bounds the prompt cache (see Stats.CacheReadTokens),
 	// in prefixes, oldest evicted first; 0 means DefaultRemember.
 	CachePrefixes int
+
+	// NoModelRules turns off the model-family rules (rules.go): by
+	// default a body its model's family refuses (max_tokens to a
+	// reasoning model, JSON mode without "json", temperature with top_p to
+	// recent Claude models) is answered 400, as the real APIs answer it.
+	NoModelRules bool
+	// KnownModels answers 404 to a model no family of the dialect's
+	// provider claims (other than the mock's default, mock-1).
+	KnownModels bool
 }
 
 // Stats counts what the server has seen. Attempts counts every request to
@@ -173,6 +197,7 @@ type Stats struct {
 	// (the stream flag and stream_options are ignored when comparing).
 	Duplicates   int64 `json:"duplicates"`
 	RateLimited  int64 `json:"rate_limited"`
+	Accelerated  int64 `json:"accelerated"` // of RateLimited: over the acceleration limit
 	DayLimited   int64 `json:"day_limited"` // of RateLimited: refused for the day (RPD)
 	Overloaded   int64 `json:"overloaded"`
 	ServerErrors int64 `json:"server_errors"` // ServerErrorRate faults and Outage answers
@@ -191,6 +216,9 @@ type Stats struct {
 	// input (cached or not) and of the output actually generated.
 	InputTokens  int64 `json:"input_tokens"`
 	OutputTokens int64 `json:"output_tokens"`
+	// CountTokens counts the count_tokens / countTokens calls answered
+	// (count_tokens.go).
+	CountTokens int64 `json:"count_tokens"`
 	// CacheReadTokens and CacheWriteTokens are the input tokens reported
 	// as read from and written to the prompt cache. Anthropic requests
 	// cache the prefix up to each block carrying cache_control (the first
@@ -228,6 +256,8 @@ type Server struct {
 	cfg Config
 	now func() time.Time
 	mux *http.ServeMux
+	// rules are the model-family rules (rules.go).
+	rules *modelrules.Rules
 
 	mu            sync.Mutex
 	reqs, in, out *bucket // nil when unlimited
@@ -236,6 +266,7 @@ type Server struct {
 	bodies        *fifo[bodyState] // see memory.go
 	prefixes      *fifo[struct{}]  // the prompt cache
 	stats         Stats
+	accel         accelState
 
 	batches batchStore
 }
@@ -253,6 +284,7 @@ func New(cfg Config) *Server {
 		out:      newBucket(cfg.OTPM, cfg.Burst),
 		bodies:   newFIFO[bodyState](cfg.RememberBodies),
 		prefixes: newFIFO[struct{}](cfg.CachePrefixes),
+		rules:    modelrules.Default(),
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -261,12 +293,14 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("POST /v1/chat/completions", s.handleAPI(s.local(openAI{})))
 	s.mux.HandleFunc("POST /chat/completions", s.handleAPI(s.local(openAI{})))
 	s.mux.HandleFunc("POST /v1/messages", s.handleAPI(anthropic{}))
+	s.mux.HandleFunc("POST /v1/messages/count_tokens", s.handleCountTokens)
 	s.mux.HandleFunc("POST /v1/responses", s.handleAPI(responses{}))
 	s.mux.HandleFunc("POST /v1/embeddings", s.handleAPI(embeddings{}))
 	s.mux.HandleFunc("POST "+geminiPrefix+"models/{call}", s.handleGemini)
 	s.mux.HandleFunc("GET /mock/stats", s.handleStats)
 	s.registerBatchRoutes()
 	s.registerAzureRoutes()
+	s.registerModelRoutes()
 	s.mux.HandleFunc("/", s.handleNotFound)
 	return s
 }
@@ -311,6 +345,8 @@ type request struct {
 	cacheWrites bool
 	// embed is an embeddings request's inputs (nil for the others).
 	embed *embedRequest
+	// shape is what the answer's form must be beyond text (features.go).
+	shape *shape
 
 	// capCharge is what admission charges beyond the input tokens (see
 	// azure_charge.go); 0 for every other request.
@@ -333,6 +369,7 @@ type completion struct {
 	seq int
 	// embed is an embeddings answer's inputs (nil for the others).
 	embed *embedRequest
+	shape *shape
 }
 
 // chunk is one streamed content event: text made of n pieces (tokens).
@@ -398,6 +435,9 @@ func (s *Server) handleAPI(d dialect) http.HandlerFunc {
 			s.fail(w, d, reqID, e)
 			return
 		}
+		if s.streamFails(w, req) {
+			return
+		}
 		g, e := s.grant(h, req)
 		if e != nil {
 			s.fail(w, d, reqID, e)
@@ -443,7 +483,16 @@ func (s *Server) check(r *http.Request, d dialect, body []byte) (*request, *apiE
 	if req.model == "" {
 		req.model = defaultModel
 	}
+	if aerr := s.modelRuleError(d, body, req.model); aerr != nil {
+		if aerr.status == 404 {
+			s.bump(&s.stats.NotFound)
+		} else {
+			s.bump(&s.stats.BadRequests)
+		}
+		return nil, aerr
+	}
 	req.capCharge = s.capCharge(d, req)
+	req.shape = parseShape(d.tag(), body)
 	if s.cfg.SpendCap {
 		s.bump(&s.stats.SpendCapped)
 		return nil, errQuota()
@@ -474,10 +523,15 @@ func (s *Server) grant(h [32]byte, req *request) (granted, *apiError) {
 	if req.cacheWrites {
 		charged -= read // Anthropic: cache reads do not count toward ITPM
 	}
+	if e := s.accelRefuse(s.now()); e != nil {
+		s.mu.Unlock()
+		return granted{}, e
+	}
 	ref := s.admit(s.now(), charged)
 	g := granted{read: read}
 	if ref == nil {
 		s.stats.InputTokens -= int64(req.capCharge) // a charge, not input
+		s.accelAdmitted()
 		bs := s.body(h)
 		g.attempt = int(bs.admitted)
 		bs.admitted++
@@ -672,8 +726,9 @@ func bodyHash(tag byte, body []byte) [32]byte {
 // newCompletion builds the answer to req. Everything in it follows from the
 // body hash and the prompt.
 func newCompletion(d dialect, h [32]byte, req *request, reqID string, words int) *completion {
-	text, truncated := answer(req.prompt, req.maxTokens, words)
+	text, truncated := req.shape.text(answer(req.prompt, req.maxTokens, words))
 	c := &completion{
+		shape:        req.shape,
 		model:        req.model,
 		reqID:        reqID,
 		created:      1735689600 + int64(binary.LittleEndian.Uint32(h[16:20])%31536000),
@@ -785,7 +840,7 @@ func (s *Server) plain(ctx context.Context, w http.ResponseWriter, d dialect, c 
 	}
 	s.writeLimitHeaders(w, d)
 	w.Header().Set("Content-Type", "application/json")
-	body := d.plainBody(c)
+	body := c.shape.reshape(d.tag(), d.plainBody(c), c)
 	a.release(c.outTokens, true)
 	w.WriteHeader(http.StatusOK)
 	if _, err := w.Write(body); err != nil {

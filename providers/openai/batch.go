@@ -71,6 +71,7 @@ func NewBatch(cfg providers.Config) *Batch { return NewBatchDialect(cfg, BatchDi
 
 // NewBatchDialect returns a Batch API client speaking d.
 func NewBatchDialect(cfg providers.Config, d BatchDialect) *Batch {
+	cfg.SplitQuery()
 	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	if d.Name == "" {
 		d.Name = "openai"
@@ -349,7 +350,7 @@ func (b *Batch) lines(ctx context.Context, fileID string, fn func([]byte) error)
 	if resp.StatusCode/100 != 2 {
 		return b.statusError(resp)
 	}
-	return providers.EachLine(ctx, resp.Body, b.cfg.APIKey, fn)
+	return providers.EachLine(ctx, resp.Body, b.cfg.Secret(), fn)
 }
 
 // batchParseResult converts one output- or error-file line.

@@ -44,7 +44,7 @@ func (p *Provider) parseEmbeddings(b []byte, out *providers.Response) error {
 // type other than JSON (a local server's text/plain): it is one JSON body
 // all the same.
 func (p *Provider) readEmbeddingsStream(ctx context.Context, r io.Reader, out *providers.Response, _ time.Time) error {
-	b, err := providers.ReadWholeJSON(ctx, r, out, p.cfg.APIKey)
+	b, err := providers.ReadWholeJSON(ctx, r, out, p.cfg.Secret())
 	if err != nil {
 		return err
 	}

@@ -62,6 +62,7 @@ func New(cfg providers.Config) *Provider { return NewDialect(cfg, Dialect{}) }
 // replaced by providers.NewHTTPClient, once, so every Send shares one
 // connection pool.
 func NewDialect(cfg providers.Config, d Dialect) *Provider {
+	cfg.SplitQuery() // the query goes on every request, after the path
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = providers.NewHTTPClient(0)
 	}
@@ -187,9 +188,9 @@ func fillError(e *providers.Error, root gjson.Result) {
 // (an error object): retried like a broken stream, the key redacted from
 // its body and message.
 func (p *Provider) answerError(root gjson.Result, b []byte, out *providers.Response) *providers.Error {
-	e := &providers.Error{Class: providers.ClassMidStream, Status: out.Status, RequestID: out.RequestID, Body: providers.Redact(b, p.cfg.APIKey)}
+	e := &providers.Error{Class: providers.ClassMidStream, Status: out.Status, RequestID: out.RequestID, Body: providers.Redact(b, p.cfg.Secret())}
 	fillError(e, root)
-	e.Message = providers.RedactString(e.Message, p.cfg.APIKey)
+	e.Message = providers.RedactString(e.Message, p.cfg.Secret())
 	return e
 }
 
@@ -246,7 +247,7 @@ func (p *Provider) readStream(ctx context.Context, r io.Reader, out *providers.R
 			continue
 		}
 		if err := a.chunk(data); err != nil {
-			return err.InStream(out, p.cfg.APIKey)
+			return err.InStream(out, p.cfg.Secret())
 		}
 		if !ttft && a.content {
 			ttft = true

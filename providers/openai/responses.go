@@ -49,7 +49,7 @@ func (p *Provider) parseResponses(b []byte, out *providers.Response) error {
 	if (root.Get("error").IsObject() && !root.Get("output").Exists()) || root.Get("status").Str == "failed" {
 		e := p.answerError(root, b, out)
 		responseFailure(e)
-		e.Message = providers.RedactString(e.Message, p.cfg.APIKey)
+		e.Message = providers.RedactString(e.Message, p.cfg.Secret())
 		return e
 	}
 	p.fillResponse(b, out)
@@ -192,7 +192,7 @@ func (p *Provider) readResponsesStream(ctx context.Context, r io.Reader, out *pr
 		}
 		final, err := s.event(data)
 		if err != nil {
-			return err.InStream(out, p.cfg.APIKey)
+			return err.InStream(out, p.cfg.Secret())
 		}
 		if final != nil {
 			p.fillResponse(final, out)

@@ -231,6 +231,9 @@ func Lookup(name string) (Entry, error) {
 			return e, nil
 		}
 	}
+	if near := suggest(name); near != "" {
+		return Entry{}, fmt.Errorf("unknown provider %q (did you mean %s? want one of %s)", name, near, strings.Join(Names(), ", "))
+	}
 	return Entry{}, fmt.Errorf("unknown provider %q (want %s)", name, strings.Join(Names(), ", "))
 }
 

@@ -306,3 +306,17 @@ func TestDayRules(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownProviderSuggests: a slip or a product name gets the
+// provider meant.
+func TestUnknownProviderSuggests(t *testing.T) {
+	for name, want := range map[string]string{"opneai": "did you mean openai?", "claude": "did you mean anthropic?", "gemnii": "did you mean gemini?", "google": "did you mean gemini?"} {
+		_, err := Lookup(name)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", name, err, want)
+		}
+	}
+	if _, err := Lookup("zzzzzzzzzz"); err == nil || strings.Contains(err.Error(), "did you mean") {
+		t.Errorf("nothing close, yet: %v", err)
+	}
+}

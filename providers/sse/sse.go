@@ -42,7 +42,15 @@ type Decoder struct {
 	err     error
 	started bool // the leading BOM check has been done
 	pooled  bool // r came from readers
+	// progress is the source's Progress method, if it has one: told of
+	// every event dispatched, so that a reader timing the stream out for
+	// idleness counts events, not bytes (keepalive comments are no
+	// content).
+	progress func()
 }
+
+// Progresser is a stream source that wants to know when an event arrived.
+type Progresser interface{ Progress() }
 
 // readers are the 16 KiB readers of finished decoders, for the next ones:
 // a run reads one stream per request, and a new reader for each was most of
@@ -62,7 +70,11 @@ var errReleased = errors.New("sse: decoder released")
 func NewDecoder(r io.Reader) *Decoder {
 	br := readers.Get().(*bufio.Reader)
 	br.Reset(r)
-	return &Decoder{r: br, pooled: true}
+	d := &Decoder{r: br, pooled: true}
+	if p, ok := r.(Progresser); ok {
+		d.progress = p.Progress
+	}
+	return d
 }
 
 // newDecoderSize lets tests shrink the buffer so the long-line path runs on
@@ -147,6 +159,9 @@ const bom = "\xEF\xBB\xBF"
 
 func (d *Decoder) dispatch() {
 	d.ev = Event{Name: d.name, Data: d.data}
+	if d.progress != nil {
+		d.progress()
+	}
 }
 
 // Event returns the current event.
