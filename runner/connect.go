@@ -98,24 +98,34 @@ func (r *run) connectWatch(h *hop) *connectWatch {
 }
 
 // observeAttempt feeds one attempt's outcome to what judges the run as a
-// whole: the latest cause (for hold and outage messages), the setup watch
-// and the connect watch. Either watch may stop the run. (The fail-fast
-// window judges in its own hold: failFastHold.)
+// whole: the latest cause (for hold and outage messages) and the connect
+// watch, which may stop the run. (The fail-fast window judges in its own
+// hold, failFastHold; the setup watch once the reservation has ended,
+// observeSetup.)
 func (r *run) observeAttempt(h *hop, o attemptOutcome) {
 	if o.err != nil && !o.cut && !o.sent.IsZero() {
 		cause := providers.Cause(o.err)
 		r.lastCause.Store(&cause)
 	}
-	if w := r.setupWatch(h); w != nil {
-		w.observe(o)
-		if err, _ := r.setupFailed(h, time.Now()); err != nil {
-			r.abortRun(err)
-		}
-	}
 	if w := r.connectWatch(h); w != nil {
 		w.observe(o)
 		if err, _ := w.exceeded(time.Now(), r.cfg.ConnectDeadline); err != nil {
 			r.abortRun(r.unreachable(h, err))
+		}
+	}
+}
+
+// observeSetup feeds one attempt's outcome to the setup watch, which may
+// stop the run. The reservation's release calls it once the reservation
+// has ended, before the slot frees: a streamed setup failure probes one
+// plain request through the key's budget, and with the reservation still
+// held that probe waited for the concurrency slot the caller held (Auto
+// starts at one) until its 30s timeout.
+func (r *run) observeSetup(h *hop, o attemptOutcome) {
+	if w := r.setupWatch(h); w != nil {
+		w.observe(o)
+		if err, _ := r.setupFailed(h, time.Now()); err != nil {
+			r.abortRun(err)
 		}
 	}
 }

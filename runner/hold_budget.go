@@ -51,6 +51,9 @@ func (p *reservation) acquire(ctx context.Context) (func(attemptOutcome), error)
 	}
 	return func(o attemptOutcome) {
 		p.end(o)
+		// The setup watch may probe a plain request through the key's
+		// budget: after the reservation ended, before the slot frees.
+		r.observeSetup(h, o)
 		r.freeSlot()
 	}, nil
 }

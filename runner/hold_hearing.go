@@ -3,8 +3,8 @@ package runner
 import "context"
 
 // hearingHold is the run hearing how the attempt ended: the latest cause,
-// the setup and connect watches (either may stop the run), the
-// observers and the debug log. Acquired last, it is released first, so a stop it decides binds
+// the connect watch (which may stop the run), the observers and the debug
+// log. Acquired last, it is released first, so a stop it decides binds
 // before the slot or the key's gate lets the next attempt in.
 type hearingHold struct {
 	r *run
