@@ -10,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/llmrun/llmrun/cache"
+	"github.com/llmrun/llmrun/internal/canonjson"
 	"github.com/llmrun/llmrun/providers"
 )
 
@@ -26,7 +27,13 @@ type CacheUse struct {
 // never its custom_id, priority or tags (not in the body), nor the
 // provider or base URL it goes to.
 func cacheKeyOf(req *providers.Request) cache.Key {
-	body := req.Body // the body as the checkpoint fingerprint hashes it; the canonical form (issue 24) goes here
+	// The body in canonical JSON (issue 24), as the checkpoint's fingerprint
+	// reads it: a generator that re-encodes its lines still hits.
+	var c canonjson.Canon
+	body, err := c.Append(nil, req.Body)
+	if err != nil {
+		body = req.Body
+	}
 	return cache.KeyOf(req.Endpoint.Path(), req.Model, body)
 }
 

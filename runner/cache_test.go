@@ -32,6 +32,14 @@ func TestCacheKeyIgnoresIdAndPriority(t *testing.T) {
 	if cacheKeyOf(a) != cacheKeyOf(b) {
 		t.Fatal("id or priority changed the key")
 	}
+	reencoded := &providers.Request{ID: "c", Body: []byte(`{ "messages": [ {"content": "h\u0069", "role": "user"} ], "model": "m1" }`), Model: "m1"}
+	if cacheKeyOf(reencoded) != cacheKeyOf(a) {
+		t.Fatal("re-encoding the body (spacing, key order, escapes) changed the key")
+	}
+	edited := &providers.Request{ID: "d", Body: []byte(`{"model":"m1","messages":[{"role":"user","content":"ho"}]}`), Model: "m1"}
+	if cacheKeyOf(edited) == cacheKeyOf(a) {
+		t.Fatal("an edited prompt shares the key")
+	}
 	for _, o := range []*providers.Request{
 		{ID: "a", Body: body, Model: "m2"},
 		{ID: "a", Body: body, Model: "m1", Endpoint: providers.EndpointResponses},
