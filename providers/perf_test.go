@@ -2,8 +2,11 @@ package providers
 
 import (
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -49,5 +52,25 @@ func TestParseRateLimitsReadsEveryHeader(t *testing.T) {
 		if w != want {
 			t.Errorf("anthropic %s window = %+v, want %+v", name, w, want)
 		}
+	}
+}
+
+// readAll reads the whole body whatever its Content-Length says: exact,
+// short, too long, absent, and in one allocation when exact.
+func TestReadAllSized(t *testing.T) {
+	body := strings.Repeat("x", 813)
+	for _, length := range []int64{813, 10, 2000, -1, 0, 2 << 20} {
+		got, err := readAll(iotest.OneByteReader(strings.NewReader(body)), length)
+		if err != nil || string(got) != body {
+			t.Errorf("length %d: read %d bytes, %v", length, len(got), err)
+		}
+	}
+	if _, err := readAll(iotest.ErrReader(io.ErrUnexpectedEOF), 10); err != io.ErrUnexpectedEOF {
+		t.Errorf("a failing body: %v", err)
+	}
+	sr := strings.NewReader(body)
+	allocs := testing.AllocsPerRun(10, func() { sr.Reset(body); readAll(sr, 813) })
+	if allocs != 1 {
+		t.Errorf("an exact Content-Length: %v allocations, want 1", allocs)
 	}
 }
