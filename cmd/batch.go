@@ -52,6 +52,9 @@ against a built-in mock server.
 				return runF(o)
 			}
 			o.ExitCode = ExitCode
+			if io.MemoryLimit != nil {
+				io.MemoryLimit(memoryLimit(o.Concurrency))
+			}
 			sum, err := job.Batch(c.Context(), io, *o)
 			return finish(io, o.Summary, sum, err)
 		},

@@ -36,6 +36,9 @@ type IO struct {
 	// route stamps and ages its batches and intents with; nil means
 	// time.Now.
 	Now func() time.Time
+	// MemoryLimit sets the process's soft memory limit (bytes) once the
+	// run's shape is known; nil leaves the runtime's (tests run in-process).
+	MemoryLimit func(int64)
 }
 
 // logger is io.Log, or a logger of plain lines on io.Err.

@@ -2,6 +2,7 @@ package providers
 
 import (
 	"time"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 )
@@ -95,13 +96,34 @@ func UncachedInput(u Usage) int64 { return max(u.InputTokens-u.CacheReadTokens, 
 // Anthropic Messages) that a tokenizer should count: the system prompt and
 // the message contents, strings or text blocks.
 func MessagesText(body []byte) []byte {
-	b := appendText(nil, gjson.GetBytes(body, "system"))
-	gjson.GetBytes(body, "messages").ForEach(func(_, m gjson.Result) bool {
+	// One walk of the top level over a view of body (no copy of it; every
+	// text is copied into b), and b sized once: the prompt is part of the
+	// body. This runs for every request, before its admission.
+	var system, messages gjson.Result
+	gjson.Parse(view(body)).ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "system":
+			if !system.Exists() { // the first of duplicates, as gjson.Get
+				system = v
+			}
+		case "messages":
+			if !messages.Exists() {
+				messages = v
+			}
+		}
+		return true
+	})
+	b := appendText(make([]byte, 0, len(body)), system)
+	messages.ForEach(func(_, m gjson.Result) bool {
 		b = appendText(b, m.Get("content"))
 		return true
 	})
 	return b
 }
+
+// view is b as a string without a copy; the string must not outlive b
+// nor be kept by the callee.
+func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // appendText appends the text of a content, a string or parts with a
 // string "text" (every format's text part has one), a line each.

@@ -30,7 +30,7 @@ type HeaderRules struct {
 // that count per day are moved to DayRequests and DayTokens.
 func (c *Config) RateLimits(h http.Header, now time.Time) RateLimits {
 	r := ParseRateLimits(h, now)
-	if c.Headers.RequestsPerDay && h.Get("anthropic-ratelimit-requests-limit") == "" && r.Requests.Known() {
+	if c.Headers.RequestsPerDay && header(h, "Anthropic-Ratelimit-Requests-Limit") == "" && r.Requests.Known() {
 		r.DayRequests, r.Requests = r.Requests, unknown
 	}
 	return r

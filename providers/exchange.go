@@ -108,7 +108,7 @@ func (c *Config) Exchange(ctx context.Context, w *Wire, body []byte, maxTokens i
 		Drain(resp.Body)
 		return out, nil
 	}
-	b, err := io.ReadAll(resp.Body)
+	b, err := readAll(resp.Body, resp.ContentLength)
 	if err != nil {
 		return nil, StreamError(ctx, err, out.Status, out.RequestID)
 	}
@@ -125,4 +125,27 @@ func (c *Config) Exchange(ctx context.Context, w *Wire, body []byte, maxTokens i
 func isJSON(h http.Header) bool {
 	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
 	return mt == "application/json"
+}
+
+// readAll is io.ReadAll with the buffer sized once from the body's
+// Content-Length (up to 1 MiB; the body's own bound still applies), not
+// grown from 512 bytes: a plain answer is read in one allocation.
+func readAll(r io.Reader, length int64) ([]byte, error) {
+	if length <= 0 || length > 1<<20 {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, length+1) // +1: EOF is seen without a grow
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // longer than it said: grow as usual
+		}
+	}
 }

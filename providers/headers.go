@@ -46,29 +46,29 @@ func (r RateLimits) Any() bool {
 // day's (Config.RateLimits applies a provider's own rules on top).
 func ParseRateLimits(h http.Header, now time.Time) RateLimits {
 	r := RateLimits{
-		Requests:     window(h, now, "x-ratelimit-limit-requests", "x-ratelimit-remaining-requests", "x-ratelimit-reset-requests"),
-		Tokens:       window(h, now, "x-ratelimit-limit-tokens", "x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens"),
+		Requests:     window(h, now, "X-Ratelimit-Limit-Requests", "X-Ratelimit-Remaining-Requests", "X-Ratelimit-Reset-Requests"),
+		Tokens:       window(h, now, "X-Ratelimit-Limit-Tokens", "X-Ratelimit-Remaining-Tokens", "X-Ratelimit-Reset-Tokens"),
 		InputTokens:  Window{Limit: -1, Remaining: -1},
 		OutputTokens: Window{Limit: -1, Remaining: -1},
 	}
 	dayWindows(&r)
-	if h.Get("anthropic-ratelimit-requests-limit") != "" || h.Get("anthropic-ratelimit-requests-remaining") != "" {
-		r.Requests = window(h, now, "anthropic-ratelimit-requests-limit", "anthropic-ratelimit-requests-remaining", "anthropic-ratelimit-requests-reset")
+	if header(h, "Anthropic-Ratelimit-Requests-Limit") != "" || header(h, "Anthropic-Ratelimit-Requests-Remaining") != "" {
+		r.Requests = window(h, now, "Anthropic-Ratelimit-Requests-Limit", "Anthropic-Ratelimit-Requests-Remaining", "Anthropic-Ratelimit-Requests-Reset")
 	}
-	if h.Get("anthropic-ratelimit-tokens-limit") != "" || h.Get("anthropic-ratelimit-tokens-remaining") != "" {
-		r.Tokens = window(h, now, "anthropic-ratelimit-tokens-limit", "anthropic-ratelimit-tokens-remaining", "anthropic-ratelimit-tokens-reset")
+	if header(h, "Anthropic-Ratelimit-Tokens-Limit") != "" || header(h, "Anthropic-Ratelimit-Tokens-Remaining") != "" {
+		r.Tokens = window(h, now, "Anthropic-Ratelimit-Tokens-Limit", "Anthropic-Ratelimit-Tokens-Remaining", "Anthropic-Ratelimit-Tokens-Reset")
 	}
-	r.InputTokens = window(h, now, "anthropic-ratelimit-input-tokens-limit", "anthropic-ratelimit-input-tokens-remaining", "anthropic-ratelimit-input-tokens-reset")
-	r.OutputTokens = window(h, now, "anthropic-ratelimit-output-tokens-limit", "anthropic-ratelimit-output-tokens-remaining", "anthropic-ratelimit-output-tokens-reset")
+	r.InputTokens = window(h, now, "Anthropic-Ratelimit-Input-Tokens-Limit", "Anthropic-Ratelimit-Input-Tokens-Remaining", "Anthropic-Ratelimit-Input-Tokens-Reset")
+	r.OutputTokens = window(h, now, "Anthropic-Ratelimit-Output-Tokens-Limit", "Anthropic-Ratelimit-Output-Tokens-Remaining", "Anthropic-Ratelimit-Output-Tokens-Reset")
 	return r
 }
 
 func window(h http.Header, now time.Time, limit, remaining, reset string) Window {
-	return Window{Limit: headerInt(h, limit), Remaining: headerInt(h, remaining), Reset: parseReset(h.Get(reset), now)}
+	return Window{Limit: headerInt(h, limit), Remaining: headerInt(h, remaining), Reset: parseReset(header(h, reset), now)}
 }
 
 func headerInt(h http.Header, name string) int64 {
-	v := strings.TrimSpace(h.Get(name))
+	v := strings.TrimSpace(header(h, name))
 	if v == "" {
 		return -1
 	}
@@ -81,6 +81,15 @@ func headerInt(h http.Header, name string) int64 {
 		return int64(f)
 	}
 	return n
+}
+
+// header is h.Get(name) for a name already in canonical form (the names
+// above): Get would canonicalize, allocating, every name on every response.
+func header(h http.Header, name string) string {
+	if v := h[name]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // parseReset accepts Go durations ("6m0s", "20ms"), bare seconds ("59.70")
