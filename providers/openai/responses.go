@@ -30,14 +30,7 @@ func (p *Provider) prepareResponses(in []byte) ([]byte, error) {
 		}
 		return out, err
 	}
-	out := in
-	var err error
-	for _, k := range [...]string{"stream", "stream_options"} {
-		if err == nil && gjson.GetBytes(out, k).Exists() {
-			out, err = sjson.DeleteBytes(out, k)
-		}
-	}
-	return out, err
+	return dropStream(in)
 }
 
 // parseResponses reads a non-streaming Responses answer. A 200 whose
