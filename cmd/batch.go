@@ -102,6 +102,7 @@ func addLimitFlags(f *pflag.FlagSet, o *BatchOptions) {
 	f.DurationVar(&o.Burst, "burst", time.Second, "how much refill a bucket may hold (providers enforce per-minute limits in short windows)")
 	f.Float64Var(&o.Headroom, "headroom", 1.0, "fraction of the limits to use")
 	f.DurationVar(&o.Skew, "skew", limiter.DefaultSkew, "how long after sending the provider may count a request; that much refill is kept in reserve")
+	f.DurationVar(&o.WarmUp, "warmup", limiter.DefaultWarmUp, "start each model whose request limit is over about 1,300 RPM paced from a few requests a second, growing 1.9x per 5s, for at most this long (acceleration limits refuse a sharp start; 0: start with a full bucket)")
 	f.DurationVar(&o.MaxPause, "max-pause", limiter.DefaultMaxPause, "longest wait a server's retry-after may impose, on one request or (after a 429) on the whole key")
 	f.StringVar(&o.Pool, "pool", "", "share one budget under this name instead of per provider+model")
 	f.StringVar(&o.Redis, "redis", "", "redis://[user:pass@]host:port/db: share the budget (buckets, pauses, --concurrency, the limits learned from headers, admission by --priority) with every llmrun using this Redis")
@@ -146,6 +147,7 @@ func addRetryFlags(f *pflag.FlagSet, o *BatchOptions) {
 	f.Float64Var(&o.RetryBudget, "retry-budget", retry.DefaultBudgetRatio, "retries allowed as a fraction of first attempts (sliding window)")
 	addBreakerFlags(f, &o.Breaker)
 	f.DurationVar(&o.MaxOutage, "max-outage", retry.DefaultMaxOutage, "stop (exit 3, resumable) when the provider stays down this long")
+	f.DurationVar(&o.SetupDeadline, "setup-deadline", runner.DefaultSetupDeadline, "stop (exit 3) when nothing has succeeded on a model since the run started and 5+ attempts failed the same way (e.g. 500) for this long: a setup problem, not an outage; 0: hold for --max-outage")
 	f.DurationVar(&o.ConnectDeadline, "connect-deadline", runner.DefaultConnectDeadline, "stop (exit 3) when the server was never reached (refused, no such host, TLS) for this long since the first attempt; 0: hold for --max-outage")
 	f.IntVar(&o.FailFast, "fail-fast", runner.DefaultFailFast, "stop (exit 3) when the run's first N attempts all fail the same way, non-retryably (a wrong base URL or model); 0: off")
 	f.StringVar(&o.MaxFailures, "max-failures", "", "stop (exit 3) once more than N requests failed, or more than P% of the answered ones (judged from 20 on): N or P%")
@@ -171,4 +173,6 @@ func addMetricsFlags(f *pflag.FlagSet, m *job.MetricsOptions) {
 	f.StringVar(&m.File, "metrics-file", "", "write Prometheus metrics to this node_exporter textfile (atomically, every --metrics-interval and at the end)")
 	f.StringVar(&m.Pushgateway, "pushgateway", "", "push Prometheus metrics to this Pushgateway URL (every --metrics-interval and at the end)")
 	f.DurationVar(&m.Interval, "metrics-interval", metrics.DefaultInterval, "how often --metrics-file and --pushgateway are updated")
+	f.StringSliceVar(&m.Tags, "metrics-tag", nil, "label the per-model Prometheus metrics with this key of the lines' tags (repeatable; opt-in to bound the series)")
+	f.BoolVar(&m.OTelContent, "otel-content", false, "record prompts and answers on the OpenTelemetry spans (off: spans never carry them)")
 }

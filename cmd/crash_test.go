@@ -192,7 +192,7 @@ func TestKill9LosesAtMostTheConcurrency(t *testing.T) {
 			base := m.Stats().Completed
 			var stderr bytes.Buffer
 			c := llmrunProcess(url, &stderr, "batch", in, "-o", out, "--provider", "openai", "--model", "m", "--quiet",
-				"--concurrency", fmt.Sprint(concurrency), "--rpm", "100000000", "--fsync", fsync)
+				"--concurrency", fmt.Sprint(concurrency), "--rpm", "100000000", "--warmup", "0", "--fsync", fsync)
 			if err := c.Start(); err != nil {
 				t.Fatal(err)
 			}

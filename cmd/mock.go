@@ -48,6 +48,8 @@ and the batch APIs (OpenAI /v1/files + /v1/batches and the same under /openai, A
 	f.Float64Var(&cfg.ResetRate, "reset-rate", 0, "fraction of attempts whose connection is cut")
 	f.Float64Var(&cfg.ServerErrorRate, "server-error-rate", 0, "fraction of attempts answered 500")
 	f.BoolVar(&cfg.Outage, "outage", false, "answer 500 to everything")
+	f.BoolVar(&cfg.Acceleration, "acceleration", false, "refuse sharp increases: a 5s window admits at most max(20, 2x the previous window's admissions) (429 slow_down / Anthropic acceleration limit)")
+	f.BoolVar(&cfg.StreamFailure, "stream-failure", false, `answer every streamed request with 500 {"status":"failure"} (plain requests succeed), like a gateway that cannot stream`)
 	f.BoolVar(&cfg.SpendCap, "spend-cap", false, "answer the spend-cap / insufficient_quota error to everything")
 	f.StringVar(&cfg.APIKey, "api-key", "", "require this API key (401 otherwise)")
 	f.BoolVar(&cfg.AzureChargeMaxTokens, "azure-charge-max-tokens", false, "Azure: admission charges prompt + max_tokens into the token counter (--itpm), kept whatever the answer, as Microsoft documents")

@@ -22,6 +22,7 @@ import (
 	"github.com/llmrun/llmrun/providers/registry"
 	"github.com/llmrun/llmrun/runner"
 	"github.com/llmrun/llmrun/runner/retry"
+	"github.com/llmrun/llmrun/telemetry"
 )
 
 // BatchOptions are everything the batch command takes. Zero durations and
@@ -52,7 +53,10 @@ type BatchOptions struct {
 	// Daily holds --rpd, --tpd and --wait-daily (daily.go).
 	Daily                 DailyOptions
 	Burst, Skew, MaxPause time.Duration
-	Pool, Shard, Redis    string
+	// WarmUp paces a key with no history against acceleration limits
+	// (limiter.Limits.WarmUp); 0 disables it.
+	WarmUp             time.Duration
+	Pool, Shard, Redis string
 	// Shards and ShardIndex are --shards N with --shard-index I, the
 	// 0-based form of --shard I+1/N; without ShardIndex ("") the index is
 	// JOB_COMPLETION_INDEX, as a Kubernetes Indexed Job sets it.
@@ -74,7 +78,10 @@ type BatchOptions struct {
 	// long (0: never); FailFast one whose first FailFast attempts all
 	// failed alike (0: never); MaxFailures one whose failures pass a
 	// count or a ratio ("N" or "P%", "" for none).
-	ConnectDeadline      time.Duration
+	ConnectDeadline time.Duration
+	// SetupDeadline stops a run whose model never worked and kept failing
+	// the same way this long (runner.SetupError; 0: never).
+	SetupDeadline        time.Duration
 	FailFast             int
 	MaxFailures          string
 	RequireJSON          bool
@@ -143,6 +150,9 @@ type batch struct {
 	// provider's count over the local one per model (calibrate_live.go).
 	modelCounts map[string]int64
 	inputRatios map[string]float64
+	// telemetry exports OpenTelemetry traces and metrics; nil without
+	// an OTLP endpoint in the environment.
+	telemetry *telemetry.Telemetry
 	// primaryAt is the primary route's endpoint (a config file's named
 	// endpoint: its key variable and headers), for the batch API client.
 	primaryAt registry.Endpoint
@@ -170,9 +180,7 @@ func Batch(ctx context.Context, io *IO, o BatchOptions) (*runner.Summary, error)
 	sum, handled, err := b.runOffline(ctx)
 	if !handled {
 		cfg := b.runConfig()
-		if b.metrics != nil {
-			cfg.Observer = b.metrics
-		}
+		cfg.Observer = b.observer()
 		sum, err = runner.Run(ctx, cfg)
 	}
 	if cerr := b.store.Close(); cerr != nil && err == nil {
@@ -236,6 +244,7 @@ func prepare(ctx context.Context, io *IO, o *BatchOptions) (_ *batch, err error)
 	for _, step := range []func() error{
 		b.checkOptions,
 		b.startMetrics,
+		b.startTelemetry,
 		func() error { return b.openInput(shard) },
 		b.buildRoutes,
 		func() error { return b.buildBudget(ctx) },
@@ -433,7 +442,7 @@ func inputName(path string) string {
 func (o *BatchOptions) limits() limiter.Limits {
 	return limiter.Limits{
 		RPM: o.RPM, ITPM: o.ITPM, OTPM: o.OTPM, TPM: o.TPM,
-		Burst: o.Burst, Headroom: o.Headroom, Concurrency: o.Concurrency, Skew: o.Skew,
+		Burst: o.Burst, Headroom: o.Headroom, Concurrency: o.Concurrency, Skew: o.Skew, WarmUp: o.WarmUp,
 		Auto: o.RPM == 0 && o.ITPM == 0 && o.OTPM == 0 && o.TPM == 0,
 	}
 }
@@ -489,6 +498,8 @@ func (b *batch) runConfig() runner.Config {
 		Spent:       b.spent,
 
 		ConnectDeadline: o.ConnectDeadline,
+		SetupDeadline:   o.SetupDeadline,
+		Streaming:       o.Stream,
 		FailFast:        o.FailFast,
 		MaxFailures:     b.maxFailures,
 
@@ -510,6 +521,9 @@ func (b *batch) close() {
 	}
 	if b.metrics != nil {
 		b.metrics.Close()
+	}
+	if b.telemetry != nil {
+		b.telemetry.Finish(0, nil) // never started: nothing to flush but the SDK's goroutines
 	}
 	if b.src != nil {
 		b.src.Close()

@@ -77,6 +77,9 @@ func (b *batch) routeAt(name string, shape providers.Format, at registry.Endpoin
 		return runner.Route{}, entry, err
 	}
 	rt := runner.Route{Provider: p, Admission: entry.Admission}
+	if b.o != nil && b.o.Stream {
+		rt.Plain, _ = b.set.PlainProviderAt(entry, at) // built as p was: no error left
+	}
 	if entry.Model != nil {
 		// An Azure deployment URL: every request goes to its deployment,
 		// which is the budget's model key whatever the lines say.

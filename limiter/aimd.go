@@ -278,6 +278,16 @@ func (a *AIMD) Failed(m AIMDMark, reserved Cost) {
 // longer span. It says how long to pause the key when the server gave no
 // hint: BackoffBase, doubling per hint-less 429 without a success between.
 func (a *AIMD) RateLimited(now time.Time, m AIMDMark, reserved Cost, hinted bool) AIMDReaction {
+	return a.RateLimitedOn(now, m, reserved, hinted, DimNone)
+}
+
+// RateLimitedOn is RateLimited for a 429 that names the dimension it was
+// about (DimRequests; DimTokens, DimInput or DimOutput for tokens; DimNone
+// when it does not say): only that dimension's rate is cut, so a gateway
+// that limits requests alone never gets a token rate invented for it. A
+// 429 that names nothing cuts the dimensions whose rates were binding in
+// the last Step, else those with a rate, else the requests.
+func (a *AIMD) RateLimitedOn(now time.Time, m AIMDMark, reserved Cost, hinted bool, named Dimension) AIMDReaction {
 	a.start(now)
 	a.advance(now)
 	if m.epoch != a.epoch {
@@ -293,9 +303,15 @@ func (a *AIMD) RateLimited(now time.Time, m AIMDMark, reserved Cost, hinted bool
 	// A fresh measurement is divided by span+Burst, so a short span
 	// does not make it wild.
 	measured := n >= 2 && (a.fresh || span >= a.cfg.MinSample)
+	cut := a.cutDims(named)
 	for d := range aimdDims {
 		r := a.rate[d]
 		switch {
+		case !cut[d] && a.peak[d] == 0:
+			// Not named and never measured: a ramp's guess, which the
+			// rate of the dimension named paces from now on.
+			r = 0
+		case !cut[d]:
 		case measured && a.acc[d] > 0:
 			// The server's bucket held less than one request at both
 			// ends of the span, so n accepted requests measure n±1
@@ -390,4 +406,37 @@ func (a *AIMD) advance(now time.Time) {
 	}
 	a.stepAt = a.stepAt.Add(steps * a.cfg.Step)
 	a.sent = [aimdDims]float64{}
+}
+
+// cutDims is which rates a 429 naming named cuts (see RateLimitedOn).
+func (a *AIMD) cutDims(named Dimension) (cut [aimdDims]bool) {
+	switch named {
+	case DimRequests:
+		cut[aimdRequests] = true
+		return cut
+	case DimTokens, DimInput, DimOutput:
+		cut[aimdTokens] = true
+		return cut
+	}
+	for d := range aimdDims {
+		cut[d] = a.rate[d] > 0 && a.binding[d]
+	}
+	if cut == ([aimdDims]bool{}) {
+		for d := range aimdDims {
+			cut[d] = a.rate[d] > 0
+		}
+	}
+	if cut == ([aimdDims]bool{}) {
+		cut[aimdRequests] = true
+	}
+	return cut
+}
+
+// Backoff is the pause a 429 without a hint calls for on a key whose
+// limits are described (no rate is learned from it, see Refusal): the
+// same backoff as RateLimited's, doubling per such 429 without a success
+// between, so a storm of hint-less 429s does not retry at full speed.
+func (a *AIMD) Backoff() time.Duration {
+	a.streak++
+	return min(a.cfg.BackoffBase<<min(a.streak-1, 30), a.cfg.BackoffMax)
 }

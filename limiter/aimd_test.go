@@ -13,20 +13,33 @@ type simServer struct {
 	reqRate, tokRate float64 // per second; 0 = unlimited
 	req, tok         float64 // levels
 	last             time.Time
+	// mute: a refusal names no dimension (its message says nothing).
+	mute bool
 }
 
-func (s *simServer) admit(now time.Time, c Cost) bool {
+// admit admits c at now, or returns false and the dimension its 429
+// names (DimNone when mute).
+func (s *simServer) admit(now time.Time, c Cost) (bool, Dimension) {
 	dt := now.Sub(s.last).Seconds()
 	s.last = now
 	s.req = min(s.req+s.reqRate*dt, s.reqRate)
 	s.tok = min(s.tok+s.tokRate*dt, s.tokRate)
 	t := float64(c.Input + c.Output)
-	if (s.reqRate > 0 && s.req < 1) || (s.tokRate > 0 && s.tok < t) {
-		return false
+	named := DimNone
+	switch {
+	case s.reqRate > 0 && s.req < 1:
+		named = DimRequests
+	case s.tokRate > 0 && s.tok < t:
+		named = DimTokens
+	default:
+		s.req--
+		s.tok -= t
+		return true, DimNone
 	}
-	s.req--
-	s.tok -= t
-	return true
+	if s.mute {
+		named = DimNone
+	}
+	return false, named
 }
 
 // simTrace is what a simulated run saw.
@@ -69,13 +82,14 @@ func simulateAIMD(a *AIMD, srv *simServer, c Cost, d time.Duration, change func(
 			lvReq--
 			lvTok -= aimdAmount(c, aimdTokens)
 			ep := a.Sent(now, c)
-			if srv.admit(now, c) {
+			ok, named := srv.admit(now, c)
+			if ok {
 				tr.accepted++
 				a.Answered(ep, c, c)
 				continue
 			}
 			tr.refused++
-			re := a.RateLimited(now, ep, c, false)
+			re := a.RateLimitedOn(now, ep, c, false, named)
 			if !re.Echo {
 				tr.cuts = append(tr.cuts, at)
 				paused = now.Add(re.Pause)
@@ -176,6 +190,34 @@ func TestAIMD(t *testing.T) {
 				}
 				if float64(tr.accepted) < 0.88*1000*30/135 || tr.refused > 8 {
 					t.Errorf("%d accepted, %d 429s; want ≥ 88%% of %d and at most 8", tr.accepted, tr.refused, 1000*30/135)
+				}
+			},
+		},
+		{
+			// A gateway that limits requests only: no token rate is
+			// ever invented, whether its 429s say "requests" or nothing.
+			name: "requests only, named",
+			srv:  simServer{reqRate: 10},
+			d:    30 * time.Second,
+			check: func(t *testing.T, tr simTrace, a *AIMD) {
+				if _, tok := a.Rates(t0.Add(30 * time.Second)); tok != 0 {
+					t.Errorf("token rate %v for a requests-only server, want none", tok)
+				}
+				if _, tok := a.Peak(); tok != 0 {
+					t.Errorf("token peak %v, want none", tok)
+				}
+			},
+		},
+		{
+			name: "requests only, 429s name nothing",
+			srv:  simServer{reqRate: 10, mute: true},
+			d:    30 * time.Second,
+			check: func(t *testing.T, tr simTrace, a *AIMD) {
+				if _, tok := a.Rates(t0.Add(30 * time.Second)); tok != 0 {
+					t.Errorf("token rate %v for a requests-only server, want none", tok)
+				}
+				if req, _ := a.Peak(); req < 8.5 || req > 11.5 {
+					t.Errorf("measured request rate %v, want about 10", req)
 				}
 			},
 		},

@@ -64,6 +64,11 @@ type keyState struct {
 	rc     *AIMD
 	rcRate [aimdDims]float64
 	mark   AIMDMark
+	// acc governs the request rate against acceleration limits (a
+	// warm-up, a hold after a ramp refusal); accRate is what applyLimits
+	// last took from it (per second, 0 = none).
+	acc     accel
+	accRate float64
 
 	// statistics
 	wait         time.Duration
@@ -102,6 +107,7 @@ func normalize(lim Limits) Limits {
 		lim.Concurrency = 0
 	}
 	lim.Skew = max(lim.Skew, 0)
+	lim.WarmUp = max(lim.WarmUp, 0)
 	return lim
 }
 
@@ -114,6 +120,8 @@ func (k *keyState) setLimitsAt(now time.Time, lim Limits) {
 	if k.conf.Auto && !wasAuto {
 		k.cwnd, k.ssthresh = 1, math.Inf(1)
 	}
+	k.warmUpAt(now)
+	k.refreshRates(now)
 	k.applyLimits()
 	k.syncAt(now) // clamp levels to the new capacities
 }
@@ -122,6 +130,16 @@ func (k *keyState) setLimitsAt(now time.Time, lim Limits) {
 // number, or in Auto mode the one learned from headers, never above an
 // explicit number; and never above a rate learned from 429s.
 func (k *keyState) effective(i int) float64 {
+	v := k.limit(i)
+	if r := k.accRate * 60; i == 0 && r > 0 && (v == 0 || r < v) {
+		v = r // a warm-up or a hold against acceleration limits
+	}
+	return v
+}
+
+// limit is bucket i's per-minute limit, described or learned from 429s:
+// what Stats reports (a warm-up paces under it, it is no limit).
+func (k *keyState) limit(i int) float64 {
 	v := k.described(i)
 	if r := k.refusalRate(i); r > 0 && (v == 0 || r < v) {
 		v = r
@@ -155,10 +173,11 @@ func (k *keyState) refusalRate(i int) float64 {
 // changed.
 func (k *keyState) refreshRates(now time.Time) {
 	r, t := k.rc.Rates(now)
-	if r == k.rcRate[aimdRequests] && t == k.rcRate[aimdTokens] {
+	a := k.accelRate(now)
+	if r == k.rcRate[aimdRequests] && t == k.rcRate[aimdTokens] && a == k.accRate {
 		return
 	}
-	k.rcRate = [aimdDims]float64{r, t}
+	k.rcRate, k.accRate = [aimdDims]float64{r, t}, a
 	k.applyLimits()
 }
 
@@ -184,7 +203,7 @@ func (k *keyState) applyLimits() {
 			}
 		}
 		b.cap = min(max(burst, k.biggest[i]), b.max)
-		if d := k.described(0); i == 0 && k.rc.Unmeasured() && (d == 0 || perMin < d) {
+		if d := k.described(0); i == 0 && (k.rc.Unmeasured() || k.accRate > 0) && (d == 0 || perMin < d) {
 			// A guessed rate paces one request at a time, or a timer
 			// grain's worth at rates a timer cannot space one by one: a
 			// burst would let the concurrency window, not the rate,
@@ -322,6 +341,7 @@ func (k *keyState) reserveAt(now time.Time, c Cost) (time.Duration, Dimension) {
 	k.seq++
 	k.reservations++
 	k.mark = k.rc.Sent(now, c)
+	k.acc.admitted(now)
 	return 0, DimNone
 }
 
@@ -463,7 +483,12 @@ func (k *keyState) refusedAt(now time.Time, mask uint8, seq uint64, mark AIMDMar
 	if r.HasRetryAfter {
 		until = now.Add(max(r.RetryAfter, 0))
 	}
-	if r.Overloaded {
+	if r.Ramp {
+		k.rateLimited++
+		if end := k.rampRefusedAt(now, seq); end.After(until) {
+			until = end
+		}
+	} else if r.Overloaded {
 		k.overloaded++
 		if seq > k.cutSeq {
 			k.ovlCount++
@@ -478,8 +503,8 @@ func (k *keyState) refusedAt(now time.Time, mask uint8, seq uint64, mark AIMDMar
 			// refused. Otherwise the rates answer for it.
 			k.cutWindow(0.5)
 		}
-		if !k.learnedAny {
-			re := k.rc.RateLimited(now, mark, reserved, r.HasRetryAfter)
+		if k.bare(r) {
+			re := k.rc.RateLimitedOn(now, mark, reserved, r.HasRetryAfter, r.Dimension)
 			if !re.Echo {
 				k.refreshRates(now)
 				for i := range k.b {
@@ -491,6 +516,8 @@ func (k *keyState) refusedAt(now time.Time, mask uint8, seq uint64, mark AIMDMar
 					until = now.Add(re.Pause)
 				}
 			}
+		} else if pause := k.calibrate(r); pause > 0 {
+			until = now.Add(pause)
 		}
 	}
 	if r.HasRetryAfter || until.After(now) {
@@ -635,7 +662,7 @@ func (k *keyState) statsAt(now time.Time) KeyStats {
 		s.Wait += max(now.Sub(w.arrived), 0)
 	}
 	for i := range numBuckets {
-		s.Effective.setPerMinute(i, k.effective(i))
+		s.Effective.setPerMinute(i, k.limit(i))
 	}
 	s.Effective.Concurrency = k.concLimit()
 	var most time.Duration

@@ -70,6 +70,12 @@ type Limits struct {
 	// bucket beyond the cost. It costs that much throughput once, not per
 	// request.
 	Skew time.Duration
+	// WarmUp, when positive, starts a key with no history paced from a
+	// few requests a second, growing by AccelConfig.Growth per Window,
+	// for at most this long, instead of with a full bucket, once its
+	// request limit is known to be over about 1,300 RPM (see accel.go):
+	// acceleration limits refuse a sharp start. 0 disables it.
+	WarmUp time.Duration
 }
 
 // DefaultSkew covers the time between admission and the provider counting
@@ -507,6 +513,20 @@ type Refusal struct {
 	// RetryAfter is the server's hint, if HasRetryAfter.
 	RetryAfter    time.Duration
 	HasRetryAfter bool
+	// Described marks a refusal that carried rate-limit headers (passed
+	// to Observe): they calibrate the buckets, so nothing is learned from
+	// the 429 itself. Rates are learned from 429s only where nothing
+	// describes the key: no limits given, no headers ever.
+	Described bool
+	// Dimension is what the refusal says it was about (its headers or
+	// message): DimRequests, DimTokens, DimInput or DimOutput; DimNone
+	// when it does not say. Only that rate is learned or clamped.
+	Dimension Dimension
+	// Ramp marks a refusal for the key's acceleration (OpenAI's
+	// slow_down, Anthropic's acceleration limit): the rate grew too
+	// fast, whatever the limits. It holds the rate the key admitted,
+	// then grows it slowly (see AccelConfig); no limit is learned.
+	Ramp bool
 }
 
 // Stats returns a snapshot of every key, sorted by key.

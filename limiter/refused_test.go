@@ -68,16 +68,17 @@ type strictServer struct {
 	n   int // 429s
 }
 
-func (s *strictServer) send(c Cost) bool {
+func (s *strictServer) send(c Cost) (bool, Dimension) {
 	time.Sleep(5 * time.Millisecond)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.srv.admit(time.Now(), c) {
+	ok, named := s.srv.admit(time.Now(), c)
+	if ok {
 		s.ok++
-		return true
+		return true, DimNone
 	}
 	s.n++
-	return false
+	return false, named
 }
 
 // TestAutoLearnsRatesFrom429s: a key in Auto mode against a strict server
@@ -100,8 +101,8 @@ func TestAutoLearnsRatesFrom429s(t *testing.T) {
 					if err != nil {
 						return
 					}
-					if !srv.send(c) {
-						r.Refused(Refusal{})
+					if ok, named := srv.send(c); !ok {
+						r.Refused(Refusal{Dimension: named})
 						continue
 					}
 					r.Settle(c)

@@ -112,6 +112,12 @@ func (r *run) observeAttempt(p *permit, o attemptOutcome) {
 			r.abortRun(err)
 		}
 	}
+	if w := r.setupWatch(p.h); w != nil {
+		w.observe(o)
+		if err, _ := r.setupFailed(p.h, time.Now()); err != nil {
+			r.abortRun(err)
+		}
+	}
 	if w := r.connectWatch(p.h); w != nil {
 		w.observe(o)
 		if err, _ := w.exceeded(time.Now(), r.cfg.ConnectDeadline); err != nil {

@@ -43,6 +43,10 @@ type Route struct {
 	// fingerprints: the built-in mock listens on a new loopback port each
 	// run, and its answers must still count on the next.
 	Endpoint string
+	// Plain, if set, is Provider never streaming: when streamed requests
+	// never worked, one plain request tells whether streaming is the
+	// problem (see SetupError).
+	Plain providers.Provider
 }
 
 // Config is everything one run needs. The cmd package builds it.
@@ -94,6 +98,11 @@ type Config struct {
 	// server of the chain's last hop was never reached for this long
 	// since its first attempt; 0 never does.
 	ConnectDeadline time.Duration
+	// SetupDeadline stops the run (a *SetupError) when a key that never
+	// succeeded failed the same way that long (see setup.go); 0 never
+	// does. Streaming says requests are streamed (for its hint).
+	SetupDeadline time.Duration
+	Streaming     bool
 	// FailFast stops the run (a *FailFastError) when its first FailFast
 	// attempts all fail the same way, non-retryably; 0 never does.
 	FailFast int
@@ -185,6 +194,7 @@ type run struct {
 	dayWake    chan struct{}
 	gates      map[string]*keyGate
 	conns      map[string]*connectWatch
+	setups     sync.Map // key → *setupWatch
 	rngMu      sync.Mutex
 
 	// charges is each key's reservation rule and its learner (charge.go).
@@ -199,6 +209,8 @@ type run struct {
 
 	// spend is the --max-cost budget; nil without a cap.
 	spend *spendCap
+	// tags adds up the tagged requests for the summary.
+	tags tagBook
 
 	// results hands each line to the sink, unbuffered: a worker holds its
 	// run slot until the sink has taken its answer, so the answers a

@@ -192,9 +192,26 @@ local function aimd_unsent(a, ms, req, tok)
   if ms == a.ms then a.c1, a.c2 = a.c1 - req, a.c2 - tok end
 end
 
--- aimd_refused is RateLimited: it returns whether the 429 is an echo of
+-- aimd_backoff is Backoff: the pause of a hint-less 429 on a described key.
+local function aimd_backoff(a)
+  a.stk = a.stk + 1
+  return math.min(AIMD.bbase * 2 ^ math.min(a.stk - 1, 30), AIMD.bmax)
+end
+
+-- aimd_cuts is cutDims: which rates a 429 naming named (0 nothing, 1
+-- requests, 2 tokens) cuts.
+local function aimd_cuts(a, named)
+  if named == 1 then return {true, false} end
+  if named == 2 then return {false, true} end
+  local cut = {a.r1 > 0 and a.b1 == 1, a.r2 > 0 and a.b2 == 1}
+  if not cut[1] and not cut[2] then cut = {a.r1 > 0, a.r2 > 0} end
+  if not cut[1] and not cut[2] then cut = {true, false} end
+  return cut
+end
+
+-- aimd_refused is RateLimitedOn: it returns whether the 429 is an echo of
 -- the last cut, and the pause a 429 without a hint calls for (µs).
-local function aimd_refused(a, now, ep, ms, req, tok, hinted)
+local function aimd_refused(a, now, ep, ms, req, tok, hinted, named)
   aimd_start(a, now)
   aimd_advance(a, now)
   if ep ~= a.ep then return true, 0 end
@@ -202,10 +219,14 @@ local function aimd_refused(a, now, ep, ms, req, tok, hinted)
   local span = now - a.since
   local n = a.c1
   local measured = n >= 2 and (a.fr == 1 or span >= AIMD.minsample)
+  local cut = aimd_cuts(a, named)
   for d = 1, 2 do
     local r = a['r' .. d]
     local acc = a['c' .. d]
-    if measured and acc > 0 then
+    if not cut[d] and a['p' .. d] == 0 then
+      r = 0
+    elseif not cut[d] then
+    elseif measured and acc > 0 then
       local est = acc * (n + 0.5) / n / (span / 1e6)
       if a.fr == 1 then est = acc * (n + 0.5) / n / ((span + AIMD.burst) / 1e6) end
       if a.rp == 0 and a['b' .. d] == 1 then est = math.max(est, AIMD.keep * r) end

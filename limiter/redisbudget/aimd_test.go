@@ -38,7 +38,7 @@ for i = 1, #ARGV, 6 do
   elseif kind == 'failed' then
     aimd_failed(a, marks[x1][2], x2)
   elseif kind == 'refused' then
-    echo, pause = aimd_refused(a, t, marks[x1][1], marks[x1][2], x2, x3, x4 == 1)
+    echo, pause = aimd_refused(a, t, marks[x1][1], marks[x1][2], x2, x3, x4 % 2 == 1, math.floor(x4 / 2))
   elseif kind == 'ramp' then
     aimd_ramp(a, t, x1)
   end
@@ -105,7 +105,9 @@ func aimdEvents(rng *rand.Rand, n int) []aimdEvent {
 			}
 		case r < 90:
 			if m, ok := end(); ok {
-				evs = append(evs, aimdEvent{"refused", t, m, 1, cost[m], rng.Int64N(2)})
+				// x4: bit 0 hinted, then what it names (0 nothing,
+				// 1 requests, 2 tokens).
+				evs = append(evs, aimdEvent{"refused", t, m, 1, cost[m], rng.Int64N(2) + 2*rng.Int64N(3)})
 			}
 		default:
 			t += rng.Int64N(2_000_000) // a quiet spell: steps and holds pass
@@ -116,7 +118,8 @@ func aimdEvents(rng *rand.Rand, n int) []aimdEvent {
 }
 
 // TestSharedAIMDMatchesLimiter: the shared AIMD's Lua and limiter.AIMD,
-// driven by the same events at the same instants, agree on the rates, the
+// driven by the same events at the same instants (429s naming requests,
+// tokens or nothing), agree on the rates, the
 // echoes, the pauses and whether the request rate is a guess, after every
 // event.
 func TestSharedAIMDMatchesLimiter(t *testing.T) {
@@ -149,7 +152,8 @@ func TestSharedAIMDMatchesLimiter(t *testing.T) {
 				case "failed":
 					a.Failed(marks[e.x1-1], limiter.Cost{Input: e.x2})
 				case "refused":
-					re = a.RateLimited(now, marks[e.x1-1], limiter.Cost{Requests: e.x2, Input: e.x3}, e.x4 == 1)
+					named := [...]limiter.Dimension{limiter.DimNone, limiter.DimRequests, limiter.DimTokens}[e.x4/2]
+					re = a.RateLimitedOn(now, marks[e.x1-1], limiter.Cost{Requests: e.x2, Input: e.x3}, e.x4%2 == 1, named)
 					if !re.Echo {
 						cuts++
 					}
@@ -204,8 +208,8 @@ func TestRatesFrom429sAreShared(t *testing.T) {
 	}
 	reserve(a).Refused(limiter.Refusal{}) // no hint: a measured cut
 	sa := a.Stats()[0]
-	if sa.RefusalRPM <= 0 || sa.RefusalTPM <= 0 {
-		t.Fatalf("after a 429: rates from 429s %v rpm, %v tpm", sa.RefusalRPM, sa.RefusalTPM)
+	if sa.RefusalRPM <= 0 || sa.RefusalTPM != 0 {
+		t.Fatalf("after a 429 naming nothing: rates from 429s %v rpm, %v tpm; want the request rate (the ramp's, binding) alone", sa.RefusalRPM, sa.RefusalTPM)
 	}
 	late.Refused(limiter.Refusal{})
 	tb := reserve(b)

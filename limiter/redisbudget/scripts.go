@@ -348,7 +348,11 @@ return 1
 // TTL (ms), the key's channel, headroom, burst (s), 1 for an overload, the
 // ticket's AIMD epoch and measurement, its requests and tokens reserved,
 // the hint (µs, negative: none), the longest pause (µs), then per bucket:
-// rate, burst capacity, maximum, delta (as finishSrc). It returns
+// rate, burst capacity, maximum, delta (as finishSrc), then 1 when the
+// 429 is bare (the AIMD learns from it: nothing describes the key, see
+// limiter.Refusal), what it names for the AIMD (0 nothing, 1 requests, 2
+// tokens) and the bucket a described key's 429 empties (1-4, 0 none; -1: the
+// 429 carried headers, a calibration without backoff). It returns
 // {echo, pause set (µs), pause before (µs), request rate, token rate,
 // cuts}, the rates as strings.
 var refusedSrc = prelude + roomPrelude + aimdPrelude(limiter.DefaultAIMD) + `
@@ -368,9 +372,10 @@ for i = 1, 4 do
   end
 end
 redis.call('ZREM', KEYS[2], ARGV[1])
+local bare, named = ARGV[29] == '1', tonumber(ARGV[30])
 local echo, pause = true, 0
-if on and not overloaded then
-  echo, pause = aimd_refused(ai, now, ep, ms, req, rtok, hint >= 0)
+if on and bare and not overloaded then
+  echo, pause = aimd_refused(ai, now, ep, ms, req, rtok, hint >= 0, named)
   if not echo then
     -- The cut takes effect at once: the governed buckets at the new
     -- rates, emptied.
@@ -388,6 +393,15 @@ if on and not overloaded then
     end
   end
   aimd_save(KEYS[4], ai, ttl)
+elseif not overloaded and ARGV[31] ~= '-1' and hint < 0 then
+  -- A described key's calibration (limiter's calibrate): the bucket the
+  -- 429 named is empty, and without headers ever, the backoff.
+  local x = b[tonumber(ARGV[31])]
+  if x and x.rate > 0 then x.level = math.min(x.level, 0) end
+  if on then
+    pause = aimd_backoff(ai)
+    aimd_save(KEYS[4], ai, ttl)
+  end
 end
 save(now, b, ttl)
 if hint >= 0 then pause = hint end

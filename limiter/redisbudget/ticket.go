@@ -142,6 +142,7 @@ func (t *ticket) Refused(r limiter.Refusal) {
 		overloaded = 1
 	}
 	args := t.args(p, conf, limiter.Cost{Requests: t.cost.Requests}, overloaded, t.ep, t.ms, t.cost.Requests, tokens(t.cost), hint, micros(b.o.MaxPause))
+	args = append(args, refusalArgs(r, p)...)
 	ctx, cancel := b.opContext()
 	defer cancel()
 	keys := []string{k.redisKeys[rkState], k.redisKeys[rkInflight], k.redisKeys[rkRoom], k.redisKeys[rkLearned], k.redisKeys[rkPause]}
@@ -190,4 +191,42 @@ func (k *keyState) aimd(r1, r2, cuts any) {
 	k.aimdRate[0], _ = strconv.ParseFloat(s1, 64)
 	k.aimdRate[1], _ = strconv.ParseFloat(s2, 64)
 	k.aimdCuts, _ = cuts.(int64)
+}
+
+// refusalArgs are refusedScript's last arguments for a 429 r on a key
+// with params p: whether it is bare (nothing describes the key: no limits
+// given or learned, no headers on the 429), so the shared AIMD learns from
+// it, as limiter does; what it names for the AIMD; and the bucket a
+// described key's 429 without headers or hint empties (1-4, 0: none;
+// -1: the 429 had headers, which calibrate the key instead).
+func refusalArgs(r limiter.Refusal, p params) []any {
+	bare := !r.Described
+	for i := range numBuckets {
+		bare = bare && p.rate[i] <= 0
+	}
+	named := 0
+	switch r.Dimension {
+	case limiter.DimRequests:
+		named = 1
+	case limiter.DimTokens, limiter.DimInput, limiter.DimOutput:
+		named = 2
+	}
+	drain := 0
+	if r.Described {
+		drain = -1
+	}
+	if d := r.Dimension; !bare && !r.Described && d >= limiter.DimRequests && d <= limiter.DimTokens {
+		i := int(d - limiter.DimRequests)
+		switch {
+		case p.rate[i] > 0:
+			drain = i + 1
+		case d == limiter.DimTokens && p.rate[1] > 0:
+			drain = 2
+		}
+	}
+	b := 0
+	if bare {
+		b = 1
+	}
+	return []any{b, named, drain}
 }

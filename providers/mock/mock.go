@@ -30,7 +30,9 @@
 // An API request goes through these stages, in order; the first that
 // answers ends it: read the body (413 past 32 MiB); Outage (500); APIKey
 // (401); parse and validate the body (400); SpendCap (429); the day's
-// requests (RPD, 429, daily.go); rate limits (429); faults (503/529, 500, reset, mid-stream error); the answer.
+// requests (RPD, 429, daily.go); StreamFailure (500, streamfail.go); the
+// acceleration limit (429, accel.go); rate limits (429); faults
+// (503/529, 500, reset, mid-stream error); the answer.
 package mock
 
 import (
@@ -133,6 +135,17 @@ type Config struct {
 	// which a client that dies has created something it never heard of.
 	BatchCallDelay time.Duration
 
+	// Acceleration refuses sharp increases (see accel.go): a window of
+	// AccelWindow (0: 5s) admits at most max(AccelFloor (0: 20), 2 × the
+	// previous window's admissions).
+	Acceleration bool
+	AccelWindow  time.Duration
+	AccelFloor   int
+	// StreamFailure answers every streamed request with 500
+	// {"status":"failure"} (a gateway that cannot stream); plain requests
+	// succeed (see streamfail.go).
+	StreamFailure bool
+
 	// NoLimitHeaders sends no rate-limit headers at all (an API gateway,
 	// vLLM behind an ingress, Gemini); the limits still apply.
 	NoLimitHeaders bool
@@ -184,6 +197,7 @@ type Stats struct {
 	// (the stream flag and stream_options are ignored when comparing).
 	Duplicates   int64 `json:"duplicates"`
 	RateLimited  int64 `json:"rate_limited"`
+	Accelerated  int64 `json:"accelerated"` // of RateLimited: over the acceleration limit
 	DayLimited   int64 `json:"day_limited"` // of RateLimited: refused for the day (RPD)
 	Overloaded   int64 `json:"overloaded"`
 	ServerErrors int64 `json:"server_errors"` // ServerErrorRate faults and Outage answers
@@ -252,6 +266,7 @@ type Server struct {
 	bodies        *fifo[bodyState] // see memory.go
 	prefixes      *fifo[struct{}]  // the prompt cache
 	stats         Stats
+	accel         accelState
 
 	batches batchStore
 }
@@ -420,6 +435,9 @@ func (s *Server) handleAPI(d dialect) http.HandlerFunc {
 			s.fail(w, d, reqID, e)
 			return
 		}
+		if s.streamFails(w, req) {
+			return
+		}
 		g, e := s.grant(h, req)
 		if e != nil {
 			s.fail(w, d, reqID, e)
@@ -505,10 +523,15 @@ func (s *Server) grant(h [32]byte, req *request) (granted, *apiError) {
 	if req.cacheWrites {
 		charged -= read // Anthropic: cache reads do not count toward ITPM
 	}
+	if e := s.accelRefuse(s.now()); e != nil {
+		s.mu.Unlock()
+		return granted{}, e
+	}
 	ref := s.admit(s.now(), charged)
 	g := granted{read: read}
 	if ref == nil {
 		s.stats.InputTokens -= int64(req.capCharge) // a charge, not input
+		s.accelAdmitted()
 		bs := s.body(h)
 		g.attempt = int(bs.admitted)
 		bs.admitted++
