@@ -25,13 +25,12 @@ func TestFilesThatClashAreRefused(t *testing.T) {
 		t.Fatalf("first run: exit %d: %s", code, stderr)
 	}
 	paid := m.Stats().Attempts
-	before := snapshot(t, dir)
 	alias, hard := filepath.Join(dir, "alias.json"), filepath.Join(dir, "hard.jsonl")
 	os.Symlink("in.out.jsonl", alias)
 	if err := os.Link(in, hard); err != nil {
 		t.Fatal(err)
 	}
-	before = snapshot(t, dir)
+	before := snapshot(t, dir)
 	for _, tc := range []struct {
 		name string
 		args []string

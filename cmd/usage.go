@@ -12,6 +12,8 @@ import (
 
 	"github.com/llmrun/llmrun/job"
 	"github.com/llmrun/llmrun/logging"
+
+	"github.com/llmrun/llmrun/internal/editdist"
 )
 
 // flagError is the FlagErrorFunc of every command: a bad flag is a usage
@@ -47,27 +49,6 @@ func nearestFlag(fs *pflag.FlagSet, name string) string {
 		}
 	})
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // usageStage tells the errors cobra returns before a command runs
@@ -139,3 +120,6 @@ func plainMessage(err error) string {
 	}
 	return msg
 }
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int { return editdist.Distance(a, b) }

@@ -174,10 +174,10 @@ func TestLongPauseHintIsClamped(t *testing.T) {
 		l.pause("k", time.Now().Add(30*time.Second))
 		l.pause("j", time.Now().Add(2*time.Minute))
 		st := l.Stats()
-		if got := st[1].PausedUntil.Sub(time.Now()); got != 30*time.Second || st[1].PauseClamped != 0 {
+		if got := time.Until(st[1].PausedUntil); got != 30*time.Second || st[1].PauseClamped != 0 {
 			t.Errorf("30s hint: paused %v (clamped %d), want 30s (0)", got, st[1].PauseClamped)
 		}
-		if got := st[0].PausedUntil.Sub(time.Now()); got != time.Minute || st[0].PauseClamped != 1 {
+		if got := time.Until(st[0].PausedUntil); got != time.Minute || st[0].PauseClamped != 1 {
 			t.Errorf("2m hint with MaxPause 1m: paused %v (clamped %d), want 1m (1)", got, st[0].PauseClamped)
 		}
 	})

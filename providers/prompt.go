@@ -2,7 +2,8 @@ package providers
 
 import (
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/llmrun/llmrun/internal/jsonw"
 )
 
 // Prompt is a simple input line: a prompt with an optional system text.
@@ -98,56 +99,5 @@ func appendSJSONString(b []byte, s string) []byte {
 }
 
 // AppendJSONString appends s as a JSON string exactly as encoding/json's
-// Marshal does: '"', '\' and control characters escaped (\b \f \n \r \t
-// by name), '<', '>' and '&' as \u003c \u003e \u0026, U+2028 and U+2029
-// escaped, and each invalid UTF-8 byte as \ufffd.
-func AppendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= ' ' && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+// Marshal does (HTML characters escaped too).
+func AppendJSONString(b []byte, s string) []byte { return jsonw.AppendString(b, s, true) }

@@ -342,6 +342,16 @@ func (c *Config) StatusError(resp *http.Response, requestIDHeader string) *Error
 	}
 }
 
+// RefinedStatusError is StatusError refined by a dialect's reading of the
+// error body: classify returns the class, type, code and message it finds
+// for the status and (redacted) body, which replace StatusError's.
+func (c *Config) RefinedStatusError(resp *http.Response, requestIDHeader string, classify func(status int, body []byte) *Error) error {
+	e := c.StatusError(resp, requestIDHeader)
+	ce := classify(resp.StatusCode, e.Body)
+	e.Class, e.Type, e.Code, e.Message = ce.Class, ce.Type, ce.Code, ce.Message
+	return e
+}
+
 // InStream completes a failure an event of a 2xx stream reported (an error
 // event, a malformed chunk) for the caller: the response's status and,
 // unless the event named its own, its request id; key is redacted from the

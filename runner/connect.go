@@ -51,6 +51,8 @@ func (w *connectWatch) observe(o attemptOutcome) {
 // exceeded returns the error that stops the run when, by now, the key has
 // failed to connect for deadline since its first attempt without ever
 // being reached; left is how long until it would (for a holding wait).
+//
+//lint:ignore ST1008 err first reads as "the error, and how long until it would be one" at the call sites and tests
 func (w *connectWatch) exceeded(now time.Time, deadline time.Duration) (err error, left time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

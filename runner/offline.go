@@ -173,7 +173,6 @@ type offline struct {
 	// requests are counted on the first read only).
 	readSource bool
 
-	signal   error
 	maxItems int
 	maxBytes int64
 }

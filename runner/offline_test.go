@@ -313,6 +313,8 @@ func (s *sleeps) sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // runOffline opens the checkpoint, runs RunOffline and closes it.
+//
+//lint:ignore ST1008 the tests take summary, error and log in the order they check them
 func (fx *offlineFixture) run(t *testing.T, ctx context.Context, fc *fakeBatches, mod func(*OfflineConfig)) (*Summary, error, *bytes.Buffer) {
 	t.Helper()
 	src := &Source{Path: fx.in, Parser: Parser{Format: providers.FormatOpenAI}}

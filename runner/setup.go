@@ -71,6 +71,8 @@ func (w *setupWatch) observe(o attemptOutcome) {
 // never succeeded and its last setupFailures or more attempts failed the
 // same way for deadline; left is how long until it would (for a holding
 // wait), -1 when it cannot yet.
+//
+//lint:ignore ST1008 err first, as connectWatch.exceeded: "the error, and how long until it would be one"
 func (w *setupWatch) exceeded(now time.Time, deadline time.Duration) (err error, left time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -147,6 +149,8 @@ func (r *run) setupWatch(h *hop) *setupWatch {
 
 // setupFailed is the error that stops the run for h's key, or nil; left
 // bounds a holding wait.
+//
+//lint:ignore ST1008 err first, as setupWatch.exceeded whose pair it passes on
 func (r *run) setupFailed(h *hop, now time.Time) (error, time.Duration) {
 	w := r.setupWatch(h)
 	if w == nil {

@@ -97,7 +97,6 @@ type csvReader struct {
 	path   string
 	header []string
 	buf    []byte
-	err    error
 }
 
 func newCSVReader(lr *lineReader, path string) *csvReader {
@@ -165,7 +164,7 @@ func (c *csvReader) rowErr(err error) error {
 }
 
 func isCSVSyntax(err error) bool {
-	return errors.Is(err, csv.ErrFieldCount) || errors.Is(err, csv.ErrQuote) || errors.Is(err, csv.ErrBareQuote) || errors.Is(err, csv.ErrTrailingComma)
+	return errors.Is(err, csv.ErrFieldCount) || errors.Is(err, csv.ErrQuote) || errors.Is(err, csv.ErrBareQuote)
 }
 
 // appendJSONString appends s as a JSON string, escaping only what JSON

@@ -17,7 +17,6 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/llmrun/llmrun/providers"
-	"github.com/llmrun/llmrun/providers/sse"
 )
 
 // apiVersion is the anthropic-version every request carries; the response
@@ -168,33 +167,24 @@ func usage(u gjson.Result) providers.Usage {
 // without waiting for EOF; EOF before message_stop is a failure.
 func (p *Provider) readStream(ctx context.Context, r io.Reader, out *providers.Response, start time.Time) error {
 	var a assembler
-	now := p.cfg.Clock()
-	dec := sse.NewDecoder(r)
-	defer dec.Release()
-	ttft := false
-	for dec.Next() {
-		ev := dec.Event()
-		done, err := a.event(ev.Name, ev.Data)
-		if err != nil {
-			return err.InStream(out, p.cfg.Secret())
-		}
-		if done {
-			body, err := a.body()
-			if err != nil {
-				err.Status, err.RequestID = out.Status, out.RequestID
-				return err
-			}
-			out.Body = body
-			root := gjson.ParseBytes(body)
-			out.Model = root.Get("model").String()
-			out.Text = a.text()
-			out.Usage = usage(root.Get("usage"))
-			return nil
-		}
-		if !ttft && a.content {
-			ttft = true
-			out.TTFT = now().Sub(start)
-		}
+	if err := p.cfg.ReadStream(ctx, r, out, start, &a, "message_stop"); err != nil {
+		return err
 	}
-	return providers.StreamEnded(ctx, dec.Err(), out, "message_stop")
+	body, err := a.body()
+	if err != nil {
+		err.Status, err.RequestID = out.Status, out.RequestID
+		return err
+	}
+	out.Body = body
+	root := gjson.ParseBytes(body)
+	out.Model = root.Get("model").String()
+	out.Text = a.text()
+	out.Usage = usage(root.Get("usage"))
+	return nil
 }
+
+// Event reads one event; message_stop ends the stream.
+func (a *assembler) Event(name, data []byte) (bool, *providers.Error) { return a.event(name, data) }
+
+// Content reports whether a delta carried output yet.
+func (a *assembler) Content() bool { return a.content }

@@ -24,7 +24,6 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/llmrun/llmrun/providers"
-	"github.com/llmrun/llmrun/providers/sse"
 )
 
 // Name is the provider's name, as --provider and output lines spell it.
@@ -234,26 +233,24 @@ func usage(u gjson.Result) providers.Usage {
 // finishReason (or the prompt was blocked). EOF before that is a cut.
 func (p *Provider) readStream(ctx context.Context, r io.Reader, out *providers.Response, start time.Time) error {
 	var a assembler
-	now := p.cfg.Clock()
-	dec := sse.NewDecoder(r)
-	defer dec.Release()
-	ttft := false
-	for dec.Next() {
-		data := dec.Event().Data
-		if len(data) == 0 {
-			continue
-		}
-		if err := a.chunk(data); err != nil {
-			return err.InStream(out, p.cfg.Secret())
-		}
-		if !ttft && a.content {
-			ttft = true
-			out.TTFT = now().Sub(start)
-		}
-	}
-	if err := dec.Err(); err != nil || ctx.Err() != nil || !a.finished {
-		return providers.StreamEnded(ctx, err, out, "a finishReason")
+	if err := p.cfg.ReadStream(ctx, r, out, start, &a, "a finishReason"); err != nil {
+		return err
 	}
 	body := a.body()
 	return p.fill(gjson.ParseBytes(body), body, out, a.text)
 }
+
+// Event reads one chunk; the stream has no terminator event.
+func (a *assembler) Event(_, data []byte) (bool, *providers.Error) {
+	if len(data) == 0 {
+		return false, nil
+	}
+	return false, a.chunk(data)
+}
+
+// Content reports whether a candidate carried output yet.
+func (a *assembler) Content() bool { return a.content }
+
+// Complete reports, at EOF, whether a candidate finished (or the prompt
+// was blocked).
+func (a *assembler) Complete() bool { return a.finished }

@@ -196,17 +196,9 @@ func (a *assembler) part(p string) bool {
 	return true
 }
 
-// get returns the candidate with index i, creating it. Streams have few
-// candidates, so a linear scan beats a map.
+// get returns the candidate with index i, creating it.
 func (a *assembler) get(i int) *candidate {
-	for _, c := range a.cands {
-		if c.index == i {
-			return c
-		}
-	}
-	c := &candidate{index: i}
-	a.cands = append(a.cands, c)
-	return c
+	return providers.ByIndex(&a.cands, i, func(c *candidate) int { return c.index }, func(i int) *candidate { return &candidate{index: i} })
 }
 
 // body writes the response the stream amounted to.

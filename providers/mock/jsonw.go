@@ -2,63 +2,16 @@ package mock
 
 import (
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/llmrun/llmrun/internal/jsonw"
 )
 
 // The mock writes its JSON by hand so the bytes (field order included) are
 // exactly the documented shapes.
 
-const hexDigits = "0123456789abcdef"
-
 // appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD;
 // control characters, U+2028 and U+2029 are escaped; <, > and & are not.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+func appendString(b []byte, s string) []byte { return jsonw.AppendString(b, s, false) }
 
 // appendNullString appends s as a JSON string, or null when s is empty.
 func appendNullString(b []byte, s string) []byte {

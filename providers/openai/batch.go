@@ -407,10 +407,7 @@ func batchErrorOf(status int, body []byte) *providers.Error {
 
 // statusError reads a non-2xx answer into a typed error.
 func (b *Batch) statusError(resp *http.Response) error {
-	e := b.cfg.StatusError(resp, "x-request-id")
-	ce := batchErrorOf(resp.StatusCode, e.Body)
-	e.Class, e.Type, e.Code, e.Message = ce.Class, ce.Type, ce.Code, ce.Message
-	return e
+	return b.cfg.RefinedStatusError(resp, "x-request-id", batchErrorOf)
 }
 
 // do sends one API call and decodes its JSON answer into out.

@@ -17,7 +17,11 @@ import (
 
 // prepareEmbeddings removes stream flags an input may carry: the endpoint
 // has no streaming and rejects them. The caller's body is never modified.
-func prepareEmbeddings(in []byte) ([]byte, error) {
+func prepareEmbeddings(in []byte) ([]byte, error) { return dropStream(in) }
+
+// dropStream removes the stream and stream_options members, copying in
+// only when it has either.
+func dropStream(in []byte) ([]byte, error) {
 	out := in
 	var err error
 	for _, k := range [...]string{"stream", "stream_options"} {

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/llmrun/llmrun/providers"
-	"github.com/llmrun/llmrun/providers/sse"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
@@ -230,32 +229,29 @@ func usage(u gjson.Result) providers.Usage {
 // be cut anywhere.
 func (p *Provider) readStream(ctx context.Context, r io.Reader, out *providers.Response, start time.Time) error {
 	var a assembler
-	now := p.cfg.Clock()
-	dec := sse.NewDecoder(r)
-	defer dec.Release()
-	ttft := false
-	for dec.Next() {
-		data := dec.Event().Data
-		if isDone(data) {
-			out.Body = a.body()
-			out.Model = a.model()
-			out.Text = a.text()
-			out.Usage = usage(gjson.ParseBytes(a.usage))
-			return nil
-		}
-		if len(data) == 0 {
-			continue
-		}
-		if err := a.chunk(data); err != nil {
-			return err.InStream(out, p.cfg.Secret())
-		}
-		if !ttft && a.content {
-			ttft = true
-			out.TTFT = now().Sub(start)
-		}
+	if err := p.cfg.ReadStream(ctx, r, out, start, &a, "[DONE]"); err != nil {
+		return err
 	}
-	return providers.StreamEnded(ctx, dec.Err(), out, "[DONE]")
+	out.Body = a.body()
+	out.Model = a.model()
+	out.Text = a.text()
+	out.Usage = usage(gjson.ParseBytes(a.usage))
+	return nil
 }
+
+// Event reads one chunk; [DONE] ends the stream.
+func (a *assembler) Event(_, data []byte) (bool, *providers.Error) {
+	if isDone(data) {
+		return true, nil
+	}
+	if len(data) == 0 {
+		return false, nil
+	}
+	return false, a.chunk(data)
+}
+
+// Content reports whether a chunk carried output yet.
+func (a *assembler) Content() bool { return a.content }
 
 // isDone reports the [DONE] terminator (the SDKs match it as a prefix).
 func isDone(data []byte) bool {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/llmrun/llmrun/internal/jsonvalid"
 	"github.com/llmrun/llmrun/providers"
-	"github.com/llmrun/llmrun/providers/sse"
 )
 
 // The Responses API (wire-formats §7): POST /responses. A stream carries
@@ -31,14 +30,7 @@ func (p *Provider) prepareResponses(in []byte) ([]byte, error) {
 		}
 		return out, err
 	}
-	out := in
-	var err error
-	for _, k := range [...]string{"stream", "stream_options"} {
-		if err == nil && gjson.GetBytes(out, k).Exists() {
-			out, err = sjson.DeleteBytes(out, k)
-		}
-	}
-	return out, err
+	return dropStream(in)
 }
 
 // parseResponses reads a non-streaming Responses answer. A 200 whose
@@ -109,7 +101,8 @@ const (
 // terminal response is copied out once.
 type rstream struct {
 	typ, delta, response, errObj, code, message string
-	content                                     bool // a delta carried output: the moment TTFT measures
+	content                                     bool   // a delta carried output: the moment TTFT measures
+	final                                       []byte // the terminal response, once it came
 }
 
 func (s *rstream) member(k, v string) bool {
@@ -181,27 +174,25 @@ func (s *rstream) event(data []byte) (final []byte, err *providers.Error) {
 // anywhere.
 func (p *Provider) readResponsesStream(ctx context.Context, r io.Reader, out *providers.Response, start time.Time) error {
 	var s rstream
-	now := p.cfg.Clock()
-	dec := sse.NewDecoder(r)
-	defer dec.Release()
-	ttft := false
-	for dec.Next() {
-		data := dec.Event().Data
-		if len(data) == 0 {
-			continue
-		}
-		final, err := s.event(data)
-		if err != nil {
-			return err.InStream(out, p.cfg.Secret())
-		}
-		if final != nil {
-			p.fillResponse(final, out)
-			return nil
-		}
-		if !ttft && s.content {
-			ttft = true
-			out.TTFT = now().Sub(start)
-		}
+	if err := p.cfg.ReadStream(ctx, r, out, start, &s, "response.completed"); err != nil {
+		return err
 	}
-	return providers.StreamEnded(ctx, dec.Err(), out, "response.completed")
+	p.fillResponse(s.final, out)
+	return nil
 }
+
+// Event reads one event; a terminal one ends the stream, kept in final.
+func (s *rstream) Event(_, data []byte) (bool, *providers.Error) {
+	if len(data) == 0 {
+		return false, nil
+	}
+	final, err := s.event(data)
+	if err != nil {
+		return false, err
+	}
+	s.final = final
+	return final != nil, nil
+}
+
+// Content reports whether a delta carried output yet.
+func (s *rstream) Content() bool { return s.content }

@@ -300,17 +300,9 @@ func (a *assembler) toolCall(v string) bool {
 	return true
 }
 
-// get returns the choice with index i, creating it. Streams have few
-// choices, so a linear scan beats a map.
+// get returns the choice with index i, creating it.
 func (a *assembler) get(i int) *choice {
-	for _, c := range a.choices {
-		if c.index == i {
-			return c
-		}
-	}
-	c := &choice{index: i}
-	a.choices = append(a.choices, c)
-	return c
+	return providers.ByIndex(&a.choices, i, func(c *choice) int { return c.index }, func(i int) *choice { return &choice{index: i} })
 }
 
 // field returns the field with raw key k, creating it.

@@ -1,5 +1,7 @@
 package registry
 
+import "github.com/llmrun/llmrun/internal/editdist"
+
 // aliases are names people reach for that are not a provider's name:
 // the product or company for the wire format llmrun calls it by.
 var aliases = map[string]string{
@@ -16,30 +18,9 @@ func suggest(name string) string {
 	}
 	best, bestD := "", 3
 	for _, n := range Names() {
-		if d := editDistance(name, n); d < bestD {
+		if d := editdist.Distance(name, n); d < bestD {
 			best, bestD = n, d
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

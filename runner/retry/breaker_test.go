@@ -33,16 +33,6 @@ func fail(t *testing.T, b *Breaker, now time.Time) {
 	b.Failure(now, tk)
 }
 
-// succeed lets one attempt through at now and reports it succeeded.
-func succeed(t *testing.T, b *Breaker, now time.Time) {
-	t.Helper()
-	tk, ok := b.Allow(now)
-	if !ok {
-		t.Fatalf("at %v: Allow refused", now.Sub(t0))
-	}
-	b.Success(now, tk)
-}
-
 // openAt opens a closed breaker at now with MinAttempts failures.
 func openAt(t *testing.T, b *Breaker, now time.Time) {
 	t.Helper()
