@@ -19,6 +19,7 @@ import (
 	"github.com/llmrun/llmrun/checkpoint"
 	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/providers"
+	"github.com/llmrun/llmrun/source"
 )
 
 // The offline route: the same input, output and errors files as Run, but
@@ -104,7 +105,7 @@ func StoreState(st *checkpoint.Store) map[string]json.RawMessage {
 // OfflineConfig is everything one offline run needs.
 type OfflineConfig struct {
 	// Source is the input; nil collects the open batches only.
-	Source *Source
+	Source *source.Source
 	// Total is the number of requests in the source (from Source.Check).
 	Total  int
 	Client providers.BatchClient

@@ -18,6 +18,7 @@ import (
 
 	"github.com/llmrun/llmrun/checkpoint"
 	"github.com/llmrun/llmrun/providers"
+	"github.com/llmrun/llmrun/source"
 )
 
 // fakeBatches is an in-memory BatchClient. A batch ends at its endAfter-th
@@ -315,7 +316,7 @@ func (s *sleeps) sleep(ctx context.Context, d time.Duration) bool {
 // runOffline opens the checkpoint, runs RunOffline and closes it.
 func (fx *offlineFixture) run(t *testing.T, ctx context.Context, fc *fakeBatches, mod func(*OfflineConfig)) (*Summary, error, *bytes.Buffer) {
 	t.Helper()
-	src := &Source{Path: fx.in, Parser: Parser{Format: providers.FormatOpenAI}}
+	src := &source.Source{Path: fx.in, Parser: source.Parser{Format: providers.FormatOpenAI}}
 	chk, err := src.Check()
 	if err != nil {
 		t.Fatal(err)
@@ -426,7 +427,7 @@ func TestOfflineSplitsByItemsAndBytes(t *testing.T) {
 		// A client limit; the fake rejects a batch over it, so a wrong
 		// split would show up as a failure.
 		fc := &fakeBatches{endAfter: 1}
-		probe := &Source{Path: fx.in, Parser: Parser{Format: providers.FormatOpenAI}}
+		probe := &source.Source{Path: fx.in, Parser: source.Parser{Format: providers.FormatOpenAI}}
 		var one int64
 		probe.Each(func(r *providers.Request) error {
 			one = max(one, fc.ItemSize(providers.BatchItem{CustomID: r.ID, Body: r.Body}))
@@ -472,7 +473,7 @@ func TestOfflineSplitsByItemsAndBytes(t *testing.T) {
 		ids := []string{"aaaaaaaaaaaaaaa1", "aaaaaaaaaaaaaaa2", "aaaaaaaaaaaaaaa3", "aaaaaaaaaaaaaaa4"}
 		fx := newOfflineFixture(t, ids...)
 		fc := &fakeBatches{endAfter: 1}
-		probe := &Source{Path: fx.in, Parser: Parser{Format: providers.FormatOpenAI}}
+		probe := &source.Source{Path: fx.in, Parser: source.Parser{Format: providers.FormatOpenAI}}
 		var one int64
 		probe.Each(func(r *providers.Request) error {
 			one = fc.ItemSize(providers.BatchItem{CustomID: r.ID, Body: r.Body})
@@ -894,7 +895,7 @@ func TestOfflineCreateWithoutLabelsIsVerifiedByResults(t *testing.T) {
 		at := func(c *OfflineConfig) { c.Now = clk.Now }
 		fx.run(t, context.Background(), fc, at)
 		clk.Advance(time.Second)
-		probe := &Source{Path: fx.in, Parser: Parser{Format: providers.FormatOpenAI}}
+		probe := &source.Source{Path: fx.in, Parser: source.Parser{Format: providers.FormatOpenAI}}
 		var items []providers.BatchItem
 		probe.Each(func(r *providers.Request) error {
 			items = append(items, providers.BatchItem{CustomID: r.ID, Body: r.Body})
