@@ -1,7 +1,9 @@
-// Package runner is llmrun's pipeline: a streaming source of requests, a
-// bounded pool of workers that take each request through the limiter, the
+// Package runner is llmrun's live run: requests streamed from a checked
+// source (package source), a bounded pool of workers that take each
+// request through admission (the limiter and the run's other holds), the
 // provider and the retry policy, and one sink goroutine that writes every
-// result to the checkpoint as it lands.
+// result to the checkpoint as it lands. The batch-API route is package
+// offline, which builds on this one's output lines and counters.
 package runner
 
 import (
