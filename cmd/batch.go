@@ -173,4 +173,6 @@ func addMetricsFlags(f *pflag.FlagSet, m *job.MetricsOptions) {
 	f.StringVar(&m.File, "metrics-file", "", "write Prometheus metrics to this node_exporter textfile (atomically, every --metrics-interval and at the end)")
 	f.StringVar(&m.Pushgateway, "pushgateway", "", "push Prometheus metrics to this Pushgateway URL (every --metrics-interval and at the end)")
 	f.DurationVar(&m.Interval, "metrics-interval", metrics.DefaultInterval, "how often --metrics-file and --pushgateway are updated")
+	f.StringSliceVar(&m.Tags, "metrics-tag", nil, "label the per-model Prometheus metrics with this key of the lines' tags (repeatable; opt-in to bound the series)")
+	f.BoolVar(&m.OTelContent, "otel-content", false, "record prompts and answers on the OpenTelemetry spans (off: spans never carry them)")
 }

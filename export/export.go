@@ -13,7 +13,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 
 	"github.com/tidwall/gjson"
 
@@ -40,7 +42,19 @@ type Row struct {
 	LatencyMS    *int64      `parquet:"latency_ms,optional" json:"latency_ms"`
 	Attempts     *int64      `parquet:"attempts,optional" json:"attempts"`
 	Error        *string     `parquet:"error,optional" json:"error"`
+	// Tags are the request's line's tags (CSV: a tag_KEY column per key
+	// any line has).
+	Tags map[string]string `parquet:"tags,optional" json:"tags,omitempty"`
 }
+
+// TagColumns is what a Writer with a column per tag key implements: it is
+// told every key the files' lines carry before the first row.
+type TagColumns interface {
+	SetTagKeys(keys []string)
+}
+
+// maxTagKeys bounds the tag columns, whatever the files hold.
+const maxTagKeys = 64
 
 // Statuses of a row.
 const (
@@ -85,6 +99,16 @@ func Export(o Options, w Writer) (Counts, error) {
 	}
 	if e.errs, err = openIndexed(o.Errors, false); err != nil {
 		return e.c, err
+	}
+	if tc, ok := w.(TagColumns); ok {
+		keys := make(map[string]bool)
+		for k := range e.out.tagKeys {
+			keys[k] = true
+		}
+		for k := range e.errs.tagKeys {
+			keys[k] = true
+		}
+		tc.SetTagKeys(slices.Sorted(maps.Keys(keys)))
 	}
 	if o.Input != nil {
 		if err := o.Input.Records(e.inputRecord); err != nil {
@@ -156,7 +180,7 @@ func (e *exporter) inputRecord(rec []byte, n int) error {
 		return e.row(ids, &prompt, line, f == e.out)
 	}
 	e.c.Pending++
-	return e.w.Write(&Row{CustomID: ids, Status: Pending, Prompt: &prompt})
+	return e.w.Write(&Row{CustomID: ids, Status: Pending, Prompt: &prompt, Tags: tagsOf(root.Get("tags"))})
 }
 
 // row writes the row of an output line (answered) or an errors-file line.
@@ -191,6 +215,7 @@ func (e *exporter) row(id string, prompt *string, line []byte, answered bool) er
 	if c := d.Get("cost_usd"); c.Type == gjson.Number {
 		r.CostUSD = &c.Num
 	}
+	r.Tags = tagsOf(d.Get("tags"))
 	return e.w.Write(r)
 }
 
@@ -240,6 +265,24 @@ func promptText(root gjson.Result) string {
 type indexed struct {
 	f *os.File
 	t lines
+	// tagKeys are the tag keys its lines carry (at most maxTagKeys).
+	tagKeys map[string]bool
+}
+
+// tagsOf reads a tags object, nil when there is none.
+func tagsOf(v gjson.Result) map[string]string {
+	if !v.IsObject() {
+		return nil
+	}
+	tags := make(map[string]string)
+	v.ForEach(func(k, val gjson.Result) bool {
+		tags[k.Str] = val.String()
+		return true
+	})
+	if len(tags) == 0 {
+		return nil
+	}
+	return tags
 }
 
 // openIndexed opens path and indexes it; a missing errors file is an empty
@@ -257,6 +300,17 @@ func openIndexed(path string, required bool) (*indexed, error) {
 	err = x.each(func(line []byte, w where) error {
 		if id := gjson.GetBytes(line, "custom_id"); id.Type == gjson.String {
 			x.t.put(keyOf(id.Str), w)
+		}
+		if bytes.Contains(line, []byte(`"tags":{`)) {
+			gjson.GetBytes(line, "llmrun.tags").ForEach(func(k, _ gjson.Result) bool {
+				if x.tagKeys == nil {
+					x.tagKeys = make(map[string]bool)
+				}
+				if len(x.tagKeys) < maxTagKeys {
+					x.tagKeys[k.Str] = true
+				}
+				return true
+			})
 		}
 		return nil
 	})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 
 	"github.com/parquet-go/parquet-go"
@@ -36,6 +37,20 @@ type csvWriter struct {
 	w      *csv.Writer
 	header bool
 	rec    []string
+	// tags are the tag keys, a tag_KEY column each after Columns.
+	tags []string
+}
+
+// SetTagKeys is TagColumns': a column per tag key.
+func (c *csvWriter) SetTagKeys(keys []string) { c.tags = keys }
+
+// columns are Columns and the tag columns.
+func (c *csvWriter) columns() []string {
+	cols := slices.Clone(Columns)
+	for _, k := range c.tags {
+		cols = append(cols, "tag_"+k)
+	}
+	return cols
 }
 
 func newCSV(w io.Writer) *csvWriter { return &csvWriter{w: csv.NewWriter(w)} }
@@ -43,7 +58,7 @@ func newCSV(w io.Writer) *csvWriter { return &csvWriter{w: csv.NewWriter(w)} }
 func (c *csvWriter) Write(r *Row) error {
 	if !c.header {
 		c.header = true
-		if err := c.w.Write(Columns); err != nil {
+		if err := c.w.Write(c.columns()); err != nil {
 			return err
 		}
 	}
@@ -58,13 +73,16 @@ func (c *csvWriter) Write(r *Row) error {
 	c.rec = append(c.rec[:0], r.CustomID, r.Status, cell(r.Prompt), cell(r.Answer), emb, cell(r.Model), cell(r.Provider),
 		cell(r.FinishReason), intCell(r.InputTokens), intCell(r.OutputTokens), floatCell(r.CostUSD), intCell(r.LatencyMS),
 		intCell(r.Attempts), cell(r.Error))
+	for _, k := range c.tags {
+		c.rec = append(c.rec, r.Tags[k])
+	}
 	return c.w.Write(c.rec)
 }
 
 func (c *csvWriter) Close() error {
 	if !c.header { // no rows: still a table with its columns
 		c.header = true
-		if err := c.w.Write(Columns); err != nil {
+		if err := c.w.Write(c.columns()); err != nil {
 			return err
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/llmrun/llmrun/runner"
 	"github.com/llmrun/llmrun/runner/retry"
 	"github.com/llmrun/llmrun/source"
+	"github.com/llmrun/llmrun/telemetry"
 )
 
 // BatchOptions are everything the batch command takes. Zero durations and
@@ -150,6 +151,9 @@ type batch struct {
 	// provider's count over the local one per model (calibrate_live.go).
 	modelCounts map[string]int64
 	inputRatios map[string]float64
+	// telemetry exports OpenTelemetry traces and metrics; nil without
+	// an OTLP endpoint in the environment.
+	telemetry *telemetry.Telemetry
 	// primaryAt is the primary route's endpoint (a config file's named
 	// endpoint: its key variable and headers), for the batch API client.
 	primaryAt registry.Endpoint
@@ -177,9 +181,7 @@ func Batch(ctx context.Context, io *IO, o BatchOptions) (*runner.Summary, error)
 	sum, handled, err := b.runOffline(ctx)
 	if !handled {
 		cfg := b.runConfig()
-		if b.metrics != nil {
-			cfg.Observer = b.metrics
-		}
+		cfg.Observer = b.observer()
 		sum, err = runner.Run(ctx, cfg)
 	}
 	if cerr := b.store.Close(); cerr != nil && err == nil {
@@ -243,6 +245,7 @@ func prepare(ctx context.Context, io *IO, o *BatchOptions) (_ *batch, err error)
 	for _, step := range []func() error{
 		b.checkOptions,
 		b.startMetrics,
+		b.startTelemetry,
 		func() error { return b.openInput(shard) },
 		b.buildRoutes,
 		func() error { return b.buildBudget(ctx) },
@@ -519,6 +522,9 @@ func (b *batch) close() {
 	}
 	if b.metrics != nil {
 		b.metrics.Close()
+	}
+	if b.telemetry != nil {
+		b.telemetry.Finish(0, nil) // never started: nothing to flush but the SDK's goroutines
 	}
 	if b.src != nil {
 		b.src.Close()

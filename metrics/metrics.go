@@ -56,6 +56,10 @@ type Options struct {
 	Version string
 	// Costs reports whether spend is known (a price list is loaded).
 	Costs bool
+	// Tags are the tag keys (--metrics-tag) whose values label the
+	// per-model metrics; other tags stay out of Prometheus, to bound the
+	// series.
+	Tags []string
 	// Warn receives failures of the periodic writes and pushes, which do
 	// not stop the run.
 	Warn func(string)
@@ -70,6 +74,7 @@ type Exporter struct {
 	reg   *prometheus.Registry
 	view  atomic.Pointer[runner.View]
 	wait  *prometheus.HistogramVec
+	model *modelMetrics
 	start time.Time
 
 	mu       sync.Mutex
@@ -97,6 +102,7 @@ func New(o Options) *Exporter {
 		Buckets: prometheus.ExponentialBucketsRange(0.001, 600, 16),
 	}, []string{"key"})
 	e.reg.MustRegister(e.wait, &collector{e: e})
+	e.model = newModelMetrics(e.reg, o.Tags)
 	return e
 }
 
@@ -300,6 +306,8 @@ var (
 	descTokens       = prometheus.NewDesc("llmrun_tokens_total", "Tokens the providers reported, by direction.", []string{"direction"}, nil)
 	descCost         = prometheus.NewDesc("llmrun_cost_usd_total", "Spend of this run's answers in US dollars, from the usage the providers reported (priced models only).", nil, nil)
 	descFellBack     = prometheus.NewDesc("llmrun_fell_back_total", "Requests answered by a fallback hop.", nil, nil)
+	descFallbackRate = prometheus.NewDesc("llmrun_fallback_ratio", "Share of the requests finished in this run that a fallback hop answered.", nil, nil)
+	descQueue        = prometheus.NewDesc("llmrun_queue_depth", "Attempts waiting for the key's budget now (all priority classes: the limiter does not split its queue's count by class).", []string{"key"}, nil)
 	descBudgetWait   = prometheus.NewDesc("llmrun_budget_wait_seconds_total", "Time attempts waited for the budget, summed over attempts, by key and by the dimension that held the queue.", []string{"key", "dimension"}, nil)
 	descLimit        = prometheus.NewDesc("llmrun_limit_per_minute", "Rate limit in force per key and dimension (given, or learned from headers and 429s).", []string{"key", "dimension", "learned"}, nil)
 	descConcurrency  = prometheus.NewDesc("llmrun_limit_concurrency", "Concurrency limit in force per key (the learned window in auto mode; 0: none).", []string{"key"}, nil)
@@ -364,6 +372,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descCost, cs.Spent().USD())
 	}
 	counter(descFellBack, float64(cs.FellBack.Load()))
+	if done := cs.Succeeded.Load() + cs.Failed.Load(); done > 0 {
+		gauge(descFallbackRate, float64(cs.FellBack.Load())/float64(done))
+	}
 	for _, st := range v.Budget() {
 		key := redactKey(st.Key)
 		for d, w := range st.WaitBy {
@@ -379,6 +390,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(descConcurrency, float64(st.Effective.Concurrency), key)
 		counter(descKeyLimited, float64(st.RateLimited), key)
+		gauge(descQueue, float64(st.Waiting), key)
 	}
 	for key, b := range v.Breakers(time.Now()) {
 		key = redactKey(key)

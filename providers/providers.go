@@ -66,6 +66,10 @@ type Request struct {
 	// same budget, higher first (the line's priority, else the run's);
 	// providers ignore it.
 	Priority int
+	// Tags are the line's top-level "tags" (tenant, team…), for the
+	// run's breakdowns; never sent, not part of the fingerprint. Nil
+	// when the line has none.
+	Tags map[string]string
 }
 
 // Usage is the token usage a provider reports for one response.

@@ -47,6 +47,15 @@ type task struct {
 	spent spend
 	// ready: the task holds a token of run.ready (see run.unready).
 	ready bool
+	// The request's end as observers and the tags' book see it
+	// (observe_hooks.go): how it ended, on which hop, why it failed, the
+	// tokens its answers reported, its observer and current attempt.
+	outcome             outcome
+	hop                 int
+	lastErr             error
+	inTokens, outTokens int64
+	obs                 RequestObserver
+	att                 *Attempt
 }
 
 // hop is one request's attempts on one route of the fallback chain.
@@ -66,6 +75,10 @@ type hop struct {
 	// canFallBack lets an open breaker send the request onwards instead
 	// of holding it.
 	canFallBack bool
+	// waited and reserved are the latest admission's wait and
+	// reservation, for observers.
+	waited   time.Duration
+	reserved limiter.Cost
 	// judged counts the attempts that count toward --max-attempts;
 	// attempts that failed because the provider is down (the breaker
 	// opened) do not, as the request is held, not failed, while it
@@ -80,6 +93,8 @@ type hop struct {
 func (r *run) process(req *providers.Request, fp checkpoint.Fingerprint) {
 	t := &task{req: req, fp: fp, start: time.Now(), ready: true}
 	defer r.unready(t)
+	r.observeRequest(t)
+	defer r.endRequest(t)
 	var last hopResult
 	for i, route := range r.cfg.Routes {
 		if i > 0 && r.admitCtx.Err() != nil {
@@ -92,10 +107,12 @@ func (r *run) process(req *providers.Request, fp checkpoint.Fingerprint) {
 		}
 		res := r.tryRoute(t, i, hreq)
 		if res.out != outFailed {
+			t.outcome = res.out
 			return
 		}
 		last = res
 	}
+	t.outcome, t.lastErr = outFailed, last.err
 	r.emitFailure(t, last)
 }
 
@@ -196,6 +213,7 @@ func (r *run) attempt(h *hop) attemptOutcome {
 	ctx, cancel := context.WithDeadline(r.workCtx, r.cfg.Policy.DeadlineAt(h.start))
 	defer cancel()
 	sent := time.Now()
+	r.observeSend(h, sent)
 	resp, err := h.route.Provider.Send(ctx, h.req)
 	if err != nil && ctx.Err() == context.DeadlineExceeded && r.workCtx.Err() == nil {
 		err = &providers.Error{Class: providers.ClassTimeout, Message: "request deadline exceeded", Err: err}
@@ -312,6 +330,7 @@ func (r *run) emit(h *hop, resp *providers.Response) {
 			Estimated:    resp.Usage.Estimated,
 			CostUSD:      h.t.spent.json(),
 			Vars:         h.t.req.Vars,
+			Tags:         h.t.req.Tags,
 		},
 	}
 	r.send(h.t, &l, true)
@@ -328,6 +347,7 @@ func (r *run) emitFailure(t *task, last hopResult) {
 			LatencyMS: time.Since(t.start).Milliseconds(),
 			CostUSD:   t.spent.json(),
 			Vars:      t.req.Vars,
+			Tags:      t.req.Tags,
 		},
 	}
 	if len(r.cfg.Routes) > 0 {

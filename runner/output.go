@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/tidwall/gjson"
@@ -63,6 +65,9 @@ type LineDetails struct {
 	CostUSD json.RawMessage `json:"cost_usd,omitempty"`
 	// Vars is the input record a --template prompt was made from.
 	Vars json.RawMessage `json:"vars,omitempty"`
+	// Tags are the input line's tags, so that answers break down by
+	// tenant without the input.
+	Tags map[string]string `json:"tags,omitempty"`
 }
 
 // lineID is the output line's "id": stable for a custom_id, so rewriting a
@@ -168,6 +173,18 @@ func (l *Line) appendJSON(b []byte) []byte {
 	if len(d.Vars) > 0 {
 		b = append(b, `,"vars":`...)
 		b = providers.AppendCompactJSON(b, d.Vars)
+	}
+	if len(d.Tags) > 0 {
+		b = append(b, `,"tags":{`...)
+		for i, k := range slices.Sorted(maps.Keys(d.Tags)) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = providers.AppendJSONString(b, k)
+			b = append(b, ':')
+			b = providers.AppendJSONString(b, d.Tags[k])
+		}
+		b = append(b, '}')
 	}
 	return append(b, "}}"...)
 }

@@ -29,6 +29,7 @@ func TestLineMarshalMatchesEncoding(t *testing.T) {
 		Provider: "openai", Model: "gpt-4o-mini", Mode: "batch", Attempts: 3, LatencyMS: 1234, TTFTMS: 56,
 		InputTokens: 10, OutputTokens: -1, CacheRead: 4, CacheWrite: 2, Estimated: true,
 		CostUSD: json.RawMessage(`0.000125`), Vars: json.RawMessage(`{"a": [1, 2],` + "\n" + `"b":"<x>"}`),
+		Tags: map[string]string{"team": "search", "a<b": "x\"y", "env": "prod"},
 	}
 	cases := map[string]Line{
 		"zero":                   {},

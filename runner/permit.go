@@ -133,13 +133,15 @@ func (r *run) admit(h *hop) (*permit, outcome, error) {
 			continue
 		}
 		asked := time.Now()
-		resv, err := r.cfg.Limiter.ReservePriority(r.admitCtx, h.key, r.cost(h.key, h.route, h.req, h.raw), h.req.Priority)
+		h.reserved = r.cost(h.key, h.route, h.req, h.raw)
+		resv, err := r.cfg.Limiter.ReservePriority(r.admitCtx, h.key, h.reserved, h.req.Priority)
 		if err != nil {
 			p.end(notSent)
 			return nil, r.refused(err), err
 		}
+		h.waited = time.Since(asked)
 		if r.cfg.Observer != nil {
-			r.cfg.Observer.AdmissionWait(h.key, time.Since(asked))
+			r.cfg.Observer.AdmissionWait(h.key, h.waited)
 		}
 		p.resv = resv
 		p.chargeSent(resv.Cost())
@@ -188,6 +190,7 @@ func (p *permit) end(o attemptOutcome) {
 	p.ended = true
 	r, h := p.r, p.h
 	r.observeAttempt(p, o) // may stop the run: before the gate opens
+	r.observeAttemptEnd(h, o)
 	r.logAttempt(h, o)
 	if p.spendHeld {
 		r.spend.settle(p.spend, o.cost.cost)

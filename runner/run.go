@@ -193,6 +193,8 @@ type run struct {
 
 	// spend is the --max-cost budget; nil without a cap.
 	spend *spendCap
+	// tags adds up the tagged requests for the summary.
+	tags tagBook
 
 	// results hands each line to the sink, unbuffered: a worker holds its
 	// run slot until the sink has taken its answer, so the answers a

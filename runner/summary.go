@@ -70,6 +70,9 @@ type Summary struct {
 	// --max-cost).
 	RecordedCostUSD *float64 `json:"recorded_cost_usd,omitempty"`
 	MaxCostUSD      float64  `json:"max_cost_usd,omitempty"`
+	// Tags break this run's requests down by their lines' tags: key,
+	// then value (absent when no line had tags).
+	Tags map[string]map[string]TagUsage `json:"tags,omitempty"`
 }
 
 // summary is what the counters alone say about a run.
@@ -113,6 +116,7 @@ func (r *run) summarize(wall time.Duration) *Summary {
 	}
 	s.Limits = keyLimits(r.cfg.Limiter.Stats())
 	s.Daily = r.dailySummary()
+	s.Tags = r.tags.summary()
 	r.mu.Lock()
 	for _, b := range r.breakers {
 		st := b.Stats(time.Now())

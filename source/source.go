@@ -114,7 +114,7 @@ func invalidUTF8At(b []byte) int {
 // lacks would read the whole line again. The first of repeated keys counts,
 // as with gjson's Get.
 type lineFields struct {
-	id, key, body, method, url, params, request, prompt, system, model, maxTokens, priority gjson.Result
+	id, key, body, method, url, params, request, prompt, system, model, maxTokens, priority, tags gjson.Result
 }
 
 // read fills f from root's members.
@@ -146,6 +146,8 @@ func (f *lineFields) read(root gjson.Result) {
 			dst = &f.maxTokens
 		case "priority":
 			dst = &f.priority
+		case "tags":
+			dst = &f.tags
 		default:
 			return true
 		}
@@ -176,6 +178,9 @@ func (p *Parser) parseValid(line []byte, lineNo int) (*providers.Request, error)
 	req := &providers.Request{Line: lineNo, Priority: p.Defaults.Priority}
 	if p.Template == nil {
 		if err := linePriority(f.priority, req); err != nil {
+			return nil, err
+		}
+		if err := lineTags(f.tags, req); err != nil {
 			return nil, err
 		}
 	}

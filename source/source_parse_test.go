@@ -33,6 +33,11 @@ func (p *Parser) parseReference(line []byte, lineNo int) (*providers.Request, er
 			return nil, err
 		}
 	}
+	if p.Template == nil {
+		if err := lineTags(root.Get("tags"), req); err != nil {
+			return nil, err
+		}
+	}
 	idv := root.Get("custom_id")
 	if !idv.Exists() {
 		idv = root.Get("key")

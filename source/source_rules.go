@@ -52,8 +52,8 @@ func (p *Parser) checkFamily(model string, f *modelrules.Family) error {
 	if mr.Serves == "" || f == nil || f.Provider == mr.Serves {
 		return nil
 	}
-	return fmt.Errorf("model %s is %s model but --provider %s serves %s models: set --model with --override-model, or map %s in the config's model_map",
-		model, modelrules.ProviderName(f.Provider), cmpName(mr.ServesName, mr.Serves), mr.Serves, model)
+	return fmt.Errorf("model %s is %s model but --provider %s serves %s models: did you mean --provider %s? Or set --model with --override-model, or map %s in the config's model_map",
+		model, modelrules.ProviderName(f.Provider), cmpName(mr.ServesName, mr.Serves), mr.Serves, f.Provider, model)
 }
 
 func cmpName(name, provider string) string {

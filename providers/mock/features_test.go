@@ -17,7 +17,7 @@ func TestAnswerShapes(t *testing.T) {
 	srv, _ := start(t, mock.Config{})
 	valid := func(s string) bool { return json.Valid([]byte(s)) }
 
-	r := post(t, srv, "/v1/chat/completions", oaBody("Name a colour.", `,"response_format":{"type":"json_object"}`))
+	r := post(t, srv, "/v1/chat/completions", oaBody("Name a colour, in JSON.", `,"response_format":{"type":"json_object"}`)) // json_object needs the word (rules.go)
 	wantStatus(t, r, 200)
 	if got := gjson.GetBytes(r.body, "choices.0.message.content").String(); !valid(got) || !strings.HasPrefix(got, "{") {
 		t.Errorf("json_object: content %q", got)
