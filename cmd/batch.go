@@ -84,6 +84,7 @@ against a built-in mock server.
 	addMetricsFlags(f, &o.Metrics)
 	addOfflineFlags(f, &o.Offline)
 	addCostFlags(f, &o.Cost)
+	addCacheFlags(f, &o.Cache)
 	addSourceFlags(f, &o.Source)
 	return c
 }

@@ -34,6 +34,8 @@ type configFile struct {
 	Defaults  yaml.Node                 `yaml:"defaults"`
 	Endpoints map[string]endpointConfig `yaml:"endpoints"`
 	Pools     map[string]limitsConfig   `yaml:"pools"`
+	// Cache is the cross-run cache (cache.go): defaults for --cache….
+	Cache yaml.Node `yaml:"cache"`
 	// ModelMap renames the models lines name: {claude-sonnet-4-5:
 	// gemini-2.5-pro} sends claude-sonnet-4-5 lines as gemini-2.5-pro.
 	ModelMap map[string]string `yaml:"model_map"`
@@ -181,6 +183,11 @@ func parseConfig(path string, data []byte) (*loadedConfig, error) {
 		}
 		cfg.defaults = append(cfg.defaults, def)
 	}
+	cd, err := cacheDefaults(&f.Cache)
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	cfg.defaults = append(cfg.defaults, cd...)
 	return cfg, nil
 }
 

@@ -82,7 +82,7 @@ a mock of every one of these dialects for trying it all without a key.
 	pf.BoolVarP(&stage.verbose, "verbose", "v", false, "log one line per attempt (never keys, headers or bodies)")
 	pf.StringVar(&stage.config, "config", "", "config file: named endpoints, pools and defaults for any flag (default: ./"+DefaultConfig+" if present); flags override it")
 	stage.io = io
-	root.AddCommand(newBatchCmd(io, nil), newEstimateCmd(io), newMockCmd(io), newStatusCmd(io), newExportCmd(io), newCancelCmd(io), newRepairCmd(io), newVersionCmd(io))
+	root.AddCommand(newBatchCmd(io, nil), newEstimateCmd(io), newMockCmd(io), newStatusCmd(io), newExportCmd(io), newCancelCmd(io), newRepairCmd(io), newVersionCmd(io), newCacheCmd(io))
 	return root, stage
 }
 

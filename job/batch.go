@@ -104,6 +104,8 @@ type BatchOptions struct {
 	Offline OfflineOptions
 	// Cost holds --prices, --max-cost and --dry-run (cost.go).
 	Cost CostOptions
+	// Cache is --cache and its companions (cache.go).
+	Cache CacheOptions
 	// Source says how the input is read (source.go).
 	Source SourceOptions
 	// Endpoints are the config file's named endpoints, which --provider
@@ -172,6 +174,14 @@ func Batch(ctx context.Context, io *IO, o BatchOptions) (*runner.Summary, error)
 	if o.Cost.DryRun {
 		return nil, Estimate(io, o)
 	}
+	cu, err := openCache(&o.Cache)
+	if err != nil {
+		return nil, err
+	}
+	if cu != nil {
+		defer cu.Cache.Close()
+		defer pruneCache(io, cu, &o.Cache)
+	}
 	b, err := prepare(ctx, io, &o)
 	if err != nil {
 		return nil, err
@@ -181,6 +191,7 @@ func Batch(ctx context.Context, io *IO, o BatchOptions) (*runner.Summary, error)
 	sum, handled, err := b.runOffline(ctx)
 	if !handled {
 		cfg := b.runConfig()
+		cfg.Cache = cu
 		cfg.Observer = b.observer()
 		sum, err = runner.Run(ctx, cfg)
 	}

@@ -156,7 +156,15 @@ func Estimate(io *IO, o BatchOptions) error {
 	if err != nil {
 		return err
 	}
+	cu, err := openCache(&o.Cache)
+	if err != nil {
+		return err
+	}
+	if cu != nil {
+		defer cu.Cache.Close()
+	}
 	cfg := runner.EstimateConfig{
+		Cache:  cu,
 		Source: src, Provider: entry.Name, Admission: entry.Admission,
 		Estimator: estimate.NewEstimator(), Prices: prices, Recorded: rec,
 		Limits: limiter.Limits{RPM: o.RPM, ITPM: o.ITPM, OTPM: o.OTPM, TPM: o.TPM, Burst: o.Burst, Headroom: o.Headroom},
@@ -186,6 +194,9 @@ func printEstimate(w io.Writer, e *runner.Estimate, o *BatchOptions, provider st
 	fmt.Fprintf(w, "llmrun estimate: %s to send to %s", plural(e.Requests, "request"), provider)
 	if e.AlreadyDone > 0 {
 		fmt.Fprintf(w, " (%d already in %s)", e.AlreadyDone, o.Output)
+	}
+	if e.CacheHits > 0 {
+		fmt.Fprintf(w, " (%d more answered free from the cache)", e.CacheHits)
 	}
 	fmt.Fprintf(w, "; prices of %s\n\n", e.PricesDate)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -98,11 +98,15 @@ func (a *accel) startWarmUp(now time.Time, d time.Duration) {
 }
 
 // rate is the governed request rate at now (per second), 0 for none; lim
-// is the key's request rate otherwise (per second, 0: none). It steps by
-// Slot, so the buckets change at most once a Slot. A governor outgrown
-// (above lim, or past its warm-up) turns off.
-func (a *accel) rate(now time.Time, lim float64) float64 {
-	if a.pending > 0 && lim >= warmUpFactor*a.cfg.startRate() {
+// is the key's request rate otherwise (per second, 0: none), known the
+// part of it described (given or from headers). An armed warm-up starts
+// only on a known rate: a rate from 429s is a slow start of its own (the
+// AIMD's ramp), and a warm-up under it would hold the ramp below the rate
+// it needs to use to grow. It steps by Slot, so the buckets change at
+// most once a Slot. A governor outgrown (above lim, or past its warm-up)
+// turns off.
+func (a *accel) rate(now time.Time, lim, known float64) float64 {
+	if a.pending > 0 && known >= warmUpFactor*a.cfg.startRate() {
 		a.startWarmUp(now, a.pending)
 	}
 	if !a.on {
@@ -181,11 +185,12 @@ func (k *keyState) warmUpAt(now time.Time) {
 // given the key's request limit otherwise. A warm-up armed starts when
 // the limit is known (given, or from the first answer's headers).
 func (k *keyState) accelRate(now time.Time) float64 {
-	lim := k.described(0)
+	known := k.described(0)
+	lim := known
 	if r := k.refusalRate(0); r > 0 && (lim == 0 || r < lim) {
 		lim = r
 	}
-	return k.acc.rate(now, lim/60)
+	return k.acc.rate(now, lim/60, known/60)
 }
 
 // rampRefusedAt takes a refusal naming the acceleration limit: the key's

@@ -144,6 +144,26 @@ func TestAccelerationLimits(t *testing.T) {
 			}
 		})
 	}
+	t.Run("auto: no warm-up under the 429 learner's ramp", func(t *testing.T) {
+		// A server that describes nothing: the AIMD's ramp, not a limit,
+		// paces the key. A warm-up started on the ramp's rate would hold
+		// the ramp under the rate it has to use to double (issue 25's
+		// merge: a header-less run paced at a few requests a second).
+		k := newKeyState("k", Limits{Auto: true, WarmUp: time.Minute}, t0)
+		c := Cost{Requests: 1, Input: 10, Output: 10}
+		if _, dim := k.reserveAt(t0, c); dim != DimNone {
+			t.Fatalf("the first request waits for %v", dim)
+		}
+		// Answered in 20ms: the ramp starts at 50 requests a second, over
+		// the rate a warm-up would start for.
+		now := t0.Add(20 * time.Millisecond)
+		k.finishAt(now, k.charged(), k.seq, c, c, true)
+		k.answeredAt(now, t0, k.mark, c, c)
+		k.statsAt(now)
+		if r, least := k.effective(0), 60*warmUpFactor*DefaultAccel.startRate(); k.acc.on || r < least {
+			t.Errorf("a header-less ramp: %v rpm in force, warm-up on %v; want the ramp's 3000 and no warm-up", r, k.acc.on)
+		}
+	})
 	t.Run("auto: warm-up from the headers", func(t *testing.T) {
 		k := newKeyState("k", Limits{Auto: true, WarmUp: time.Minute}, t0)
 		if k.acc.on {

@@ -152,6 +152,10 @@ func (r *run) tryRoute(t *task, i int, req *providers.Request) hopResult {
 	h := &hop{t: t, index: i, req: req, route: route, start: time.Now(), canFallBack: i < len(r.cfg.Routes)-1}
 	h.key = r.key(route, req)
 	h.br = r.breaker(h.key)
+	if r.cacheHit(h) {
+		h.res.out = outSucceeded
+		return h.res
+	}
 	h.raw = r.cfg.Estimator.RawInputTokens(req.Model, route.Admission.PromptText(req))
 	for {
 		p, out, err := r.admit(h)
@@ -333,6 +337,7 @@ func (r *run) emit(h *hop, resp *providers.Response) {
 			Tags:         h.t.req.Tags,
 		},
 	}
+	r.cachePut(h, resp, model, l.Llmrun.CostUSD)
 	r.send(h.t, &l, true)
 }
 

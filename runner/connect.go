@@ -110,16 +110,25 @@ func (r *run) observeAttempt(p *permit, o attemptOutcome) {
 			r.abortRun(err)
 		}
 	}
-	if w := r.setupWatch(p.h); w != nil {
-		w.observe(o)
-		if err, _ := r.setupFailed(p.h, time.Now()); err != nil {
-			r.abortRun(err)
-		}
-	}
 	if w := r.connectWatch(p.h); w != nil {
 		w.observe(o)
 		if err, _ := w.exceeded(time.Now(), r.cfg.ConnectDeadline); err != nil {
 			r.abortRun(r.unreachable(p.h, err))
+		}
+	}
+}
+
+// observeSetup feeds one attempt's outcome to the setup watch, which may
+// stop the run. permit.end calls it after the attempt's reservation has
+// ended: a streamed setup failure probes one plain request through the
+// key's budget, and with the reservation still held that probe waited
+// for the concurrency slot the caller held (Auto starts at one) until its
+// 30s timeout.
+func (r *run) observeSetup(p *permit, o attemptOutcome) {
+	if w := r.setupWatch(p.h); w != nil {
+		w.observe(o)
+		if err, _ := r.setupFailed(p.h, time.Now()); err != nil {
+			r.abortRun(err)
 		}
 	}
 }

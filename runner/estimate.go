@@ -97,6 +97,9 @@ type EstimateConfig struct {
 	Pool   bool
 	// Fast counts input as bytes/4 without tokenizing (approximate).
 	Fast bool
+	// Cache, if set, answers some requests for free: they are counted
+	// in CacheHits, not estimated.
+	Cache *CacheUse
 	// Calibration scales the local input count of the models it holds
 	// (from Calibrate: the provider's own count of a sample).
 	Calibration map[string]*ModelCalibration
@@ -109,6 +112,8 @@ type Estimate struct {
 	// output already answers.
 	Requests    int64 `json:"requests"`
 	AlreadyDone int64 `json:"already_done"`
+	// CacheHits counts the requests the --cache answers: free.
+	CacheHits   int64 `json:"cache_hits,omitempty"`
 	InputTokens int64 `json:"input_tokens"`
 	// InputApproximate: some model has no known tokenizer, so its input
 	// is counted as bytes/4.
@@ -180,6 +185,10 @@ func RunEstimate(cfg EstimateConfig) (*Estimate, error) {
 				est.AlreadyDone++
 				return nil
 			}
+		}
+		if cfg.Cache.holds(req) {
+			est.CacheHits++
+			return nil
 		}
 		m := byModel[req.Model]
 		if m == nil {

@@ -58,6 +58,9 @@ type LineDetails struct {
 	// Estimated reports that the provider sent no usage (a local server)
 	// and the token counts are llmrun's estimate.
 	Estimated bool `json:"usage_estimated,omitempty"`
+	// Cached marks an answer taken from the cross-run cache (--cache):
+	// not sent by this run; its usage is the original's, its cost 0.
+	Cached bool `json:"cached,omitempty"`
 	// CostUSD is what the request's answers cost by the usage the
 	// provider reported (at batch prices for batch results; answers a
 	// guard rejected included): a number, null when a model has no price,
@@ -165,6 +168,9 @@ func (l *Line) appendJSON(b []byte) []byte {
 	}
 	if d.Estimated {
 		b = append(b, `,"usage_estimated":true`...)
+	}
+	if d.Cached {
+		b = append(b, `,"cached":true`...)
 	}
 	if len(d.CostUSD) > 0 {
 		b = append(b, `,"cost_usd":`...)

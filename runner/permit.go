@@ -209,6 +209,7 @@ func (p *permit) end(o attemptOutcome) {
 			p.observeFailure(o)
 		}
 	}
+	r.observeSetup(p, o) // may stop the run: before the gate opens, after the reservation ends
 	// The slot frees after the budget has heard the outcome: a refusal
 	// for the day, a 429's pause or a cut must bind the next admission,
 	// which the free slot lets in.

@@ -124,6 +124,8 @@ func (p *Progress) width() int {
 type snapshot struct {
 	total, done, succeeded, failed, skipped, pending int64
 	inFlight, rateLimited                            int64
+	cacheHits                                        int64
+	cacheSaved                                       float64
 	tokensIn, tokensOut                              int64
 	spent                                            pricing.Cost
 	elapsed                                          time.Duration
@@ -139,6 +141,7 @@ func (p *Progress) snapshot(c *Counters, elapsed time.Duration) snapshot {
 		total: c.Total.Load(), succeeded: c.Succeeded.Load(), failed: c.Failed.Load(), skipped: c.Skipped.Load(),
 		inFlight: c.InFlight.Load(), rateLimited: c.RateLimited.Load(),
 		tokensIn: c.InputTokens.Load(), tokensOut: c.OutputTokens.Load(), spent: c.Spent(), elapsed: elapsed,
+		cacheHits: c.CacheHits.Load(), cacheSaved: c.SavedUSD(),
 	}
 	s.done = s.succeeded + s.failed + s.skipped
 	s.pending = max(s.total-s.done, 0)
@@ -178,6 +181,9 @@ func (s snapshot) line() string {
 	}
 	if s.spent > 0 {
 		parts = append(parts, s.spent.String()+" spent")
+	}
+	if s.cacheHits > 0 {
+		parts = append(parts, fmt.Sprintf("%d from cache ($%.4f saved)", s.cacheHits, s.cacheSaved))
 	}
 	if s.status != "" {
 		parts = append(parts, s.status)

@@ -188,5 +188,8 @@ func (s snapshot) segments() []segment {
 	if s.skipped > 0 {
 		add(3, fmt.Sprintf("%d done before", s.skipped), fmt.Sprintf("%d resumed", s.skipped))
 	}
+	if s.cacheHits > 0 {
+		add(6, fmt.Sprintf("%d from cache ($%.4f saved)", s.cacheHits, s.cacheSaved), fmt.Sprintf("%d cached", s.cacheHits))
+	}
 	return segs
 }

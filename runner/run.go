@@ -102,6 +102,9 @@ type Config struct {
 	Log *slog.Logger
 	// Rand seeds the retry jitter; nil seeds one from the clock.
 	Rand *rand.Rand
+	// Cache, if set, answers requests from earlier runs' answers and
+	// keeps this run's (cache.go).
+	Cache *CacheUse
 }
 
 // AbortError stops a run on a condition no retry can fix (bad key, spend
@@ -180,6 +183,7 @@ type run struct {
 	conns      map[string]*connectWatch
 	setups     sync.Map // key → *setupWatch
 	rngMu      sync.Mutex
+	cacheWarn  sync.Once
 
 	// charges is each key's reservation rule and its learner (charge.go).
 	charges map[string]*chargeState

@@ -28,6 +28,11 @@ type Counters struct {
 	// line, over the requests finished in this run.
 	RequestNanos atomic.Int64
 	Holding      atomic.Int64 // workers held by an open breaker
+	// CacheHits are requests answered from the cross-run cache (also
+	// counted in Succeeded); CacheMisses were looked up and not found;
+	// CachePuts are answers this run stored.
+	CacheHits, CacheMisses, CachePuts atomic.Int64
+	saved                             cacheSaved
 
 	mu      sync.Mutex
 	byCause map[string]int64

@@ -70,6 +70,14 @@ type Summary struct {
 	// --max-cost).
 	RecordedCostUSD *float64 `json:"recorded_cost_usd,omitempty"`
 	MaxCostUSD      float64  `json:"max_cost_usd,omitempty"`
+	// CacheHits are the succeeded requests answered from the cross-run
+	// cache (--cache), sent to no provider; CacheSavedUSD is what they
+	// cost when they were paid for. CacheMisses were looked up and sent;
+	// CachePuts are this run's answers it stored.
+	CacheHits     int64   `json:"cache_hits,omitempty"`
+	CacheMisses   int64   `json:"cache_misses,omitempty"`
+	CachePuts     int64   `json:"cache_puts,omitempty"`
+	CacheSavedUSD float64 `json:"cache_saved_usd,omitempty"`
 	// Tags break this run's requests down by their lines' tags: key,
 	// then value (absent when no line had tags).
 	Tags map[string]map[string]TagUsage `json:"tags,omitempty"`
@@ -93,6 +101,10 @@ func (c *Counters) summary(wall time.Duration) *Summary {
 		FailuresByCause: c.FailuresByCause(),
 		FellBack:        c.FellBack.Load(),
 		PacedRetries:    c.PacedRetries.Load(),
+		CacheHits:       c.CacheHits.Load(),
+		CacheMisses:     c.CacheMisses.Load(),
+		CachePuts:       c.CachePuts.Load(),
+		CacheSavedUSD:   c.SavedUSD(),
 	}
 	s.Pending = max(s.Requests-s.Skipped-s.Succeeded-s.Failed, 0)
 	var total pricing.Cost
@@ -194,6 +206,9 @@ func (s *Summary) Text() string {
 		plural(s.Attempts, "attempt", "attempts"), s.retryString(), s.InputTokens, s.OutputTokens, s.WallSeconds)
 	if s.FellBack > 0 {
 		line += fmt.Sprintf("; %d fell back", s.FellBack)
+	}
+	if s.CacheHits+s.CacheMisses > 0 {
+		line += fmt.Sprintf("; %d from cache (saved $%.4f)", s.CacheHits, s.CacheSavedUSD)
 	}
 	line += s.causesString()
 	if s.Failed > 0 && s.ErrorsFile != "" {
