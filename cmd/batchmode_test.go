@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/llmrun/llmrun/checkpoint"
+	"github.com/llmrun/llmrun/offline"
 	"github.com/llmrun/llmrun/providers/mock"
-	"github.com/llmrun/llmrun/runner"
 )
 
 // batchClock is a mock clock that moves only when told to.
@@ -77,13 +77,13 @@ func (c *cli) runUntil(t *testing.T, stop func() bool, args ...string) int {
 	return <-code
 }
 
-func openBatchRecords(t *testing.T, out string) []runner.BatchRecord {
+func openBatchRecords(t *testing.T, out string) []offline.BatchRecord {
 	t.Helper()
 	st, err := checkpoint.Status(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := runner.OpenBatches(st.State)
+	recs, err := offline.OpenBatches(st.State)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/llmrun/llmrun/logging"
 	"github.com/llmrun/llmrun/providers"
 	"github.com/llmrun/llmrun/runner"
+	"github.com/llmrun/llmrun/source"
 )
 
 // Exit codes, documented in --help and the README.
@@ -115,7 +116,7 @@ func Execute(ctx context.Context, io *IO, args []string) int {
 func ExitCode(err error) int {
 	var (
 		ue  *job.UsageError
-		ie  *runner.InputError
+		ie  *source.InputError
 		ce  *checkpoint.CorruptError
 		le  *checkpoint.LockedError
 		se  *checkpoint.StateError

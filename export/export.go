@@ -71,7 +71,7 @@ type Writer interface {
 }
 
 // Input is the run's input, read for the prompts: Records calls fn with
-// every record (a JSON object) and its line number (runner.Source.Records).
+// every record (a JSON object) and its line number (source.Source.Records).
 type Input interface {
 	Records(fn func(record []byte, line int) error) error
 }

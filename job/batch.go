@@ -22,6 +22,7 @@ import (
 	"github.com/llmrun/llmrun/providers/registry"
 	"github.com/llmrun/llmrun/runner"
 	"github.com/llmrun/llmrun/runner/retry"
+	"github.com/llmrun/llmrun/source"
 	"github.com/llmrun/llmrun/telemetry"
 )
 
@@ -127,7 +128,7 @@ type batch struct {
 	// primary is the registry entry of routes[0].
 	primary registry.Entry
 	routes  []runner.Route
-	src     *runner.Source
+	src     *source.Source
 	total   int // requests in the source (its shard)
 	// firstLine is the first line of each endpoint the source asks for.
 	firstLine map[providers.Endpoint]int
@@ -290,8 +291,8 @@ func (b *batch) checkOptions() (err error) {
 
 // openInput opens the input before anything reads it: a pipe is spooled
 // beside the output here, and every pass (shape, check, run) reads that.
-func (b *batch) openInput(shard runner.Shard) error {
-	b.src = &runner.Source{Path: b.o.Input, Shard: shard, Format: b.o.Source.format, Stdin: b.io.In, SpoolDir: filepath.Dir(b.o.Output)}
+func (b *batch) openInput(shard source.Shard) error {
+	b.src = &source.Source{Path: b.o.Input, Shard: shard, Format: b.o.Source.format, Stdin: b.io.In, SpoolDir: filepath.Dir(b.o.Output)}
 	return b.src.Open()
 }
 
@@ -354,15 +355,15 @@ func (b *batch) openCheckpoint(fsync checkpoint.FsyncMode) (err error) {
 // complete fills the options' derived defaults (output paths, the mock's
 // model) and checks what the parts would not: the shard, the concurrency,
 // the breaker, the fsync mode. getenv reads JOB_COMPLETION_INDEX.
-func (o *BatchOptions) complete(getenv func(string) string) (runner.Shard, checkpoint.FsyncMode, error) {
+func (o *BatchOptions) complete(getenv func(string) string) (source.Shard, checkpoint.FsyncMode, error) {
 	if err := o.shardIndexed(getenv); err != nil {
-		return runner.Shard{}, 0, err
+		return source.Shard{}, 0, err
 	}
-	var shard runner.Shard
+	var shard source.Shard
 	suffix := ""
 	if o.Shard != "" {
 		var err error
-		if shard, err = runner.ParseShard(o.Shard); err != nil {
+		if shard, err = source.ParseShard(o.Shard); err != nil {
 			return shard, 0, usage(err)
 		}
 		suffix = fmt.Sprintf(".shard-%d-of-%d", shard.I, shard.N)

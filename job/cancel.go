@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llmrun/llmrun/checkpoint"
+	"github.com/llmrun/llmrun/offline"
 	"github.com/llmrun/llmrun/providers"
 	"github.com/llmrun/llmrun/providers/registry"
 	"github.com/llmrun/llmrun/runner"
@@ -42,7 +43,7 @@ func Cancel(ctx context.Context, io *IO, o CancelOptions) error {
 	if err != nil {
 		return usage(fmt.Errorf("no checkpoint at %s: %w", o.Output, err))
 	}
-	recs, err := runner.OpenBatches(st.State)
+	recs, err := offline.OpenBatches(st.State)
 	if err != nil {
 		return err
 	}
@@ -71,7 +72,7 @@ func Cancel(ctx context.Context, io *IO, o CancelOptions) error {
 
 // cancelAll asks the provider to cancel each batch and returns a client
 // of theirs, for collecting.
-func cancelAll(ctx context.Context, io *IO, recs []runner.BatchRecord, baseURL string) (providers.BatchClient, error) {
+func cancelAll(ctx context.Context, io *IO, recs []offline.BatchRecord, baseURL string) (providers.BatchClient, error) {
 	var failed []error
 	var client providers.BatchClient
 	for _, rec := range recs {
@@ -116,7 +117,7 @@ func collectCancelled(ctx context.Context, io *IO, client providers.BatchClient,
 	interrupts := make(chan os.Signal, 1)
 	signal.Notify(interrupts, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(interrupts)
-	sum, err := runner.RunOffline(ctx, runner.OfflineConfig{Client: client, Store: store, PollInterval: poll,
+	sum, err := offline.RunOffline(ctx, offline.OfflineConfig{Client: client, Store: store, PollInterval: poll,
 		PollMax: max(poll, time.Minute), Log: io.logLines(), Interrupts: interrupts, Now: io.Now})
 	if cerr := store.Close(); err == nil || errors.Is(err, runner.ErrFailures) {
 		if cerr != nil {
@@ -136,7 +137,7 @@ func collectCancelled(ctx context.Context, io *IO, client providers.BatchClient,
 // batchClientFor builds the client of a recorded batch. The record's base
 // URL holds no credentials: when the environment's base URL names the same
 // endpoint, it is used instead, with its userinfo.
-func batchClientFor(io *IO, rec runner.BatchRecord, baseURL string) (providers.BatchClient, error) {
+func batchClientFor(io *IO, rec offline.BatchRecord, baseURL string) (providers.BatchClient, error) {
 	entry, err := registry.Lookup(rec.Provider)
 	if err != nil {
 		return nil, fmt.Errorf("batch %s: %w", rec.ID, err)

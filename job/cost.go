@@ -18,6 +18,7 @@ import (
 	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/providers/registry"
 	"github.com/llmrun/llmrun/runner"
+	"github.com/llmrun/llmrun/source"
 )
 
 // CostOptions are the options about money, shared by batch and estimate.
@@ -119,7 +120,7 @@ func Estimate(io *IO, o BatchOptions) error {
 		return err
 	}
 	// The input may be a pipe: spooled beside the output, as a run would.
-	src := &runner.Source{Path: o.Input, Shard: shard, Format: o.Source.format, Stdin: io.In, SpoolDir: filepath.Dir(o.Output)}
+	src := &source.Source{Path: o.Input, Shard: shard, Format: o.Source.format, Stdin: io.In, SpoolDir: filepath.Dir(o.Output)}
 	if err := src.Open(); err != nil {
 		return err
 	}

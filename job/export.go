@@ -10,7 +10,7 @@ import (
 	"github.com/llmrun/llmrun/checkpoint"
 	"github.com/llmrun/llmrun/export"
 	"github.com/llmrun/llmrun/internal/outfile"
-	"github.com/llmrun/llmrun/runner"
+	"github.com/llmrun/llmrun/source"
 )
 
 // ExportOptions are what the export command takes.
@@ -49,11 +49,11 @@ func Export(io *IO, o ExportOptions) error {
 		recorded = st.Input
 	}
 	if o.Input != "" {
-		format, err := runner.ParseInputFormat(o.InputFormat, o.Input)
+		format, err := source.ParseInputFormat(o.InputFormat, o.Input)
 		if err != nil {
 			return usage(err)
 		}
-		src := &runner.Source{Path: o.Input, Format: format, Stdin: io.In, SpoolDir: filepath.Dir(o.Output)}
+		src := &source.Source{Path: o.Input, Format: format, Stdin: io.In, SpoolDir: filepath.Dir(o.Output)}
 		if err := src.Open(); err != nil {
 			return err
 		}

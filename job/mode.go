@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/llmrun/llmrun/offline"
 	"github.com/llmrun/llmrun/providers"
 	"github.com/llmrun/llmrun/runner"
 )
@@ -70,7 +71,7 @@ type OfflineOptions struct {
 	MaxItems int
 	MaxBytes int64
 	// CreateGrace is how long a rerun looks for the batch of an
-	// interrupted create (0: runner.DefaultCreateGrace).
+	// interrupted create (0: offline.DefaultCreateGrace).
 	CreateGrace time.Duration
 }
 
@@ -107,7 +108,7 @@ func chooseMode(o *OfflineOptions, pending, openBatches int, now time.Time) (str
 // run, and refuses to run live requests that still sit in open batches.
 func (b *batch) runOffline(ctx context.Context) (sum *runner.Summary, handled bool, err error) {
 	o, store := b.o, b.store
-	open, err := runner.OpenBatches(runner.StoreState(store))
+	open, err := offline.OpenBatches(offline.StoreState(store))
 	if err != nil {
 		return nil, true, err
 	}
@@ -142,7 +143,7 @@ func (b *batch) runOffline(ctx context.Context) (sum *runner.Summary, handled bo
 			return nil, false, nil
 		}
 	}
-	cfg := runner.OfflineConfig{
+	cfg := offline.OfflineConfig{
 		Source: b.src, Total: b.total, Client: client, Store: store,
 		MaxItems: o.Offline.MaxItems, MaxBytes: o.Offline.MaxBytes,
 		PollInterval: o.Offline.PollInterval, PollMax: o.Offline.PollMax,
@@ -156,12 +157,12 @@ func (b *batch) runOffline(ctx context.Context) (sum *runner.Summary, handled bo
 		if len(o.Fallback) > 0 {
 			b.io.infof("note: --fallback applies to live runs only; failed batch requests go to the errors file")
 		}
-		sum, err := runner.RunOffline(ctx, cfg)
+		sum, err := offline.RunOffline(ctx, cfg)
 		return sum, true, err
 	}
 	// Live run, but batches are open: collect what has ended, once.
 	cfg.CollectOnly, cfg.NoWait, cfg.Log = true, true, b.io.logLines()
-	sum, err = runner.RunOffline(ctx, cfg)
+	sum, err = offline.RunOffline(ctx, cfg)
 	if err != nil && !errors.Is(err, runner.ErrFailures) {
 		return sum, true, err
 	}
@@ -174,7 +175,7 @@ func (b *batch) runOffline(ctx context.Context) (sum *runner.Summary, handled bo
 // refuseOpen refuses a live run while requests sit in open provider
 // batches: running them live would pay twice.
 func (b *batch) refuseOpen() error {
-	open, err := runner.OpenBatches(runner.StoreState(b.store))
+	open, err := offline.OpenBatches(offline.StoreState(b.store))
 	if err != nil || len(open) == 0 {
 		return err
 	}

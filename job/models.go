@@ -5,7 +5,7 @@ import (
 
 	"github.com/llmrun/llmrun/modelrules"
 	"github.com/llmrun/llmrun/providers/registry"
-	"github.com/llmrun/llmrun/runner"
+	"github.com/llmrun/llmrun/source"
 )
 
 // ModelOptions say which model each line is sent as.
@@ -31,8 +31,8 @@ func (m *ModelOptions) check(model string) error {
 // serves. Only a provider's own API (or the mock speaking its format)
 // is known to serve its models alone; a gateway or a local server at
 // another URL may serve any.
-func (o *BatchOptions) modelRules(io *IO, entry registry.Entry, baseURL string) runner.ModelRules {
-	mr := runner.ModelRules{
+func (o *BatchOptions) modelRules(io *IO, entry registry.Entry, baseURL string) source.ModelRules {
+	mr := source.ModelRules{
 		Rules:    modelrules.Default(),
 		Notices:  &modelrules.Notices{Say: func(msg string) { io.infof("%s", msg) }},
 		Override: o.Models.Override,

@@ -18,6 +18,7 @@ import (
 	"github.com/llmrun/llmrun/providers/registry"
 	"github.com/llmrun/llmrun/runner"
 	"github.com/llmrun/llmrun/runner/retry"
+	"github.com/llmrun/llmrun/source"
 )
 
 // buildRoutes builds the primary route and the fallback hops from the
@@ -95,7 +96,7 @@ func (b *batch) routeAt(name string, shape providers.Format, at registry.Endpoin
 // (registry.ShapeOf: Anthropic for {"params":...}, Gemini for
 // {"request":...}, OpenAI otherwise). It reads through the source, which a
 // pipe has been spooled to, so nothing is consumed.
-func inputShape(src *runner.Source) providers.Format {
+func inputShape(src *source.Source) providers.Format {
 	line, err := src.FirstLine()
 	if err != nil {
 		return providers.FormatOpenAI

@@ -4,7 +4,7 @@ import (
 	"os"
 
 	"github.com/llmrun/llmrun/providers"
-	"github.com/llmrun/llmrun/runner"
+	"github.com/llmrun/llmrun/source"
 )
 
 // SourceOptions say how the input is read.
@@ -18,20 +18,20 @@ type SourceOptions struct {
 	// InputFormat is jsonl or csv; empty picks by the input's name.
 	InputFormat string
 
-	tmpl   *runner.Template
-	format runner.InputFormat
+	tmpl   *source.Template
+	format source.InputFormat
 }
 
 // load reads the template and settles the input format, before anything
 // is opened: a bad template or format is a usage error (exit 2).
 func (s *SourceOptions) load(input string) error {
-	format, err := runner.ParseInputFormat(s.InputFormat, input)
+	format, err := source.ParseInputFormat(s.InputFormat, input)
 	if err != nil {
 		return usage(err)
 	}
 	s.format = format
 	if s.Template == "" {
-		if format == runner.CSV {
+		if format == source.CSV {
 			return usagef("CSV input needs --template FILE to make each row's prompt")
 		}
 		return nil
@@ -40,17 +40,17 @@ func (s *SourceOptions) load(input string) error {
 	if err != nil {
 		return usagef("--template: %v", err)
 	}
-	if s.tmpl, err = runner.ParseTemplate(s.Template, string(text)); err != nil {
+	if s.tmpl, err = source.ParseTemplate(s.Template, string(text)); err != nil {
 		return usagef("--template: %v", err)
 	}
 	return nil
 }
 
 // parser is the input parser for requests sent in format.
-func (o *BatchOptions) parser(format providers.Format) runner.Parser {
-	return runner.Parser{
+func (o *BatchOptions) parser(format providers.Format) source.Parser {
+	return source.Parser{
 		Format:    format,
-		Defaults:  runner.LineDefaults{Model: o.Model, MaxTokens: o.MaxTokens, System: o.System, Priority: o.Priority},
+		Defaults:  source.LineDefaults{Model: o.Model, MaxTokens: o.MaxTokens, System: o.System, Priority: o.Priority},
 		LossyUTF8: o.Source.LossyUTF8,
 		Template:  o.Source.tmpl,
 	}
@@ -58,7 +58,7 @@ func (o *BatchOptions) parser(format providers.Format) runner.Parser {
 
 // checked reports what the check pass changed in the input: one warning
 // for all the lines whose invalid UTF-8 was replaced.
-func (o *BatchOptions) checked(io *IO, res runner.CheckResult) {
+func (o *BatchOptions) checked(io *IO, res source.CheckResult) {
 	if res.LossyLines > 0 {
 		io.warnf("--lossy-utf8: replaced invalid UTF-8 with U+FFFD in %d line(s) of %s (first: line %d)", res.LossyLines, inputName(o.Input), res.LossyFirst)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/llmrun/llmrun/checkpoint"
+	"github.com/llmrun/llmrun/offline"
 	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/runner"
 )
@@ -145,7 +146,7 @@ func Status(ctx context.Context, w io.Writer, o StatusOptions) error {
 		if m := st.Malformed; m != nil {
 			ost.Malformed = &MalformedStatus{File: m.Path, Line: m.Line, Reason: m.Reason, Count: m.Count}
 		}
-		recs, err := runner.OpenBatches(st.State)
+		recs, err := offline.OpenBatches(st.State)
 		if err != nil {
 			return fmt.Errorf("%s: %w", out, err)
 		}

@@ -135,7 +135,7 @@ func (r *run) shape(req *providers.Request, route Route) (*providers.Request, er
 			return nil, err
 		}
 	}
-	if body, err = route.Rules.hop(body, to, ep); err != nil {
+	if body, err = route.Rules.Hop(body, to, ep); err != nil {
 		return nil, err
 	}
 	out := *req

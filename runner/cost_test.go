@@ -17,6 +17,7 @@ import (
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/providers"
+	"github.com/llmrun/llmrun/source"
 )
 
 // cachedProvider answers after latency with a fixed usage: input tokens of
@@ -199,7 +200,7 @@ func readOut(t *testing.T, dir string) []gjson.Result {
 
 // rewritePrompts makes every prompt of the input n bytes long, ids kept,
 // and checks it again (a run refuses an input changed after its check).
-func rewritePrompts(t *testing.T, src *Source, n int) {
+func rewritePrompts(t *testing.T, src *source.Source, n int) {
 	t.Helper()
 	path := src.Path
 	b, err := os.ReadFile(path)

@@ -15,6 +15,7 @@ import (
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/providers"
+	"github.com/llmrun/llmrun/source"
 )
 
 // Recorded is what an output (or errors) file says about the requests
@@ -81,7 +82,7 @@ func ReadRecorded(path string, keepIDs bool) (*Recorded, error) {
 // EstimateConfig is what Estimate needs: the requests and how they will be
 // sent, priced and metered. Nothing is sent.
 type EstimateConfig struct {
-	Source *Source
+	Source *source.Source
 	// Provider is the registry name of the primary route, for prices.
 	Provider  string
 	Admission providers.Admission

@@ -1,7 +1,9 @@
-// Package runner is llmrun's pipeline: a streaming source of requests, a
-// bounded pool of workers that take each request through the limiter, the
+// Package runner is llmrun's live run: requests streamed from a checked
+// source (package source), a bounded pool of workers that take each
+// request through admission (the limiter and the run's other holds), the
 // provider and the retry policy, and one sink goroutine that writes every
-// result to the checkpoint as it lands.
+// result to the checkpoint as it lands. The batch-API route is package
+// offline, which builds on this one's output lines and counters.
 package runner
 
 import (
@@ -24,34 +26,16 @@ import (
 	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/providers"
 	"github.com/llmrun/llmrun/runner/retry"
+	"github.com/llmrun/llmrun/source"
 )
 
-// Route is one hop of the fallback chain: a provider and the model it serves.
-type Route struct {
-	Provider providers.Provider
-	// Admission is how the provider meters requests (from its registry entry).
-	Admission providers.Admission
-	// Model, if set, replaces the request's model on this hop.
-	Model string
-	// Rules, if set, are the model rules a fallback hop's body must pass
-	// (the primary's bodies passed them at the check): a body the hop's
-	// model family refuses fails the hop instead of being sent.
-	Rules *ModelRules
-	// Pool, if set, names the limiter/breaker key instead of provider+URL+model.
-	Pool string
-	// Endpoint, if set, stands for the provider's base URL in request
-	// fingerprints: the built-in mock listens on a new loopback port each
-	// run, and its answers must still count on the next.
-	Endpoint string
-	// Plain, if set, is Provider never streaming: when streamed requests
-	// never worked, one plain request tells whether streaming is the
-	// problem (see SetupError).
-	Plain providers.Provider
-}
+// Route is one hop of the fallback chain (see source.Route): the source
+// fingerprints requests by it, the run admits and sends by it.
+type Route = source.Route
 
 // Config is everything one run needs. The cmd package builds it.
 type Config struct {
-	Source *Source
+	Source *source.Source
 	// Total is the number of requests in the source (from Source.Check).
 	Total int
 	// Routes is the primary route followed by the fallback hops.
@@ -355,8 +339,8 @@ func (r *run) produce() error {
 	// goroutine stack and its request, so a pool of twice the cap waiting
 	// for slots cost a 512-wide run about 4 MB for nothing.
 	g.SetLimit(2*r.cfg.Concurrency + 8)
-	fps := newFingerprinter(r.cfg.Routes[0])
-	if set, ok := r.cfg.Source.inputSet(fps); ok && set.Len() == r.cfg.Total && r.cfg.Store.SkipAll(set) {
+	fps := source.NewFingerprinter(r.cfg.Routes[0])
+	if set, ok := r.cfg.Source.InputSet(fps); ok && set.Len() == r.cfg.Total && r.cfg.Store.SkipAll(set) {
 		// The output answers exactly the checked requests: a rerun of a
 		// finished run sends nothing and need not read the input again.
 		r.c.Skipped.Add(int64(set.Len()))
@@ -364,8 +348,8 @@ func (r *run) produce() error {
 		return nil
 	}
 	err := r.cfg.Source.Each(func(req *providers.Request) error {
-		fp := fps.of(req)
-		switch r.cfg.Store.ClassifyAdopting(req.ID, fp, func() checkpoint.Fingerprint { return fps.legacy(req) }) {
+		fp := fps.Of(req)
+		switch r.cfg.Store.ClassifyAdopting(req.ID, fp, func() checkpoint.Fingerprint { return fps.Legacy(req) }) {
 		case checkpoint.Skip: // answered for this very request
 			r.c.Skipped.Add(1)
 			return nil

@@ -21,6 +21,7 @@ import (
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/providers"
 	"github.com/llmrun/llmrun/runner/retry"
+	"github.com/llmrun/llmrun/source"
 )
 
 // slowProvider answers every request after latency (of the bubble's fake
@@ -65,7 +66,7 @@ func testRun(t *testing.T, dir string, n int, p providers.Provider, mutate func(
 	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	src := &Source{Path: in, Parser: Parser{Format: providers.FormatOpenAI, Defaults: LineDefaults{Model: "m"}}}
+	src := &source.Source{Path: in, Parser: source.Parser{Format: providers.FormatOpenAI, Defaults: source.LineDefaults{Model: "m"}}}
 	check, err := src.Check()
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package runner
+package source
 
 import (
 	"maps"
@@ -13,7 +13,7 @@ import (
 // body's own "tags" is not the line's.
 func TestParseTags(t *testing.T) {
 	p := Parser{Format: providers.FormatOpenAI, Defaults: LineDefaults{Model: "m"}}
-	fps := newFingerprinter(Route{Provider: &slowProvider{}})
+	fps := NewFingerprinter(Route{Provider: &slowProvider{}})
 	for line, want := range map[string]map[string]string{
 		`{"custom_id":"a","prompt":"x","tags":{"team":"search","n":3,"ok":true}}`:                                             {"team": "search", "n": "3", "ok": "true"},
 		`{"custom_id":"a","prompt":"x","tags":null}`:                                                                          nil,
@@ -37,7 +37,7 @@ func TestParseTags(t *testing.T) {
 	a, _ := p.Parse([]byte(`{"custom_id":"a","prompt":"x","tags":{"team":"search"}}`), 1)
 	b, _ := p.Parse([]byte(`{"custom_id":"a","prompt":"x","tags":{"team":"ads"}}`), 1)
 	c, _ := p.Parse([]byte(`{"custom_id":"a","prompt":"x"}`), 1)
-	if fps.of(a) != fps.of(b) || fps.of(a) != fps.of(c) {
+	if fps.Of(a) != fps.Of(b) || fps.Of(a) != fps.Of(c) {
 		t.Error("the tags change the fingerprint")
 	}
 	for _, line := range []string{

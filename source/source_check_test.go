@@ -1,4 +1,4 @@
-package runner
+package source
 
 import (
 	"errors"
@@ -65,7 +65,7 @@ func TestCheckParallelMatchesSequential(t *testing.T) {
 					Validate: validate, Shard: Shard{I: 1, N: 2}, checkWorkers: workers}
 				src.Route = &Route{Provider: &slowProvider{}}
 				res, err := src.Check()
-				set, _ := src.inputSet(newFingerprinter(*src.Route))
+				set, _ := src.InputSet(NewFingerprinter(*src.Route))
 				results = append(results, fmt.Sprintf("%+v %v %+v", res, err, set))
 				src.Close()
 			}

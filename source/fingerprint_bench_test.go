@@ -1,4 +1,4 @@
-package runner
+package source
 
 import (
 	"bufio"
@@ -59,7 +59,7 @@ func BenchmarkCheckFingerprint(b *testing.B) {
 // scheme (the body's bytes) and the canonical one, for a body in a
 // generator's key order and for one already canonical (the fast path).
 func BenchmarkFingerprint(b *testing.B) {
-	f := newFingerprinter(Route{Provider: &slowProvider{}})
+	f := NewFingerprinter(Route{Provider: &slowProvider{}})
 	bodies := map[string]string{
 		"unsorted":  `{"model":"gpt-4o-mini","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Tell me one fact about the number 12345, in two sentences, for a curious reader."}],"max_tokens":200,"temperature":0.7}`,
 		"canonical": `{"max_tokens":200,"messages":[{"content":"You are terse.","role":"system"},{"content":"Tell me one fact about the number 12345, in two sentences, for a curious reader.","role":"user"}],"model":"gpt-4o-mini","temperature":0.7}`,
@@ -69,13 +69,13 @@ func BenchmarkFingerprint(b *testing.B) {
 		b.Run("legacy/"+name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				f.legacy(req)
+				f.Legacy(req)
 			}
 		})
 		b.Run("canonical/"+name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				f.of(req)
+				f.Of(req)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package runner
+package source
 
 import (
 	"fmt"
@@ -125,7 +125,7 @@ func endpointKind(ep providers.Endpoint) string {
 
 // hop applies the family check and rules to a fallback hop's body, in
 // the hop's format to; nil rules pass it as it is.
-func (mr *ModelRules) hop(body []byte, to providers.Format, ep providers.Endpoint) ([]byte, error) {
+func (mr *ModelRules) Hop(body []byte, to providers.Format, ep providers.Endpoint) ([]byte, error) {
 	if mr == nil {
 		return body, nil
 	}

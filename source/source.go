@@ -1,4 +1,4 @@
-package runner
+package source
 
 import (
 	"bufio"
@@ -815,9 +815,9 @@ func (s *Source) Check() (CheckResult, error) {
 	defer f.Close()
 	ids := newIDSet(d.seed, s.idHash)
 	defer ids.release()
-	var fps *fingerprinter
+	var fps *Fingerprinter
 	if s.Route != nil {
-		fps = newFingerprinter(*s.Route)
+		fps = NewFingerprinter(*s.Route)
 	}
 	s.set, s.hasSet = checkpoint.InputSet{}, false
 	var res CheckResult
@@ -878,7 +878,7 @@ func (s *Source) Check() (CheckResult, error) {
 
 // inputSet returns the sum of the checked requests' fingerprints if Check
 // made it for the route fps fingerprints for.
-func (s *Source) inputSet(fps *fingerprinter) (checkpoint.InputSet, bool) {
+func (s *Source) InputSet(fps *Fingerprinter) (checkpoint.InputSet, bool) {
 	if !s.hasSet || s.setRoute != fps.route.Sum64() {
 		return checkpoint.InputSet{}, false
 	}

@@ -1,4 +1,4 @@
-package runner
+package offline
 
 import (
 	"cmp"
@@ -19,6 +19,8 @@ import (
 	"github.com/llmrun/llmrun/checkpoint"
 	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/providers"
+	"github.com/llmrun/llmrun/runner"
+	"github.com/llmrun/llmrun/source"
 )
 
 // The offline route: the same input, output and errors files as Run, but
@@ -104,7 +106,7 @@ func StoreState(st *checkpoint.Store) map[string]json.RawMessage {
 // OfflineConfig is everything one offline run needs.
 type OfflineConfig struct {
 	// Source is the input; nil collects the open batches only.
-	Source *Source
+	Source *source.Source
 	// Total is the number of requests in the source (from Source.Check).
 	Total  int
 	Client providers.BatchClient
@@ -155,7 +157,7 @@ const submitTimeout = 30 * time.Minute
 
 type offline struct {
 	cfg     OfflineConfig
-	c       *Counters
+	c       *runner.Counters
 	open    []*BatchRecord
 	intents []*BatchRecord
 	inBat   map[string]int  // input ids in open batches and intents, by how many hold them
@@ -184,11 +186,11 @@ type offline struct {
 // read (succeeded to the output, the rest to the errors file).
 //
 // It returns the summary and an error that says how the run ended: nil,
-// ErrFailures (some requests failed, expired or were cancelled: they are in
-// the errors file), *AbortError (auth, quota), *InterruptedError or
+// runner.ErrFailures (some requests failed, expired or were cancelled: they are in
+// the errors file), *runner.AbortError (auth, quota), *runner.InterruptedError or
 // ctx.Err() (the open batches stay recorded; rerun to collect them), or an
 // I/O error.
-func RunOffline(ctx context.Context, cfg OfflineConfig) (*Summary, error) {
+func RunOffline(ctx context.Context, cfg OfflineConfig) (*runner.Summary, error) {
 	started := time.Now()
 	o := newOffline(cfg)
 	cfg = o.cfg // with its defaults
@@ -198,7 +200,7 @@ func RunOffline(ctx context.Context, cfg OfflineConfig) (*Summary, error) {
 		go func() {
 			select {
 			case sig := <-cfg.Interrupts:
-				stop(&InterruptedError{Signal: sig})
+				stop(&runner.InterruptedError{Signal: sig})
 			case <-ctx.Done():
 			}
 		}()
@@ -208,7 +210,7 @@ func RunOffline(ctx context.Context, cfg OfflineConfig) (*Summary, error) {
 	if ferr := cfg.Store.Flush(); err == nil && ferr != nil {
 		err = fmt.Errorf("writing results: %w", ferr)
 	}
-	sum := o.c.summary(time.Since(started))
+	sum := o.c.Summary(time.Since(started))
 	if cfg.Prices != nil {
 		sum.PricesDate = cfg.Prices.Date()
 	}
@@ -219,18 +221,18 @@ func RunOffline(ctx context.Context, cfg OfflineConfig) (*Summary, error) {
 		fmt.Fprintf(cfg.Log, "llmrun: %d batch(es) still open at %s; they keep running there: rerun the same command to collect them, or `llmrun cancel` the output to stop them\n",
 			len(o.open), cfg.Client.Name())
 	}
-	var ie *InterruptedError
+	var ie *runner.InterruptedError
 	switch {
 	case errors.As(err, &ie):
 		return sum, ie
 	case err != nil:
-		var ae *AbortError
+		var ae *runner.AbortError
 		if errors.As(err, &ae) {
 			sum.Aborted = ae.Cause.Error()
 		}
 		return sum, err
 	case o.c.Failed.Load() > 0:
-		return sum, ErrFailures
+		return sum, runner.ErrFailures
 	}
 	return sum, nil
 }
@@ -242,7 +244,7 @@ func newOffline(cfg OfflineConfig) *offline {
 		cfg.Now = time.Now
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = sleep
+		cfg.Sleep = runner.Sleep
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = DefaultPollInterval
@@ -256,7 +258,7 @@ func newOffline(cfg OfflineConfig) *offline {
 	if cfg.CreateGrace <= 0 {
 		cfg.CreateGrace = DefaultCreateGrace
 	}
-	o := &offline{cfg: cfg, c: new(Counters), inBat: map[string]int{}, wrote: map[string]bool{}, last: map[string]string{},
+	o := &offline{cfg: cfg, c: new(runner.Counters), inBat: map[string]int{}, wrote: map[string]bool{}, last: map[string]string{},
 		job: jobOf(cfg.Store.Output())}
 	if cfg.Source != nil {
 		o.input = filepath.Base(cfg.Source.Path)
@@ -324,7 +326,7 @@ func (o *offline) load() error {
 			what = "a batch being created (tag " + r.Tag + ")"
 		}
 		if r.Provider != cl.Name() {
-			return &AbortError{Cause: fmt.Errorf("%s is open at provider %s, not %s: rerun with --provider %s, or `llmrun cancel` it", what, r.Provider, cl.Name(), r.Provider)}
+			return &runner.AbortError{Cause: fmt.Errorf("%s is open at provider %s, not %s: rerun with --provider %s, or `llmrun cancel` it", what, r.Provider, cl.Name(), r.Provider)}
 		}
 		if err := o.scrub(r); err != nil {
 			return err
@@ -507,8 +509,8 @@ func mappedIDFor(req *providers.Request) string { return "llmrun-" + strconv.Ito
 
 // failOne writes an errors-file line for a request that never reached a batch.
 func (o *offline) failOne(req *providers.Request, code, msg string) error {
-	l := Line{CustomID: req.ID, Error: &LineError{Code: code, Message: msg},
-		Llmrun: LineDetails{Provider: o.cfg.Client.Name(), Model: req.Model, Mode: "batch"}}
+	l := runner.Line{CustomID: req.ID, Error: &runner.LineError{Code: code, Message: msg},
+		Llmrun: runner.LineDetails{Provider: o.cfg.Client.Name(), Model: req.Model, Mode: "batch"}}
 	return o.write(req.ID, &l, false)
 }
 
@@ -566,7 +568,7 @@ func (o *offline) pollFailed(ctx context.Context, rec *BatchRecord, err error) (
 	case !errors.As(err, &pe):
 		return false, err // the checkpoint failed
 	case pe.Class.AbortsRun():
-		return false, &AbortError{Cause: err}
+		return false, &runner.AbortError{Cause: err}
 	case pe.Status == 404:
 		// The provider does not know the batch (expired long ago, another
 		// account, a restarted mock): nothing runs there, so its requests
@@ -577,7 +579,7 @@ func (o *offline) pollFailed(ctx context.Context, rec *BatchRecord, err error) (
 	case pe.Class == providers.ClassTooLarge || pe.Class == providers.ClassInvalid:
 		// A result line past its bound, a results URL refused as off-host:
 		// the next poll would download (or be refused) the same way.
-		return false, &AbortError{Cause: fmt.Errorf("batch %s: its results cannot be collected: %w; it stays open at the provider and its requests pending", rec.ID, err)}
+		return false, &runner.AbortError{Cause: fmt.Errorf("batch %s: its results cannot be collected: %w; it stays open at the provider and its requests pending", rec.ID, err)}
 	}
 	o.logf("batch %s: %v; trying again at the next poll", rec.ID, err)
 	return false, nil
@@ -665,8 +667,8 @@ func (o *offline) collect(ctx context.Context, rec *BatchRecord, job providers.B
 		if st.Done(id) || st.Failed(id) {
 			continue
 		}
-		l := Line{CustomID: id, Error: &LineError{Code: code, Message: msg},
-			Llmrun: LineDetails{Provider: o.cfg.Client.Name(), Mode: "batch", LatencyMS: latency.Milliseconds()}}
+		l := runner.Line{CustomID: id, Error: &runner.LineError{Code: code, Message: msg},
+			Llmrun: runner.LineDetails{Provider: o.cfg.Client.Name(), Mode: "batch", LatencyMS: latency.Milliseconds()}}
 		if err := o.write(id, &l, false); err != nil {
 			return err
 		}
@@ -679,14 +681,14 @@ func (o *offline) collect(ctx context.Context, rec *BatchRecord, job providers.B
 }
 
 // resultLine converts a batch result into the common output line.
-func (o *offline) resultLine(id string, r *providers.BatchResult, latency time.Duration) *Line {
+func (o *offline) resultLine(id string, r *providers.BatchResult, latency time.Duration) *runner.Line {
 	model := r.Model
 	if model == "" && len(r.Body) > 0 {
 		model = gjson.GetBytes(r.Body, "model").String()
 	}
-	l := &Line{
+	l := &runner.Line{
 		CustomID: id,
-		Llmrun: LineDetails{
+		Llmrun: runner.LineDetails{
 			Provider:     o.cfg.Client.Name(),
 			Model:        model,
 			Mode:         "batch",
@@ -698,21 +700,16 @@ func (o *offline) resultLine(id string, r *providers.BatchResult, latency time.D
 		},
 	}
 	if r.OK() && o.cfg.Prices != nil {
-		c, known := priceOf(o.cfg.Prices, o.cfg.Client.Name(), model, r.Usage, true)
-		o.c.costs.add(o.cfg.Client.Name(), model, r.Usage, c, known)
-		l.Llmrun.CostUSD = spend{cost: c, priced: 1}.json()
-		if !known {
-			l.Llmrun.CostUSD = spend{unpriced: 1}.json()
-		}
+		l.Llmrun.CostUSD = o.c.ChargeBatch(o.cfg.Prices, o.cfg.Client.Name(), model, r.Usage)
 	}
 	if r.Outcome == providers.OutcomeSucceeded || r.Outcome == providers.OutcomeErrored {
 		l.Llmrun.Attempts = 1
 	}
 	if r.Status != 0 || r.Body != nil {
-		l.Response = &LineResp{StatusCode: r.Status, RequestID: r.RequestID, Body: r.Body}
+		l.Response = &runner.LineResp{StatusCode: r.Status, RequestID: r.RequestID, Body: r.Body}
 	}
 	if !r.OK() {
-		l.Error = &LineError{Code: r.Outcome, Message: r.Outcome}
+		l.Error = &runner.LineError{Code: r.Outcome, Message: r.Outcome}
 		if r.Err != nil {
 			l.Error.Message = r.Err.Error()
 			switch {
@@ -727,7 +724,7 @@ func (o *offline) resultLine(id string, r *providers.BatchResult, latency time.D
 }
 
 // write appends a line to the output (ok) or the errors file and counts it.
-func (o *offline) write(id string, l *Line, ok bool) error {
+func (o *offline) write(id string, l *runner.Line, ok bool) error {
 	b, err := l.Marshal()
 	if err != nil {
 		return fmt.Errorf("encoding result for %s: %w", id, err)

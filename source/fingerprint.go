@@ -1,4 +1,4 @@
-package runner
+package source
 
 import (
 	"sync"
@@ -10,7 +10,7 @@ import (
 	"github.com/llmrun/llmrun/providers"
 )
 
-// fingerprinter computes the checkpoint fingerprint of each request: what
+// Fingerprinter computes the checkpoint fingerprint of each request: what
 // decides, on a rerun, whether the output's answer for an id still answers
 // the input's request.
 //
@@ -30,7 +30,7 @@ import (
 // versions hashed the body bytes as sent (legacy); on an already canonical
 // body the two schemes give the same fingerprint, and a checkpoint line
 // made the old way is adopted by the run (see adopt) rather than re-asked.
-type fingerprinter struct {
+type Fingerprinter struct {
 	route   xxhash.Digest // state after the route's part
 	scratch sync.Pool     // *fpScratch, for the check pass's concurrent workers
 }
@@ -42,8 +42,8 @@ type fpScratch struct {
 	d     xxhash.Digest
 }
 
-func newFingerprinter(route Route) *fingerprinter {
-	f := &fingerprinter{}
+func NewFingerprinter(route Route) *Fingerprinter {
+	f := &Fingerprinter{}
 	f.route.Reset()
 	endpoint := route.Endpoint
 	if endpoint == "" {
@@ -56,9 +56,9 @@ func newFingerprinter(route Route) *fingerprinter {
 	return f
 }
 
-// of returns req's fingerprint, never 0 (which means unknown): the hash of
+// Of returns req's fingerprint, never 0 (which means unknown): the hash of
 // its canonical body. A body that is not valid JSON is hashed as it is.
-func (f *fingerprinter) of(req *providers.Request) checkpoint.Fingerprint {
+func (f *Fingerprinter) Of(req *providers.Request) checkpoint.Fingerprint {
 	sc, _ := f.scratch.Get().(*fpScratch)
 	if sc == nil {
 		sc = new(fpScratch)
@@ -72,16 +72,16 @@ func (f *fingerprinter) of(req *providers.Request) checkpoint.Fingerprint {
 	return fp
 }
 
-// legacy returns req's fingerprint as llmrun made it before canonical
+// Legacy returns req's fingerprint as llmrun made it before canonical
 // JSON: the body's bytes as sent. Only adoption of old checkpoints uses it.
-func (f *fingerprinter) legacy(req *providers.Request) checkpoint.Fingerprint {
+func (f *Fingerprinter) Legacy(req *providers.Request) checkpoint.Fingerprint {
 	d := f.start(req)
 	d.Write(req.Body)
 	return sum(&d)
 }
 
 // start is the digest of the route and req's endpoint, before the body.
-func (f *fingerprinter) start(req *providers.Request) xxhash.Digest {
+func (f *Fingerprinter) start(req *providers.Request) xxhash.Digest {
 	d := f.route
 	if req.Endpoint != providers.EndpointChat {
 		// The same body means something else at another endpoint; chat

@@ -1,4 +1,4 @@
-package runner
+package source
 
 import (
 	"io"
@@ -42,7 +42,7 @@ type checkBatch struct {
 // order, stopping at the first parse or read error (an *InputError naming
 // the line) or the first error of fn. The parsing, most of the check's
 // cost, runs on several goroutines when there are CPUs for them.
-func (s *Source) parseAll(lr recordReader, fps *fingerprinter, fn func(parsed) error) error {
+func (s *Source) parseAll(lr recordReader, fps *Fingerprinter, fn func(parsed) error) error {
 	workers := min(runtime.GOMAXPROCS(0), maxCheckWorkers)
 	if s.checkWorkers > 0 {
 		workers = s.checkWorkers
@@ -106,7 +106,7 @@ func (s *Source) parseAll(lr recordReader, fps *fingerprinter, fn func(parsed) e
 }
 
 // parseSerially is parseAll on one goroutine.
-func (s *Source) parseSerially(lr recordReader, fps *fingerprinter, fn func(parsed) error) error {
+func (s *Source) parseSerially(lr recordReader, fps *Fingerprinter, fn func(parsed) error) error {
 	for {
 		line, n, err := lr.next()
 		if err == io.EOF {
@@ -153,7 +153,7 @@ func readBatches(lr recordReader, free <-chan *checkBatch, order, work chan<- *c
 }
 
 // parseBatch parses b's lines and marks it ready.
-func (s *Source) parseBatch(b *checkBatch, fps *fingerprinter) {
+func (s *Source) parseBatch(b *checkBatch, fps *Fingerprinter) {
 	start := 0
 	for i, end := range b.ends {
 		b.out[i], b.errs[i] = s.parseOne(b.buf[start:end], b.nums[i], fps)
@@ -194,14 +194,14 @@ func resize[T any](s []T, n int) []T {
 }
 
 // parseOne parses the line numbered n for the check pass.
-func (s *Source) parseOne(line []byte, n int, fps *fingerprinter) (parsed, error) {
+func (s *Source) parseOne(line []byte, n int, fps *Fingerprinter) (parsed, error) {
 	req, repaired, err := s.Parser.parse(line, n)
 	if err != nil {
 		return parsed{}, &InputError{Path: s.name(), Line: n, Msg: err.Error()}
 	}
 	p := parsed{req: req, repaired: repaired, inShard: s.Shard.Has(req.ID)}
 	if p.inShard && fps != nil {
-		p.fp = fps.of(req)
+		p.fp = fps.Of(req)
 	}
 	return p, nil
 }
