@@ -181,16 +181,21 @@ func (l *Line) appendJSON(b []byte) []byte {
 		b = providers.AppendCompactJSON(b, d.Vars)
 	}
 	if len(d.Tags) > 0 {
-		b = append(b, `,"tags":{`...)
-		for i, k := range slices.Sorted(maps.Keys(d.Tags)) {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = providers.AppendJSONString(b, k)
-			b = append(b, ':')
-			b = providers.AppendJSONString(b, d.Tags[k])
-		}
-		b = append(b, '}')
+		b = appendTags(append(b, `,"tags":`...), d.Tags)
 	}
 	return append(b, "}}"...)
+}
+
+// appendTags appends tags as a JSON object, its keys sorted.
+func appendTags(b []byte, tags map[string]string) []byte {
+	b = append(b, '{')
+	for i, k := range slices.Sorted(maps.Keys(tags)) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = providers.AppendJSONString(b, k)
+		b = append(b, ':')
+		b = providers.AppendJSONString(b, tags[k])
+	}
+	return append(b, '}')
 }
