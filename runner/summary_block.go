@@ -80,22 +80,10 @@ func (s *Summary) attemptsLine() string {
 // waitsLine is the share of request time spent waiting, by limit, most
 // first: "RPM 88%, input TPM 4%" (empty when waits were negligible).
 func (s *Summary) waitsLine() string {
-	by := map[string]float64{}
-	var total float64
-	for _, k := range s.Limits {
-		for d, w := range k.WaitBySeconds {
-			by[d] += w
-			total += w
-		}
-	}
-	if s.RequestSeconds <= 0 || total < minWaitWorthSaying {
+	by, dims, _ := s.waitsByLimit()
+	if dims == nil {
 		return ""
 	}
-	dims := make([]string, 0, len(by))
-	for d := range by {
-		dims = append(dims, d)
-	}
-	slices.SortFunc(dims, func(a, b string) int { return cmp.Or(cmp.Compare(by[b], by[a]), cmp.Compare(a, b)) })
 	var parts []string
 	for _, d := range dims {
 		if share := by[d] / s.RequestSeconds; share >= 0.01 {

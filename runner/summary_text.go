@@ -32,22 +32,10 @@ const minWaitWorthSaying = 1.0
 // the limits were learned spent "90%" of its 0.1s waiting, which is true
 // and tells the user nothing.
 func (s *Summary) waitString() string {
-	by := map[string]float64{}
-	var total float64
-	for _, k := range s.Limits {
-		for d, w := range k.WaitBySeconds {
-			by[d] += w
-			total += w
-		}
-	}
-	if s.RequestSeconds <= 0 || total < minWaitWorthSaying {
+	by, dims, total := s.waitsByLimit()
+	if dims == nil {
 		return ""
 	}
-	dims := make([]string, 0, len(by))
-	for d := range by {
-		dims = append(dims, d)
-	}
-	slices.SortFunc(dims, func(a, b string) int { return cmp.Or(cmp.Compare(by[b], by[a]), cmp.Compare(a, b)) })
 	share := min(by[dims[0]]/s.RequestSeconds, 1)
 	if share < 0.01 {
 		return ""
@@ -57,6 +45,27 @@ func (s *Summary) waitString() string {
 		line += fmt.Sprintf(" (and %.0f%% for %s)", 100*min(by[dims[1]]/s.RequestSeconds, 1), words(dims[1]))
 	}
 	return line
+}
+
+// waitsByLimit sums the requests' waits by limit, most first, with their
+// total; dims is nil when the waits are not worth saying.
+func (s *Summary) waitsByLimit() (by map[string]float64, dims []string, total float64) {
+	by = map[string]float64{}
+	for _, k := range s.Limits {
+		for d, w := range k.WaitBySeconds {
+			by[d] += w
+			total += w
+		}
+	}
+	if s.RequestSeconds <= 0 || total < minWaitWorthSaying {
+		return by, nil, total
+	}
+	dims = make([]string, 0, len(by))
+	for d := range by {
+		dims = append(dims, d)
+	}
+	slices.SortFunc(dims, func(a, b string) int { return cmp.Or(cmp.Compare(by[b], by[a]), cmp.Compare(a, b)) })
+	return by, dims, total
 }
 
 func words(dim string) string {
