@@ -29,31 +29,32 @@ func TestNewValidates(t *testing.T) {
 }
 
 func TestReserveWaitsForRefill(t *testing.T) {
-	// 10 requests/s, a 100ms burst: one request, then one per 100ms.
-	b := newBudget(t, limiter.Limits{RPM: 600, Burst: 100 * time.Millisecond})
+	// 10 requests/s, a 100ms burst: one request, then one per 100ms. On
+	// the explicit clock the waits are exact, whatever the machine's load.
+	clk := newTestClock(t)
+	b := clk.budget(t, limiter.Limits{RPM: 600, Burst: 100 * time.Millisecond})
 	key := testKey(t)
 	ctx := context.Background()
 
-	start := time.Now()
 	t1, err := b.Reserve(ctx, key, limiter.Cost{Requests: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(start); d > 50*time.Millisecond {
-		t.Errorf("first Reserve took %v, want at once", d)
-	}
+	clk.idle(t, "the first Reserve")
 	t1.Settle(limiter.Cost{Requests: 1})
 
-	start = time.Now()
-	t2, err := b.Reserve(ctx, key, limiter.Cost{Requests: 1})
-	if err != nil {
-		t.Fatal(err)
+	arrived := clk.Now()
+	got := reserveAsync(b, key, limiter.Cost{Requests: 1})
+	if d := clk.waiting(t, "the second Reserve"); d != 100*time.Millisecond {
+		t.Errorf("second Reserve told to wait %v, want 100ms (one request at 10/s)", d)
 	}
-	d := time.Since(start)
-	if d < 90*time.Millisecond || d > 300*time.Millisecond {
-		t.Errorf("second Reserve took %v, want about 100ms", d)
+	clk.advance(99 * time.Millisecond)
+	notYet(t, got, "the second Reserve, 1ms before the refill,")
+	clk.advance(time.Millisecond)
+	admitted(t, got, "the second Reserve after 100ms").Settle(limiter.Cost{Requests: 1})
+	if waited := clk.Now().Sub(arrived); waited != 100*time.Millisecond {
+		t.Fatalf("admitted after %v, want 100ms", waited)
 	}
-	t2.Settle(limiter.Cost{Requests: 1})
 
 	st := b.Stats()
 	if len(st) != 1 || st[0].Key != key {
@@ -63,8 +64,8 @@ func TestReserveWaitsForRefill(t *testing.T) {
 	if s.Reservations != 2 || s.InFlight != 0 || s.Waiting != 0 {
 		t.Errorf("Stats: reservations %d, in flight %d, waiting %d; want 2, 0, 0", s.Reservations, s.InFlight, s.Waiting)
 	}
-	if s.Binding != limiter.DimRequests || s.Wait < 80*time.Millisecond {
-		t.Errorf("Stats: binding %v, wait %v; want requests, about 100ms", s.Binding, s.Wait)
+	if s.Binding != limiter.DimRequests || s.Wait != 100*time.Millisecond {
+		t.Errorf("Stats: binding %v, wait %v; want requests, 100ms", s.Binding, s.Wait)
 	}
 	if s.Configured.RPM != 600 || s.Configured.Burst != 100*time.Millisecond || s.Configured.Headroom != 1 {
 		t.Errorf("Stats: configured %+v", s.Configured)
@@ -99,7 +100,8 @@ func TestReserveTakesAllBucketsOrNone(t *testing.T) {
 }
 
 func TestReserveTooLargeAndBeyondBurst(t *testing.T) {
-	b := newBudget(t, limiter.Limits{ITPM: 6000}) // 100/s, burst 1s holds 100
+	clk := newTestClock(t)
+	b := clk.budget(t, limiter.Limits{ITPM: 6000}) // 100/s, burst 1s holds 100
 	key := testKey(t)
 	_, err := b.Reserve(context.Background(), key, limiter.Cost{Input: 6001})
 	var tl *limiter.TooLargeError
@@ -107,15 +109,12 @@ func TestReserveTooLargeAndBeyondBurst(t *testing.T) {
 		t.Fatalf("Reserve above the per-minute limit: err = %v", err)
 	}
 	// Above the burst but within the limit: the capacity rises to it and
-	// an idle key admits it at once.
-	start := time.Now()
+	// an idle key admits it at once (the explicit clock stands still).
 	tk, err := b.Reserve(context.Background(), key, limiter.Cost{Input: 500})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(start); d > 50*time.Millisecond {
-		t.Errorf("Reserve beyond the burst on an idle key took %v, want at once", d)
-	}
+	clk.idle(t, "Reserve beyond the burst on an idle key")
 	tk.Settle(limiter.Cost{Input: 500})
 	if _, err := b.Reserve(context.Background(), key, limiter.Cost{Input: -1}); err == nil {
 		t.Error("negative cost: no error")
@@ -265,25 +264,27 @@ func TestSettleFailCancelReconcile(t *testing.T) {
 func TestLongPauseHintIsClamped(t *testing.T) {
 	lim := limiter.Limits{RPM: 60000}
 	var warns []string
-	a := newBudget(t, lim, func(o *Options) {
-		o.MaxPause = 150 * time.Millisecond
+	// The cut pause is long, as Redis expires a pause's key on its own
+	// clock: on the explicit one it cannot lapse mid-test.
+	const maxPause = 20 * time.Second
+	clk := newTestClock(t)
+	a := clk.budget(t, lim, func(o *Options) {
+		o.MaxPause = maxPause
 		o.Warn = func(m string) { warns = append(warns, m) }
 	})
-	b := newBudget(t, lim)
+	b := clk.budget(t, lim)
 	key := testKey(t)
-	a.pause(key, time.Now().Add(time.Hour))
-	a.pause(key, time.Now().Add(time.Hour)) // the same pause: counted, not told again
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	start := time.Now()
-	tk, err := b.Reserve(ctx, key, limiter.Cost{Requests: 1})
-	if err != nil {
-		t.Fatalf("Reserve during a clamped pause: %v", err)
+	ready(t, key, a, b)
+	a.pause(key, clk.Now().Add(time.Hour))
+	a.pause(key, clk.Now().Add(time.Hour)) // the same pause: counted, not told again
+	got := reserveAsync(b, key, limiter.Cost{Requests: 1})
+	if d := clk.waiting(t, "Reserve in another process during a clamped pause"); d != maxPause {
+		t.Errorf("Reserve in another process during an hour's hint cut to %v told to wait %v", maxPause, d)
 	}
-	tk.Cancel()
-	if d := time.Since(start); d < 100*time.Millisecond || d > time.Second {
-		t.Errorf("Reserve in another process during an hour's hint cut to 150ms took %v", d)
-	}
+	clk.advance(maxPause - time.Millisecond)
+	notYet(t, got, "Reserve in another process, 1ms before the clamped pause ends,")
+	clk.advance(time.Millisecond)
+	admitted(t, got, "Reserve in another process when the clamped pause ends").Cancel()
 	if st := a.Stats(); st[0].PauseClamped != 2 {
 		t.Errorf("PauseClamped = %d, want 2", st[0].PauseClamped)
 	}
@@ -293,36 +294,40 @@ func TestLongPauseHintIsClamped(t *testing.T) {
 }
 
 func TestPauseIsSharedAcrossProcesses(t *testing.T) {
+	// Two processes on one Redis clock, explicit: the pause's length is
+	// asserted exactly, whatever the machine's load. It is long, as Redis
+	// expires a pause's key on its own clock: it cannot lapse mid-test.
+	const pause = 20 * time.Second
 	lim := limiter.Limits{RPM: 60000}
-	a, b := newBudget(t, lim), newBudget(t, lim)
+	clk := newTestClock(t)
+	a, b := clk.budget(t, lim), clk.budget(t, lim)
 	key := testKey(t)
+	ready(t, key, a, b)
 
-	a.pause(key, time.Now().Add(150*time.Millisecond))
-	a.pause(key, time.Now().Add(10*time.Millisecond)) // never shortens
-	a.pause(key, time.Now().Add(-time.Second))        // in the past: nothing
-	start := time.Now()
-	tk, err := b.Reserve(context.Background(), key, limiter.Cost{Requests: 1})
-	if err != nil {
-		t.Fatal(err)
+	start := clk.Now()
+	a.pause(key, start.Add(pause))
+	a.pause(key, start.Add(10*time.Millisecond)) // never shortens
+	a.pause(key, start.Add(-time.Second))        // in the past: nothing
+	got := reserveAsync(b, key, limiter.Cost{Requests: 1})
+	if d := clk.waiting(t, "Reserve in another process during the pause"); d != pause {
+		t.Errorf("Reserve in another process during a %v pause told to wait %v", pause, d)
 	}
-	tk.Cancel()
-	if d := time.Since(start); d < 130*time.Millisecond || d > 400*time.Millisecond {
-		t.Errorf("Reserve in another process during a 150ms pause took %v", d)
-	}
+	clk.advance(pause - time.Millisecond)
+	notYet(t, got, "Reserve in another process, 1ms before the pause ends,")
+	clk.advance(time.Millisecond)
+	admitted(t, got, "Reserve in another process when the pause ends").Cancel()
 	st := b.Stats()
-	if st[0].Binding != limiter.DimPause || st[0].PausedUntil.Before(start.Add(100*time.Millisecond)) {
-		t.Errorf("Stats of the paused process: binding %v, paused until %v", st[0].Binding, st[0].PausedUntil)
+	if st[0].Binding != limiter.DimPause || !st[0].PausedUntil.Equal(start.Add(pause)) {
+		t.Errorf("Stats of the paused process: binding %v, paused until %v after the start, want pause, %v",
+			st[0].Binding, st[0].PausedUntil.Sub(start), pause)
 	}
 	// Over: admitted at once.
-	start = time.Now()
-	tk, err = a.Reserve(context.Background(), key, limiter.Cost{Requests: 1})
+	tk, err := a.Reserve(context.Background(), key, limiter.Cost{Requests: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tk.Cancel()
-	if d := time.Since(start); d > 50*time.Millisecond {
-		t.Errorf("Reserve after the pause took %v", d)
-	}
+	clk.idle(t, "Reserve after the pause")
 }
 
 func TestObserveOnlyLowers(t *testing.T) {
@@ -511,34 +516,53 @@ func TestLocalEndWakesTheHead(t *testing.T) {
 func TestSkewKeepsAMargin(t *testing.T) {
 	// 10/s, capacity 10; a 200ms skew keeps 2 requests in reserve: 8 go at
 	// once, the 9th waits until the bucket holds 1 + 2.
-	b := newBudget(t, limiter.Limits{RPM: 600, Skew: 200 * time.Millisecond})
+	clk := newTestClock(t)
+	b := clk.budget(t, limiter.Limits{RPM: 600, Skew: 200 * time.Millisecond})
 	key := testKey(t)
-	start := time.Now()
 	for range 8 {
 		if _, err := b.Reserve(context.Background(), key, limiter.Cost{Requests: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if d := time.Since(start); d > 50*time.Millisecond {
-		t.Fatalf("8 of a capacity of 10 took %v, want at once", d)
+	clk.idle(t, "8 of a capacity of 10")
+	got := reserveAsync(b, key, limiter.Cost{Requests: 1})
+	if d := clk.waiting(t, "the 9th"); d != 100*time.Millisecond {
+		t.Errorf("the 9th told to wait %v, want 100ms (the skew margin)", d)
 	}
-	if _, err := b.Reserve(context.Background(), key, limiter.Cost{Requests: 1}); err != nil {
-		t.Fatal(err)
-	}
-	if d := time.Since(start); d < 80*time.Millisecond || d > 300*time.Millisecond {
-		t.Errorf("the 9th took %v, want about 100ms (the skew margin)", d)
-	}
+	clk.advance(99 * time.Millisecond)
+	notYet(t, got, "the 9th, 1ms before the skew margin refills,")
+	clk.advance(time.Millisecond)
+	admitted(t, got, "the 9th after 100ms")
 }
 
 // TestRefusedPausesEveryProcess: a 429 without retry-after pauses the key
-// in every process for the backoff (an echo adds nothing; a second 429 in
-// a row doubles it); one with a hint pauses for the hint; overloads are
-// counted and pause only for a hint.
+// in every process for the backoff, doubling with each further one in a
+// row; overloads are counted and pause only for a hint. With limits given
+// the AIMD is off, so a 429 of a ticket admitted before the last one (an
+// echo) doubles too, as in limiter (the echo rule is the AIMD's).
 func TestRefusedPausesEveryProcess(t *testing.T) {
 	lim := limiter.Limits{RPM: 60000}
-	a, b := newBudget(t, lim), newBudget(t, lim)
+	clk := newTestClock(t)
+	a, b := clk.budget(t, lim), clk.budget(t, lim)
 	key := testKey(t)
+	// Set up before the pauses, which Redis expires on its own clock: a
+	// Reserve is then one script, well within them.
+	ready(t, key, a, b)
 	ctx := context.Background()
+	base := limiter.DefaultAIMD.BackoffBase
+	// waitOut runs a Reserve of bg through a pause of want, on the
+	// explicit clock, and returns its ticket.
+	waitOut := func(bg *Budget, want time.Duration, what string) limiter.Ticket {
+		t.Helper()
+		got := reserveAsync(bg, key, limiter.Cost{Requests: 1})
+		if d := clk.waiting(t, what); d != want {
+			t.Errorf("%s: told to wait %v, want %v", what, d, want)
+		}
+		clk.advance(want - time.Millisecond)
+		notYet(t, got, what+", 1ms before the pause ends,")
+		clk.advance(time.Millisecond)
+		return admitted(t, got, what)
+	}
 	reserve := func(bg *Budget) limiter.Ticket {
 		t.Helper()
 		tk, err := bg.Reserve(ctx, key, limiter.Cost{Requests: 1})
@@ -548,19 +572,15 @@ func TestRefusedPausesEveryProcess(t *testing.T) {
 		return tk
 	}
 	t1, t2 := reserve(a), reserve(a)
+	clk.advance(time.Millisecond) // their answers come a little later
 	t1.Refused(limiter.Refusal{})
 	t2.Refused(limiter.Refusal{}) // admitted before the first refusal: an echo
-	start := time.Now()
-	reserve(b).Refused(limiter.Refusal{Overloaded: true}) // waits out a's pause
-	if d := time.Since(start); d < 150*time.Millisecond || d > 2*time.Second {
-		t.Errorf("another process waited %v, want about %v", d, limiter.DefaultAIMD.BackoffBase)
-	}
-	start = time.Now()
-	reserve(a).Refused(limiter.Refusal{}) // no success since: doubled
-	reserve(b).Cancel()
-	if d := time.Since(start); d < 400*time.Millisecond || d > 3*time.Second {
-		t.Errorf("after a second 429 in a row, waited %v, want about %v", d, 2*limiter.DefaultAIMD.BackoffBase)
-	}
+	waitOut(b, 2*base, "another process during a's pause").Refused(limiter.Refusal{Overloaded: true})
+	t3 := reserve(a)
+	clk.idle(t, "a's Reserve after the first pause")
+	clk.advance(time.Millisecond)
+	t3.Refused(limiter.Refusal{}) // no success since: doubled
+	waitOut(b, 4*base, "after a third 429 in a row").Cancel()
 	if s := a.Stats()[0]; s.RateLimited != 3 {
 		t.Errorf("429s = %d, want 3", s.RateLimited)
 	}
