@@ -17,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -467,7 +468,9 @@ func TestConformanceStreamFailures(t *testing.T) {
 
 // TestConformanceStopsServer: every early exit closes the body, which is
 // how the server learns to stop generating (and billing): an error event,
-// an idle stream, a silent server before its headers.
+// an idle stream, a silent server before its headers. It runs in a
+// synctest bubble on an in-memory server, so the timeouts strike when
+// client and server are both waiting, never before the request arrived.
 func TestConformanceStopsServer(t *testing.T) {
 	each(t, func(t *testing.T, r row) {
 		head := strings.Join(r.events[:r.content+1], "")
@@ -485,40 +488,42 @@ func TestConformanceStopsServer(t *testing.T) {
 		}
 		for name, tc := range tests {
 			t.Run(name, func(t *testing.T) {
-				gone := make(chan struct{})
-				srv := serve(t, func(w http.ResponseWriter, req *http.Request) {
-					defer close(gone)
-					io.ReadAll(req.Body)
-					if tc.headers {
-						w.Header().Set("Content-Type", "text/event-stream")
-						io.WriteString(w, tc.lead)
-						w.(http.Flusher).Flush()
-					}
-					if tc.silent {
-						<-req.Context().Done() // until the client gives up
-						return
-					}
-					for req.Context().Err() == nil {
-						if _, err := io.WriteString(w, r.events[r.content]); err != nil {
+				synctest.Test(t, func(t *testing.T) {
+					gone := make(chan struct{})
+					root, viaPipe := servePipe(t, func(w http.ResponseWriter, req *http.Request) {
+						defer close(gone)
+						io.ReadAll(req.Body)
+						if tc.headers {
+							w.Header().Set("Content-Type", "text/event-stream")
+							io.WriteString(w, tc.lead)
+							w.(http.Flusher).Flush()
+						}
+						if tc.silent {
+							<-req.Context().Done() // until the client gives up
 							return
 						}
-						w.(http.Flusher).Flush()
+						for req.Context().Err() == nil {
+							if _, err := io.WriteString(w, r.events[r.content]); err != nil {
+								return
+							}
+							w.(http.Flusher).Flush()
+						}
+					})
+					opts := []func(*providers.Config){viaPipe}
+					if tc.cfg != nil {
+						opts = append(opts, tc.cfg)
+					}
+					_, err := r.provider(root, true, opts...).Send(t.Context(), r.request("x", 8))
+					pe := wantClass(t, err, tc.class)
+					if !strings.Contains(pe.Error(), tc.msg) {
+						t.Errorf("error %v", pe)
+					}
+					select {
+					case <-gone:
+					case <-time.After(failsafe):
+						t.Fatal("server still generating: body not closed")
 					}
 				})
-				opts := []func(*providers.Config){}
-				if tc.cfg != nil {
-					opts = append(opts, tc.cfg)
-				}
-				_, err := r.provider(srv.URL, true, opts...).Send(t.Context(), r.request("x", 8))
-				pe := wantClass(t, err, tc.class)
-				if !strings.Contains(pe.Error(), tc.msg) {
-					t.Errorf("error %v", pe)
-				}
-				select {
-				case <-gone:
-				case <-time.After(failsafe):
-					t.Fatal("server still generating: body not closed")
-				}
 			})
 		}
 	})
