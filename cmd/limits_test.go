@@ -215,13 +215,19 @@ func TestHeaderlessServerLearnsFrom429s(t *testing.T) {
 	s := strictScenario{requests: 60, rpm: 1200, itpm: 120000, promptBytes: 520, serverConcurrency: 8, clientConcurrency: 64}
 	for _, keep := range []bool{false, true} {
 		t.Run(fmt.Sprintf("retry-after=%v", keep), func(t *testing.T) {
+			meter := startStallMeter()
 			wall, sum, st := runHeaderless(t, s, keep)
-			t.Logf("%v (bound %v), %d 429s, summary limits %+v", wall.Round(time.Millisecond), s.lowerBound().Round(time.Millisecond), st.RateLimited, sum.Limits)
+			stall, worst := meter.end()
+			// 10% of the requests, plus what this process's stalls (0 on
+			// an idle machine) let arrive bunched (see stallMeter).
+			allowed := int64(s.requests)/10 + stallExcess(s.perSecond(), stall)
+			t.Logf("%v (bound %v), %d 429s (allowed %d: stalled %v, worst %v), summary limits %+v", wall.Round(time.Millisecond),
+				s.lowerBound().Round(time.Millisecond), st.RateLimited, allowed, stall, worst, sum.Limits)
 			if sum.Failed != 0 || sum.Succeeded != int64(s.requests) {
 				t.Fatalf("%d succeeded, %d failed; want all %d", sum.Succeeded, sum.Failed, s.requests)
 			}
-			if st.RateLimited > int64(s.requests)/10 {
-				t.Errorf("%d 429s for %d requests, want at most 10%%", st.RateLimited, s.requests)
+			if st.RateLimited > allowed {
+				t.Errorf("%d 429s for %d requests, want at most 10%% and %d for %v of stalls", st.RateLimited, s.requests, allowed-int64(s.requests)/10, stall)
 			}
 			if len(sum.Limits) != 1 || sum.Limits[0].RPMFrom429s <= 0 {
 				t.Errorf("summary limits %+v: want the rate learned from 429s", sum.Limits)
