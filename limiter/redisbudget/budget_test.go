@@ -73,30 +73,44 @@ func TestReserveWaitsForRefill(t *testing.T) {
 }
 
 func TestReserveTakesAllBucketsOrNone(t *testing.T) {
-	// Requests: plenty. Input: 1000/s, a 100ms burst holds 100.
-	b := newBudget(t, limiter.Limits{RPM: 6000, ITPM: 60000, Burst: 100 * time.Millisecond})
+	// Requests: plenty. Input: 1000/s, a 100ms burst holds 100. On the
+	// explicit clock the levels and the wait are exact.
+	clk := newTestClock(t)
+	b := clk.budget(t, limiter.Limits{RPM: 6000, ITPM: 60000, Burst: 100 * time.Millisecond})
 	key := testKey(t)
 	if _, err := b.Reserve(context.Background(), key, limiter.Cost{Requests: 1, Input: 100}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	defer cancel()
-	if _, err := b.Reserve(ctx, key, limiter.Cost{Requests: 1, Input: 60}); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Reserve with an empty input bucket: err = %v, want DeadlineExceeded", err)
+	clk.idle(t, "the first Reserve")
+	// A Reserve that waits, then gives up.
+	ctx, cancel := context.WithCancel(context.Background())
+	gaveUp := make(chan error, 1)
+	go func() {
+		_, err := b.Reserve(ctx, key, limiter.Cost{Requests: 1, Input: 60})
+		gaveUp <- err
+	}()
+	if d := clk.waiting(t, "Reserve with an empty input bucket"); d != 60*time.Millisecond {
+		t.Errorf("Reserve of 60 input on an empty bucket told to wait %v, want 60ms", d)
+	}
+	cancel()
+	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Reserve with an empty input bucket, given up: err = %v, want Canceled", err)
 	}
 	// The requests bucket (capacity 10) lost only the first request.
 	lv, _ := levels(t, b, key)
-	if lv[0] < 9-1e-9 || lv[0] > 9+0.5 {
+	if lv[0] != 9 {
 		t.Errorf("requests level = %v, want 9 (the refused reservation took nothing)", lv[0])
 	}
 
-	start := time.Now()
-	if _, err := b.Reserve(context.Background(), key, limiter.Cost{Requests: 1, Input: 60}); err != nil {
-		t.Fatal(err)
+	clk.advance(20 * time.Millisecond) // the give-up took 20ms
+	got := reserveAsync(b, key, limiter.Cost{Requests: 1, Input: 60})
+	if d := clk.waiting(t, "Reserve of 60 input after the give-up"); d != 40*time.Millisecond {
+		t.Errorf("Reserve of 60 input 20ms after the give-up told to wait %v, want 40ms more", d)
 	}
-	if d := time.Since(start); d < 20*time.Millisecond || d > 200*time.Millisecond {
-		t.Errorf("Reserve of 60 input took %v after the 20ms give-up, want about 40ms more", d)
-	}
+	clk.advance(39 * time.Millisecond)
+	notYet(t, got, "Reserve of 60 input, 1ms before the refill,")
+	clk.advance(time.Millisecond)
+	admitted(t, got, "Reserve of 60 input after the refill")
 }
 
 func TestReserveTooLargeAndBeyondBurst(t *testing.T) {
@@ -483,34 +497,20 @@ func TestRedisErrorsAreReturned(t *testing.T) {
 }
 
 func TestLocalEndWakesTheHead(t *testing.T) {
-	// Nothing polls: ending a ticket wakes the room's first at once.
-	b := newBudget(t, limiter.Limits{RPM: 60000, Concurrency: 1})
+	// Nothing polls: ending a ticket wakes the room's first at once. On the
+	// explicit clock no timer fires, so only the wake-up can admit it.
+	clk := newTestClock(t)
+	b := clk.budget(t, limiter.Limits{RPM: 60000, Concurrency: 1})
 	key := testKey(t)
 	t1, err := b.Reserve(context.Background(), key, limiter.Cost{Requests: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan time.Time, 1)
-	go func() {
-		tk, err := b.Reserve(context.Background(), key, limiter.Cost{Requests: 1})
-		if err != nil {
-			t.Error(err)
-		} else {
-			tk.Settle(limiter.Cost{})
-		}
-		got <- time.Now()
-	}()
-	time.Sleep(30 * time.Millisecond)
-	ended := time.Now()
+	got := reserveAsync(b, key, limiter.Cost{Requests: 1})
+	clk.waiting(t, "the second Reserve, for the only slot")
+	notYet(t, got, "the second Reserve, while the slot is held,")
 	t1.Settle(limiter.Cost{})
-	select {
-	case at := <-got:
-		if d := at.Sub(ended); d > 100*time.Millisecond {
-			t.Errorf("waiter admitted %v after the slot was freed, want at once", d)
-		}
-	case <-time.After(2 * time.Second):
-		t.Fatal("waiter not admitted")
-	}
+	admitted(t, got, "the waiter after the slot was freed (the clock standing still)").Settle(limiter.Cost{})
 }
 
 func TestSkewKeepsAMargin(t *testing.T) {
