@@ -168,8 +168,8 @@ func awaitWaiting(t testing.TB, addr string, prio int, want func() int, what str
 // ones are held at the door until they hold every slot of the key; the
 // urgent job starts, and once its first request waits for a slot the door
 // lets one backfill request in. It returns, besides the result, the tag
-// of the request that took the slot so freed. The door opens once the
-// urgent job's other requests wait too (or all have arrived).
+// of the request that took the slot so freed. The door opens once all the
+// urgent job's other requests wait too (but one that may be in flight).
 func (s shareScenario) runAtDoor(t *testing.T, before int) (shareResult, string) {
 	t.Helper()
 	addr := redistest.StartOrSkip(t)
@@ -195,7 +195,7 @@ func (s shareScenario) runAtDoor(t *testing.T, before int) (shareResult, string)
 	d.await(t, "a request in the slot the backfill freed", func(*door) bool { return len(log.order()) > n })
 	next := log.order()[n]
 	awaitWaiting(t, addr, limiter.PriorityHigh, func() int {
-		return min(s.serverConcurrency, s.urgent-count(log.order(), "HIGH")-1)
+		return s.urgent - count(log.order(), "HIGH") - 1 // one may be in flight
 	}, "the urgent job's requests to wait")
 	d.open()
 	var r shareResult
@@ -205,6 +205,18 @@ func (s shareScenario) runAtDoor(t *testing.T, before int) (shareResult, string)
 	st := m.Stats()
 	r.limited, r.completed, r.order = st.RateLimited, st.Completed, log.order()
 	return r, next
+}
+
+// nth is the index of the nth (from 1) tag in tags, -1 if fewer.
+func nth(tags []string, tag string, n int) int {
+	for i, t := range tags {
+		if t == tag {
+			if n--; n == 0 {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // count is how many of tags are tag.

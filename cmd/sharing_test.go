@@ -177,9 +177,10 @@ func (s shareScenario) run(t testing.TB) shareResult {
 // had in hand) and both finish with no 429. The join is set by a door
 // (runAtDoor), not a sleep: the backfill holds every slot when the urgent
 // job's first request waits, so the slot it frees must go to that one,
-// and the urgent job's others wait before the backfill's go on.
+// and the urgent job's others all wait before the backfill's go on (16
+// requests: all fit in its runner's lookahead of 8 + 1 + 8).
 func TestUrgentJobOvertakesBackfill(t *testing.T) {
-	s := shareScenario{rpm: 2400, itpm: 240000, serverConcurrency: 8, promptBytes: 520, backfill: 90, urgent: 24}
+	s := shareScenario{rpm: 2400, itpm: 240000, serverConcurrency: 8, promptBytes: 520, backfill: 90, urgent: 16}
 	r, next := s.runAtDoor(t, 10)
 	if next != "HIGH" {
 		t.Errorf("the slot the backfill freed went to a %s request while the urgent job's first waited: %v", next, r.order)
@@ -204,10 +205,14 @@ func TestUrgentJobOvertakesBackfill(t *testing.T) {
 	}
 	lowsBetween := count(r.order[first:last+1], "LOW")
 	// The urgent job's first request goes alone (it calibrates the
-	// estimate): the backfill may take the slot it frees, and one or two
-	// admitted just before the last urgent one may arrive before it.
-	if lowsBetween > 3 {
-		t.Errorf("%d backfill requests reached the server between the urgent job's first and last: %v", lowsBetween, r.order)
+	// estimate): the backfill may take the one slot it frees. Then every
+	// admission is the urgent job's until all its requests are admitted; a
+	// backfill request admitted after them may still reach the server
+	// before the last ones, in flight, but they hold at most C-1 slots: it
+	// comes after the urgent job's (urgent-C+1)th request.
+	settled := nth(r.order, "HIGH", s.urgent-s.serverConcurrency+1)
+	if n := count(r.order[first:settled+1], "LOW"); n > 1 {
+		t.Errorf("%d backfill requests reached the server between the urgent job's first and %dth: %v", n, s.urgent-s.serverConcurrency+1, r.order)
 	}
 	if first == 0 || last == len(r.order)-1 {
 		t.Errorf("the backfill did not run before and after the urgent job (urgent at %d..%d of %d): the budget was not shared", first, last, len(r.order))
