@@ -202,7 +202,13 @@ func TestKill9LosesAtMostTheConcurrency(t *testing.T) {
 			}
 			c.Process.Signal(syscall.SIGKILL)
 			c.Wait()
-			time.Sleep(50 * time.Millisecond) // the server finishes what was in flight
+			// The server finishes what was in flight (its handlers see the
+			// client gone): wait for that, not for a guessed 50ms.
+			for deadline := time.Now().Add(10 * time.Second); m.Stats().InFlight > 0; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("the server still has %d requests in flight 10s after the kill", m.Stats().InFlight)
+				}
+			}
 			completed := m.Stats().Completed - base
 			written := int64(len(readLines(t, out)))
 			lost := completed - written
