@@ -84,10 +84,10 @@ func (d *door) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // await waits until cond, read under the door's lock, holds; it fails
-// the test after failsafe.
+// the test after doorFailsafe.
 func (d *door) await(t testing.TB, what string, cond func(d *door) bool) {
 	t.Helper()
-	deadline := time.After(failsafe)
+	deadline := time.After(doorFailsafe)
 	for {
 		d.mu.Lock()
 		ok, changed := cond(d), d.changed
@@ -98,7 +98,7 @@ func (d *door) await(t testing.TB, what string, cond func(d *door) bool) {
 		select {
 		case <-changed:
 		case <-deadline:
-			t.Fatalf("waited %v for %s", failsafe, what)
+			t.Fatalf("waited %v for %s", doorFailsafe, what)
 		}
 	}
 }
@@ -114,7 +114,7 @@ func (d *door) admit(t testing.TB) {
 	t.Helper()
 	select {
 	case d.one <- struct{}{}:
-	case <-time.After(failsafe):
+	case <-time.After(doorFailsafe):
 		t.Fatal("no request held at the door")
 	}
 }
@@ -129,18 +129,18 @@ func (d *door) open() {
 	}
 }
 
-// failsafe bounds the waits for what a correct run does, so a broken one
+// doorFailsafe bounds the waits for what a correct run does, so a broken one
 // fails instead of hanging the test. A passing test never reaches it.
-const failsafe = 60 * time.Second
+const doorFailsafe = 60 * time.Second
 
 // awaitWaiting polls the Redis budget until its one key has at least want
-// tickets of priority prio waiting, and fails the test after failsafe.
+// tickets of priority prio waiting, and fails the test after doorFailsafe.
 func awaitWaiting(t testing.TB, addr string, prio int, want func() int, what string) {
 	t.Helper()
 	client := redis.NewClient(&redis.Options{Addr: addr})
 	defer client.Close()
 	ctx := context.Background()
-	deadline := time.Now().Add(failsafe)
+	deadline := time.Now().Add(doorFailsafe)
 	p := strconv.Itoa(prio)
 	for {
 		keys, err := redisbudget.Keys(ctx, client, "")
@@ -157,7 +157,7 @@ func awaitWaiting(t testing.TB, addr string, prio int, want func() int, what str
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("waited %v for %s", failsafe, what)
+			t.Fatalf("waited %v for %s", doorFailsafe, what)
 		}
 		time.Sleep(2 * time.Millisecond) // polling another process's state, not timing it
 	}
