@@ -23,18 +23,25 @@ type formatRules struct {
 	// checkEmbeddings rejects an embeddings body the API would refuse;
 	// nil checks it as OpenAI's embeddings request.
 	checkEmbeddings func(body []byte) error
+	// chat and embeddings are the format's conversions to and from the
+	// pivot (pivot.go); zero for none.
+	chat, embeddings pivotConv
 }
 
 // formats holds each format's rules, indexed by Format; a read-only table.
 var formats = [...]formatRules{
 	FormatOpenAI: {
 		turns: "messages", turn: "message", completionTokens: true,
+		chat: identity, embeddings: identity,
 	},
 	FormatAnthropic: {
 		turns: "messages", turn: "message", requiredMaxTokens: DefaultMaxTokens,
+		chat: pivotConv{toPivot: anthropicToPivot, fromPivot: anthropicFromPivot},
 	},
 	FormatGemini: {
 		turns: "contents", turn: "turn", checkEmbeddings: CheckGeminiEmbeddings,
+		chat:       pivotConv{toPivot: geminiToPivot, fromPivot: geminiFromPivot},
+		embeddings: pivotConv{toPivot: geminiEmbeddingsToPivot, fromPivot: geminiEmbeddingsFromPivot},
 	},
 }
 
