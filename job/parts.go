@@ -99,7 +99,7 @@ func (b *batch) routeAt(name string, shape providers.Format, at registry.Endpoin
 func inputShape(src *source.Source) providers.Format {
 	line, err := src.FirstLine()
 	if err != nil {
-		return providers.FormatOpenAI
+		line = nil // a line no format claims: the shape every provider takes
 	}
 	return registry.ShapeOf(line)
 }

@@ -24,16 +24,21 @@ const MaxGeminiEmbedInputs = 100
 // inputs (a batchEmbedContents request), not one.
 func GeminiEmbedMany(body []byte) bool { return gjson.GetBytes(body, "requests").Exists() }
 
+// geminiEmbeddingsFromPivot is the fromPivot of Gemini's embeddings.
+func geminiEmbeddingsFromPivot(pivot []byte, _ int) ([]byte, error) {
+	return convert(FormatOpenAI, FormatGemini, pivot, (*translator).embeddingsToGemini)
+}
+
+// geminiEmbeddingsToPivot is the toPivot of Gemini's embeddings.
+func geminiEmbeddingsToPivot(body []byte) ([]byte, error) {
+	return convert(FormatGemini, FormatOpenAI, body, (*translator).embeddingsFromGemini)
+}
+
 // embeddingsToGemini turns an OpenAI embeddings request into Gemini's:
 // a string input one content, an array of strings requests of one content
 // each; dimensions outputDimensionality. Token-id inputs and base64
 // vectors have no Gemini equivalent.
-func embeddingsToGemini(body []byte) ([]byte, error) {
-	t := translator{from: FormatOpenAI, to: FormatGemini, out: []byte(`{}`)}
-	root, ok := t.object(body)
-	if !ok {
-		return nil, t.err
-	}
+func (t *translator) embeddingsToGemini(root gjson.Result) {
 	var keys []string
 	root.ForEach(func(k, _ gjson.Result) bool {
 		switch k.Str {
@@ -79,10 +84,6 @@ func embeddingsToGemini(body []byte) ([]byte, error) {
 			t.copyField(r, "outputDimensionality", "outputDimensionality")
 		}
 	}
-	if t.err != nil {
-		return nil, t.err
-	}
-	return t.out, nil
 }
 
 // embeddingsFromGemini turns a Gemini embeddings request into OpenAI's:
@@ -91,12 +92,7 @@ func embeddingsToGemini(body []byte) ([]byte, error) {
 // taskType is dropped: it tunes Gemini's vector for a use, and OpenAI's
 // models embed every text one way. A title is text Gemini embeds with the
 // document, with no place in OpenAI's request.
-func embeddingsFromGemini(body []byte) ([]byte, error) {
-	t := translator{from: FormatGemini, to: FormatOpenAI, out: []byte(`{}`)}
-	root, ok := t.object(body)
-	if !ok {
-		return nil, t.err
-	}
+func (t *translator) embeddingsFromGemini(root gjson.Result) {
 	t.copyField(root, "model", "model")
 	dims := ""
 	one := func(r gjson.Result, where string) string {
@@ -136,10 +132,6 @@ func embeddingsFromGemini(body []byte) ([]byte, error) {
 	if dims != "" {
 		t.setRaw("dimensions", dims)
 	}
-	if t.err != nil {
-		return nil, t.err
-	}
-	return t.out, nil
 }
 
 // CheckGeminiEmbeddings rejects a Gemini embeddings body the API would

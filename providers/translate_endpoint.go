@@ -20,16 +20,7 @@ func TranslateEndpoint(body []byte, from Format, ep Endpoint, to Format) ([]byte
 	}
 	switch ep {
 	case EndpointEmbeddings:
-		var out []byte
-		var err error
-		switch {
-		case from == FormatOpenAI && to == FormatGemini:
-			out, err = embeddingsToGemini(body)
-		case from == FormatGemini && to == FormatOpenAI:
-			out, err = embeddingsFromGemini(body)
-		default:
-			err = &TranslateError{From: from, To: to, Reason: "an embeddings request cannot fall back to a chat API (the " + to.String() + " format has no embeddings)"}
-		}
+		out, err := viaPivot(body, from, to, ep, 0)
 		return out, ep, err
 	case EndpointResponses:
 		chat, err := ResponsesToChat(body)

@@ -8,7 +8,7 @@ import (
 )
 
 // A translation never drops what the request means silently: every field
-// of the source body is either translated (by the code of its pair), left
+// of the source body is either translated (by its toPivot or fromPivot), left
 // out because it does not change what is asked (stream flags, storage and
 // billing options, how hard a model thinks), or refused with the reason
 // when set to anything but its neutral value. A field of none of these
@@ -31,12 +31,14 @@ func refused(why string, neutral ...string) fieldRule {
 	return fieldRule{refuse: why, neutral: neutral}
 }
 
-// openAIChatFields are the Chat Completions fields, for a translation from
-// OpenAI to Anthropic (toGemini false) or to Gemini.
-func openAIChatFields(toGemini bool) map[string]fieldRule {
+// pivotFields are the Chat Completions fields a pivot may hold (pivot.go;
+// OpenAI's own bodies are pivots as they are), for a format's fromPivot;
+// refuse overrides the rules of the fields that format has no place for.
+func pivotFields(refuse map[string]fieldRule) map[string]fieldRule {
 	m := map[string]fieldRule{
 		"model": kept, "messages": kept, "max_tokens": kept, "max_completion_tokens": kept,
 		"temperature": kept, "top_p": kept, "stop": kept, "user": kept,
+		"n": kept, "seed": kept, "presence_penalty": kept, "frequency_penalty": kept, "response_format": kept,
 		// Transport, storage and billing: not what is asked.
 		"stream": kept, "stream_options": kept, "store": kept, "metadata": kept, "service_tier": kept,
 		// How hard a reasoning model thinks, not what it is asked.
@@ -54,18 +56,20 @@ func openAIChatFields(toGemini bool) map[string]fieldRule {
 		"web_search_options":  refused("web_search_options has no equivalent"),
 		"verbosity":           refused("verbosity has no equivalent", `"medium"`),
 	}
-	if toGemini {
-		for _, k := range []string{"n", "seed", "presence_penalty", "frequency_penalty", "response_format"} {
-			m[k] = kept
-		}
-		return m
+	for k, r := range refuse {
+		m[k] = r
 	}
-	m["n"] = refused("n > 1 (several choices) has no Anthropic equivalent: send n copies of the line", "1")
-	m["seed"] = refused("seed has no Anthropic equivalent (Anthropic's sampling cannot be seeded)")
-	m["presence_penalty"] = refused("presence_penalty has no Anthropic equivalent", "0", "0.0")
-	m["frequency_penalty"] = refused("frequency_penalty has no Anthropic equivalent", "0", "0.0")
-	m["response_format"] = refused("response_format (JSON output) has no Anthropic equivalent here: ask for JSON in the prompt, or send the line to an OpenAI or Gemini model", `{"type":"text"}`)
 	return m
+}
+
+// anthropicRefuses are the pivot's fields Anthropic's Messages has no
+// place for.
+var anthropicRefuses = map[string]fieldRule{
+	"n":                 refused("n > 1 (several choices) has no Anthropic equivalent: send n copies of the line", "1"),
+	"seed":              refused("seed has no Anthropic equivalent (Anthropic's sampling cannot be seeded)"),
+	"presence_penalty":  refused("presence_penalty has no Anthropic equivalent", "0", "0.0"),
+	"frequency_penalty": refused("frequency_penalty has no Anthropic equivalent", "0", "0.0"),
+	"response_format":   refused("response_format (JSON output) has no Anthropic equivalent here: ask for JSON in the prompt, or send the line to an OpenAI or Gemini model", `{"type":"text"}`),
 }
 
 // anthropicFields are the Messages fields, for a translation to OpenAI.

@@ -1,59 +1,38 @@
 package providers
 
 import (
-	"errors"
 	"strings"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
 
-// Translation to and from Gemini's generateContent body (wire-formats
-// §5.2). OpenAI's Chat Completions is the hub: an Anthropic body goes
-// through it both ways, so each field's mapping is written once.
+// Gemini's generateContent body to and from the pivot (pivot.go;
+// wire-formats §5.2): geminiToOpenAI is its toPivot, openAIToGemini its
+// fromPivot.
 
 // maxGeminiStops is the most stop sequences Gemini accepts.
 const maxGeminiStops = 5
 
-// translateGemini converts between Gemini and the other formats (one of
-// from, to is FormatGemini and they differ).
-func translateGemini(body []byte, from, to Format, defaultMaxTokens int) ([]byte, error) {
-	var err error
-	switch {
-	case from == FormatAnthropic:
-		if body, err = TranslateMax(body, FormatAnthropic, FormatOpenAI, defaultMaxTokens); err == nil {
-			body, err = openAIToGemini(body)
-		}
-	case to == FormatAnthropic:
-		if body, err = geminiToOpenAI(body); err == nil {
-			body, err = TranslateMax(body, FormatOpenAI, FormatAnthropic, defaultMaxTokens)
-		}
-	case from == FormatOpenAI:
-		body, err = openAIToGemini(body)
-	default:
-		body, err = geminiToOpenAI(body)
-	}
-	// A failure half-way names the pair the caller asked for.
-	if te := (*TranslateError)(nil); errors.As(err, &te) {
-		return nil, &TranslateError{From: from, To: to, Reason: te.Reason}
-	}
-	return body, err
+// geminiFromPivot is Gemini's fromPivot (Gemini requires no cap).
+func geminiFromPivot(pivot []byte, _ int) ([]byte, error) {
+	return convert(FormatOpenAI, FormatGemini, pivot, (*translator).openAIToGemini)
+}
+
+// geminiToPivot is Gemini's toPivot.
+func geminiToPivot(body []byte) ([]byte, error) {
+	return convert(FormatGemini, FormatOpenAI, body, (*translator).geminiToOpenAI)
 }
 
 // openAIToGemini translates a Chat Completions body; what Gemini cannot
 // be told (tools, images by URL, too many stops) fails the translation.
-func openAIToGemini(body []byte) ([]byte, error) {
-	t := translator{from: FormatOpenAI, to: FormatGemini, out: []byte(`{}`)}
-	root, ok := t.object(body)
-	if !ok {
-		return nil, t.err
-	}
+func (t *translator) openAIToGemini(root gjson.Result) {
 	if !root.Get("messages").Exists() && root.Get("input").Exists() {
 		t.fail("an embeddings or Responses body, not a chat one (llmrun sends Gemini chat requests only)")
-		return nil, t.err
+		return
 	}
-	if t.checkFields(root, openAIChatFields(true), ""); t.err != nil {
-		return nil, t.err
+	if t.checkFields(root, pivotFields(nil), ""); t.err != nil {
+		return
 	}
 	t.copyField(root, "model", "model")
 	t.geminiContents(root.Get("messages"))
@@ -63,7 +42,6 @@ func openAIToGemini(body []byte) ([]byte, error) {
 			t.fail("%s has no Gemini translation here", k)
 		}
 	}
-	return t.out, t.err
 }
 
 // geminiContents sets systemInstruction (system and developer messages)
@@ -201,16 +179,11 @@ func (t *translator) geminiParts(c gjson.Result, i int64, system bool) []string 
 // which OpenAI accepts only with the word "json" in the messages: when
 // none says it, a system message asking for JSON goes first (Gemini's
 // JSON mode asks the same without being told).
-func geminiToOpenAI(body []byte) ([]byte, error) {
-	t := translator{from: FormatGemini, to: FormatOpenAI, out: []byte(`{}`)}
-	root, ok := t.object(body)
-	if !ok {
-		return nil, t.err
-	}
+func (t *translator) geminiToOpenAI(root gjson.Result) {
 	for _, k := range []string{"tools", "toolConfig", "tool_config", "cachedContent", "cached_content"} {
 		if v := root.Get(k); v.Exists() && v.Type != gjson.Null {
 			t.fail("%s has no OpenAI translation", k)
-			return nil, t.err
+			return
 		}
 	}
 	t.checkFields(root, geminiFields, "")
@@ -220,13 +193,12 @@ func geminiToOpenAI(body []byte) ([]byte, error) {
 	}
 	t.checkFields(gc, geminiConfigFields, "generationConfig.")
 	if t.err != nil {
-		return nil, t.err
+		return
 	}
 	t.copyField(root, "model", "model")
 	t.openAIMessages(root)
 	t.openAIGenerationConfig(gc)
 	t.mentionJSON()
-	return t.out, t.err
 }
 
 // openAIMessages sets messages: the system instruction first, then the

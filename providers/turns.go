@@ -22,20 +22,11 @@ func MaxTokensOf(body []byte) int {
 	return 0
 }
 
-// turnsField is where a body of format f holds its conversation, and
-// what one entry of it is called.
-func turnsField(f Format) (field, entry string) {
-	if f == FormatGemini {
-		return "contents", "turn"
-	}
-	return "messages", "message"
-}
-
 // CheckTurns rejects a body of format f that the provider would answer
 // with a 400: no conversation (messages, or Gemini's contents), or an
 // empty one.
 func CheckTurns(body []byte, f Format) error {
-	name, entry := turnsField(f)
+	name, entry := f.rules().turns, f.rules().turn
 	m := gjson.GetBytes(body, name)
 	if !m.IsArray() {
 		return errors.New("request has no " + name + " array")

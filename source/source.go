@@ -22,6 +22,7 @@ import (
 	"github.com/llmrun/llmrun/internal/jsonvalid"
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/providers"
+	"github.com/llmrun/llmrun/providers/registry"
 )
 
 // InputError is a problem with the input file, found before anything is
@@ -114,11 +115,16 @@ func invalidUTF8At(b []byte) int {
 // lacks would read the whole line again. The first of repeated keys counts,
 // as with gjson's Get.
 type lineFields struct {
-	id, key, body, method, url, params, request, prompt, system, model, maxTokens, priority, tags gjson.Result
+	id, key, method, url, prompt, system, model, maxTokens, priority, tags gjson.Result
+	// shapes are the line shapes the formats claim (registry.Lines), and
+	// shaped the member each names as its request.
+	shapes registry.LineShapes
+	shaped [len(registry.LineShapes{})]gjson.Result
 }
 
 // read fills f from root's members.
 func (f *lineFields) read(root gjson.Result) {
+	f.shapes = registry.Lines()
 	root.ForEach(func(k, v gjson.Result) bool {
 		var dst *gjson.Result
 		switch k.Str {
@@ -126,16 +132,10 @@ func (f *lineFields) read(root gjson.Result) {
 			dst = &f.id
 		case "key":
 			dst = &f.key
-		case "body":
-			dst = &f.body
 		case "method":
 			dst = &f.method
 		case "url":
 			dst = &f.url
-		case "params":
-			dst = &f.params
-		case "request":
-			dst = &f.request
 		case "prompt":
 			dst = &f.prompt
 		case "system":
@@ -149,7 +149,9 @@ func (f *lineFields) read(root gjson.Result) {
 		case "tags":
 			dst = &f.tags
 		default:
-			return true
+			if dst = f.shapeMember(k.Str); dst == nil {
+				return true
+			}
 		}
 		if !dst.Exists() {
 			*dst = v
@@ -199,6 +201,17 @@ func (p *Parser) parseValid(line []byte, lineNo int) (*providers.Request, error)
 	return p.finish(req, body, from)
 }
 
+// shapeMember is where f keeps the member called key if a line shape
+// names it as its request, else nil.
+func (f *lineFields) shapeMember(key string) *gjson.Result {
+	for i := range f.shapes {
+		if f.shapes[i].Key == key {
+			return &f.shaped[i]
+		}
+	}
+	return nil
+}
+
 // customID is a line's custom_id (Gemini's batch lines: key), or line-N
 // when it names none.
 func (f *lineFields) customID(lineNo int) (string, error) {
@@ -220,8 +233,7 @@ func (f *lineFields) customID(lineNo int) (string, error) {
 // and the format it is written in; a nil body with no error means a
 // simple line, whose prompt field p.simple reads.
 func (p *Parser) wireBody(line []byte, f *lineFields, req *providers.Request) ([]byte, providers.Format, error) {
-	switch {
-	case p.Template != nil:
+	if p.Template != nil {
 		// The line is a record whose fields fill the template; the result
 		// is the prompt of a simple line with the flags' defaults.
 		text, err := p.Template.render(line)
@@ -235,56 +247,47 @@ func (p *Parser) wireBody(line []byte, f *lineFields, req *providers.Request) ([
 		}
 		req.Vars = bytes.Clone(line)
 		return body, p.Format, nil
-	case f.body.Exists():
-		if !f.body.IsObject() {
-			return nil, 0, errors.New("body must be a JSON object")
-		}
-		if m := f.method; m.Exists() && m.Str != "POST" {
-			return nil, 0, fmt.Errorf("method %q is not supported (only POST)", m.Str)
-		}
-		if u := f.url; u.Exists() {
-			ep, ok := providers.EndpointOf(u.Str)
-			if !ok {
-				return nil, 0, fmt.Errorf("url %q is not supported (want /v1/chat/completions, /v1/responses or /v1/embeddings)", u.Str)
-			}
-			req.Endpoint = ep
-		}
-		return []byte(f.body.Raw), providers.FormatOpenAI, nil
-	case f.params.Exists():
-		if !f.params.IsObject() {
-			return nil, 0, errors.New("params must be a JSON object")
-		}
-		return []byte(f.params.Raw), providers.FormatAnthropic, nil
-	case f.request.Exists():
-		if !f.request.IsObject() {
-			return nil, 0, errors.New("request must be a JSON object")
-		}
-		ep, err := geminiEndpoint(f)
-		req.Endpoint = ep
-		return []byte(f.request.Raw), providers.FormatGemini, err
-	case f.prompt.Exists():
-		return nil, 0, nil
-	default:
-		return nil, 0, errors.New("line has no prompt, body, params or request")
 	}
+	for i, sh := range f.shapes {
+		if v := f.shaped[i]; v.Exists() {
+			return shapeBody(sh, v, f, req)
+		}
+	}
+	if f.prompt.Exists() {
+		return nil, 0, nil
+	}
+	return nil, 0, errors.New(f.noBody())
 }
 
-// geminiEndpoint is the endpoint of a line in Gemini's shape: its url if
-// it names one, else what its request is: an embedContent request (a
-// content) or a batchEmbedContents one (requests) is embeddings, as
-// Gemini's own embeddings batch files write them; contents is chat.
-func geminiEndpoint(f *lineFields) (providers.Endpoint, error) {
-	if u := f.url; u.Exists() {
-		ep, ok := providers.EndpointOf(u.Str)
-		if !ok || ep == providers.EndpointResponses {
-			return 0, fmt.Errorf("url %q does not fit a request in Gemini's shape (want /v1/chat/completions or /v1/embeddings)", u.Str)
+// shapeBody is the request of a line in shape sh, v the member holding
+// it, and the endpoint the line's other members say it is for.
+func shapeBody(sh providers.LineShape, v gjson.Result, f *lineFields, req *providers.Request) ([]byte, providers.Format, error) {
+	if !v.IsObject() {
+		return nil, 0, errors.New(sh.Key + " must be a JSON object")
+	}
+	if sh.Endpoint != nil {
+		ep, err := sh.Endpoint(providers.LineMembers{Method: f.method, URL: f.url, Request: v})
+		if err != nil {
+			return nil, 0, err
 		}
-		return ep, nil
+		req.Endpoint = ep
 	}
-	if !f.request.Get("contents").Exists() && (f.request.Get("content").Exists() || f.request.Get("requests").Exists()) {
-		return providers.EndpointEmbeddings, nil
+	return []byte(v.Raw), sh.Format, nil
+}
+
+// noBody is the message of a line with neither a prompt nor a request in
+// any shape: "line has no prompt, body, params or request".
+func (f *lineFields) noBody() string {
+	msg := "line has no prompt"
+	for i, sh := range f.shapes {
+		if i == len(f.shapes)-1 {
+			msg += " or "
+		} else {
+			msg += ", "
+		}
+		msg += sh.Key
 	}
-	return providers.EndpointChat, nil
+	return msg
 }
 
 // finish checks body in the line's own format, translates it to the
@@ -378,39 +381,13 @@ func (p *Parser) simple(req *providers.Request, f *lineFields) (*providers.Reque
 }
 
 // checkBody rejects a body its endpoint would answer with a 400 for want
-// of what it is about: messages (Gemini's contents, for a body of format
-// f), an input, inputs to embed.
+// of what it is about (see providers.CheckBody).
 func checkBody(body []byte, ep providers.Endpoint, f providers.Format) error {
-	switch ep {
-	case providers.EndpointResponses:
-		in := gjson.GetBytes(body, "input")
-		if (in.Type != gjson.String || in.Str == "") && !(in.IsArray() && len(in.Array()) > 0) {
-			return errors.New("a /v1/responses request needs an input: a non-empty string or array")
-		}
-		return nil
-	case providers.EndpointEmbeddings:
-		if f == providers.FormatGemini {
-			return providers.CheckGeminiEmbeddings(body)
-		}
-		in := gjson.GetBytes(body, "input")
-		switch {
-		case in.Type == gjson.String && in.Str != "":
-			return nil
-		case !in.IsArray() || len(in.Array()) == 0:
-			return errors.New("a /v1/embeddings request needs an input: a non-empty string or array")
-		}
-		for i, x := range in.Array() {
-			if x.Type == gjson.String && x.Str == "" || x.IsArray() && len(x.Array()) == 0 {
-				return fmt.Errorf("input[%d] of an embeddings request is empty", i)
-			}
-		}
-		return nil
-	}
-	return providers.CheckTurns(body, f)
+	return providers.CheckBody(body, ep, f)
 }
 
-// buildSimple builds the body of a simple line's prompt, setting the
-// max tokens Anthropic requires in sp.
+// buildSimple builds the body of a simple line's prompt, setting in sp
+// the max tokens a format may require (Anthropic's).
 func (p *Parser) buildSimple(sp *providers.Prompt) ([]byte, error) {
 	if sp.Model == "" {
 		return nil, errors.New("no model: give the line a model or pass --model")
@@ -418,15 +395,15 @@ func (p *Parser) buildSimple(sp *providers.Prompt) ([]byte, error) {
 	if err := p.shapeSimple(sp); err != nil {
 		return nil, err
 	}
-	if p.Format == providers.FormatAnthropic && sp.MaxTokens == 0 {
-		sp.MaxTokens = defaultAnthropicMaxTokens
+	if sp.MaxTokens == 0 {
+		sp.MaxTokens = p.Format.RequiredMaxTokens()
 	}
 	return sp.Build(p.Format)
 }
 
-// defaultAnthropicMaxTokens is used when an Anthropic request has no
-// max_tokens, which that API requires.
-const defaultAnthropicMaxTokens = 1024
+// defaultAnthropicMaxTokens is the cap Anthropic's Messages API, which
+// requires one, gets when nothing sets it (providers.Format.RequiredMaxTokens).
+const defaultAnthropicMaxTokens = providers.DefaultMaxTokens
 
 func (p *Parser) fillDefaults(body []byte) ([]byte, error) {
 	var err error
@@ -438,10 +415,10 @@ func (p *Parser) fillDefaults(body []byte) ([]byte, error) {
 			return nil, err
 		}
 	}
-	if p.Format == providers.FormatAnthropic && !gjson.GetBytes(body, "max_tokens").Exists() { // Messages requires it
+	if req := p.Format.RequiredMaxTokens(); req > 0 && !gjson.GetBytes(body, "max_tokens").Exists() { // Messages requires it
 		mt := p.Defaults.MaxTokens
 		if mt == 0 {
-			mt = defaultAnthropicMaxTokens
+			mt = req
 		}
 		if body, err = sjson.SetBytes(body, "max_tokens", mt); err != nil {
 			return nil, err

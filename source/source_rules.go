@@ -74,7 +74,7 @@ func (p *Parser) shapeSimple(sp *providers.Prompt) error {
 	if err := p.checkFamily(sp.Model, f); err != nil {
 		return err
 	}
-	if p.Format != providers.FormatOpenAI || sp.MaxTokens <= 0 {
+	if !p.Format.TakesCompletionTokens() || sp.MaxTokens <= 0 {
 		return nil
 	}
 	if f != nil && f.TokenField == "max_completion_tokens" {

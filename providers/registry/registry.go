@@ -104,7 +104,7 @@ func newAnthropicBatch(cfg providers.Config) providers.BatchClient {
 }
 
 // anthropicLine reports a line in Anthropic's Message Batches shape.
-func anthropicLine(line []byte) bool { return gjson.GetBytes(line, "params").Exists() }
+func anthropicLine(line []byte) bool { return gjson.GetBytes(line, anthropic.Line.Key).Exists() }
 
 // anthropicAdmission: Anthropic counts generated tokens against OTPM (so
 // reserve the expected output, not max_tokens) and does not count cache
@@ -122,7 +122,7 @@ func newGemini(cfg providers.Config) providers.Provider         { return gemini.
 func newGeminiBatch(cfg providers.Config) providers.BatchClient { return gemini.NewBatch(cfg) }
 
 // geminiLine reports a line in Gemini's batch shape ({"key", "request"}).
-func geminiLine(line []byte) bool { return gjson.GetBytes(line, "request").IsObject() }
+func geminiLine(line []byte) bool { return gjson.GetBytes(line, gemini.Line.Key).IsObject() }
 
 // geminiAdmission: Gemini meters input tokens (its TPM) and requests, not
 // max output, so a request reserves the output it is expected to produce;
@@ -253,6 +253,19 @@ func Resolve(name string, shape providers.Format, getenv func(string) string) (E
 	}
 	return Lookup(name)
 }
+
+// lineShapes are the input-line shapes the wire formats claim, in the
+// order a line is tried: a line with a body is OpenAI's, whatever else it
+// holds. A new format with its own batch file adds its package's Line.
+var lineShapes = [...]providers.LineShape{openai.Line, anthropic.Line, gemini.Line}
+
+// LineShapes is the list Lines returns: an array, so reading it for every
+// input line allocates nothing.
+type LineShapes = [len(lineShapes)]providers.LineShape
+
+// Lines is the input-line shapes the formats claim, in the order a line
+// is tried (see providers.LineShape).
+func Lines() LineShapes { return lineShapes }
 
 // ShapeOf is the wire format of an input line: that of the provider
 // whose own batch shape it is in, else OpenAI's, which every provider
