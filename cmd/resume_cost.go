@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/llmrun/llmrun/pricing"
+	"github.com/llmrun/llmrun/report"
 	"github.com/llmrun/llmrun/runner"
 )
 
@@ -17,7 +18,7 @@ import (
 // would cost at this run's mean cost per answer (plus 10%), or, with no
 // answer to take a rate from, a plain statement that the cap must be
 // raised.
-func resumeHint(sum *runner.Summary, runErr error, args []string) string {
+func resumeHint(sum *report.Summary, runErr error, args []string) string {
 	var ce *runner.CostCapError
 	if !errors.As(runErr, &ce) {
 		return "resume with: " + maskArgs(args)

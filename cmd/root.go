@@ -19,6 +19,7 @@ import (
 	"github.com/llmrun/llmrun/job"
 	"github.com/llmrun/llmrun/logging"
 	"github.com/llmrun/llmrun/providers"
+	"github.com/llmrun/llmrun/report"
 	"github.com/llmrun/llmrun/runner"
 	"github.com/llmrun/llmrun/source"
 )
@@ -141,7 +142,7 @@ func ExitCode(err error) int {
 // finish stamps a run's exit code on its summary, prints the summary line
 // (and how to resume a stopped run), writes the --summary file, and
 // returns the run's error.
-func finish(io *IO, summaryFile string, sum *runner.Summary, runErr error) error {
+func finish(io *IO, summaryFile string, sum *report.Summary, runErr error) error {
 	if sum == nil {
 		return runErr
 	}

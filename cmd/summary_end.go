@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/llmrun/llmrun/report"
 	"github.com/llmrun/llmrun/runner"
 )
 
@@ -21,7 +22,7 @@ func termWidthOf(io *IO) int {
 }
 
 // outcome is the block's heading: how the run ended, in a few words.
-func outcome(sum *runner.Summary, err error) string {
+func outcome(sum *report.Summary, err error) string {
 	var (
 		sig *runner.InterruptedError
 		ae  *runner.AbortError

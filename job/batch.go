@@ -20,6 +20,7 @@ import (
 	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/providers"
 	"github.com/llmrun/llmrun/providers/registry"
+	"github.com/llmrun/llmrun/report"
 	"github.com/llmrun/llmrun/runner"
 	"github.com/llmrun/llmrun/runner/retry"
 	"github.com/llmrun/llmrun/source"
@@ -170,7 +171,7 @@ type batch struct {
 // and how the run ended: nil (every request succeeded), runner.ErrFailures,
 // *runner.AbortError, *runner.InterruptedError, *runner.PendingError,
 // *UsageError, an input or checkpoint error, or an I/O error.
-func Batch(ctx context.Context, io *IO, o BatchOptions) (*runner.Summary, error) {
+func Batch(ctx context.Context, io *IO, o BatchOptions) (*report.Summary, error) {
 	if o.Cost.DryRun {
 		return nil, Estimate(io, o)
 	}
@@ -209,7 +210,7 @@ func Batch(ctx context.Context, io *IO, o BatchOptions) (*runner.Summary, error)
 // pendingIsAnError keeps exit 0 meaning every request succeeded: a run of
 // either route that ends with nothing else wrong but requests neither
 // answered nor failed reports them as a *runner.PendingError.
-func pendingIsAnError(sum *runner.Summary, err error) error {
+func pendingIsAnError(sum *report.Summary, err error) error {
 	if sum == nil || sum.Pending == 0 || (err != nil && !errors.Is(err, runner.ErrFailures)) {
 		return err
 	}
@@ -502,7 +503,7 @@ func (b *batch) runConfig() runner.Config {
 		Concurrency: o.Concurrency,
 		Grace:       o.Grace,
 		Interrupts:  b.interrupts,
-		Progress:    &runner.Progress{Mode: progressMode(b.io, o), Out: b.io.Err, Log: b.io.logger(), Width: b.io.Width, Interval: o.ProgressInterval},
+		Progress:    &report.Progress{Mode: progressMode(b.io, o), Out: b.io.Err, Log: b.io.logger(), Width: b.io.Width, Interval: o.ProgressInterval},
 		Log:         b.io.logger(),
 		Rand:        rand.New(rand.NewPCG(b.seed, b.seed^0x9e3779b97f4a7c15)),
 		Prices:      b.prices,
@@ -544,12 +545,12 @@ func (b *batch) close() {
 }
 
 // progressMode: nothing with --quiet, a bar on a terminal, log lines otherwise.
-func progressMode(io *IO, o *BatchOptions) runner.ProgressMode {
+func progressMode(io *IO, o *BatchOptions) report.ProgressMode {
 	switch {
 	case o.Quiet:
-		return runner.ProgressOff
+		return report.ProgressOff
 	case io.ErrIsTerminal && !io.JSONLogs:
-		return runner.ProgressBar
+		return report.ProgressBar
 	}
-	return runner.ProgressLog
+	return report.ProgressLog
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/llmrun/llmrun/offline"
 	"github.com/llmrun/llmrun/providers"
+	"github.com/llmrun/llmrun/report"
 	"github.com/llmrun/llmrun/runner"
 )
 
@@ -106,7 +107,7 @@ func chooseMode(o *OfflineOptions, pending, openBatches int, now time.Time) (str
 // says so, and reports handled=false when the live run should go ahead.
 // Before a live run it collects batches left open by an earlier batch-mode
 // run, and refuses to run live requests that still sit in open batches.
-func (b *batch) runOffline(ctx context.Context) (sum *runner.Summary, handled bool, err error) {
+func (b *batch) runOffline(ctx context.Context) (sum *report.Summary, handled bool, err error) {
 	o, store := b.o, b.store
 	open, err := offline.OpenBatches(offline.StoreState(store))
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/llmrun/llmrun/checkpoint"
 	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/providers"
+	"github.com/llmrun/llmrun/report"
 	"github.com/llmrun/llmrun/runner"
 	"github.com/llmrun/llmrun/source"
 )
@@ -157,7 +158,7 @@ const submitTimeout = 30 * time.Minute
 
 type offline struct {
 	cfg     OfflineConfig
-	c       *runner.Counters
+	c       *report.Counters
 	open    []*BatchRecord
 	intents []*BatchRecord
 	inBat   map[string]int  // input ids in open batches and intents, by how many hold them
@@ -190,7 +191,7 @@ type offline struct {
 // the errors file), *runner.AbortError (auth, quota), *runner.InterruptedError or
 // ctx.Err() (the open batches stay recorded; rerun to collect them), or an
 // I/O error.
-func RunOffline(ctx context.Context, cfg OfflineConfig) (*runner.Summary, error) {
+func RunOffline(ctx context.Context, cfg OfflineConfig) (*report.Summary, error) {
 	started := time.Now()
 	o := newOffline(cfg)
 	cfg = o.cfg // with its defaults
@@ -258,7 +259,7 @@ func newOffline(cfg OfflineConfig) *offline {
 	if cfg.CreateGrace <= 0 {
 		cfg.CreateGrace = DefaultCreateGrace
 	}
-	o := &offline{cfg: cfg, c: new(runner.Counters), inBat: map[string]int{}, wrote: map[string]bool{}, last: map[string]string{},
+	o := &offline{cfg: cfg, c: new(report.Counters), inBat: map[string]int{}, wrote: map[string]bool{}, last: map[string]string{},
 		job: jobOf(cfg.Store.Output())}
 	if cfg.Source != nil {
 		o.input = filepath.Base(cfg.Source.Path)

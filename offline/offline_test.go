@@ -18,6 +18,7 @@ import (
 
 	"github.com/llmrun/llmrun/checkpoint"
 	"github.com/llmrun/llmrun/providers"
+	"github.com/llmrun/llmrun/report"
 	"github.com/llmrun/llmrun/runner"
 	"github.com/llmrun/llmrun/source"
 )
@@ -317,7 +318,7 @@ func (s *sleeps) sleep(ctx context.Context, d time.Duration) bool {
 // runOffline opens the checkpoint, runs RunOffline and closes it.
 //
 //lint:ignore ST1008 the tests take summary, error and log in the order they check them
-func (fx *offlineFixture) run(t *testing.T, ctx context.Context, fc *fakeBatches, mod func(*OfflineConfig)) (*runner.Summary, error, *bytes.Buffer) {
+func (fx *offlineFixture) run(t *testing.T, ctx context.Context, fc *fakeBatches, mod func(*OfflineConfig)) (*report.Summary, error, *bytes.Buffer) {
 	t.Helper()
 	src := &source.Source{Path: fx.in, Parser: source.Parser{Format: providers.FormatOpenAI}}
 	chk, err := src.Check()
@@ -858,7 +859,7 @@ func TestOfflineCreateWithoutLabelsIsVerifiedByResults(t *testing.T) {
 		}
 		fc.Submit(context.Background(), other, providers.BatchLabel{})
 	}
-	check := func(t *testing.T, fx *offlineFixture, sum *runner.Summary, err error, log *bytes.Buffer) {
+	check := func(t *testing.T, fx *offlineFixture, sum *report.Summary, err error, log *bytes.Buffer) {
 		t.Helper()
 		lines := readJSONL(t, fx.out)
 		if err != nil || sum.Succeeded != 4 || len(lines) != 4 || !strings.Contains(log.String(), "is not this run's") {

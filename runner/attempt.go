@@ -13,6 +13,7 @@ import (
 	"github.com/llmrun/llmrun/checkpoint"
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/providers"
+	"github.com/llmrun/llmrun/report"
 	"github.com/llmrun/llmrun/runner/retry"
 )
 
@@ -423,7 +424,7 @@ func (r *run) statusWord() string {
 		}
 	}
 	if bound != limiter.DimNone {
-		parts = append(parts, "waiting for "+words(bound.String()))
+		parts = append(parts, "waiting for "+report.Words(bound.String()))
 	}
 	return strings.Join(parts, ", ")
 }

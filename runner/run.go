@@ -3,7 +3,8 @@
 // request through admission (the limiter and the run's other holds), the
 // provider and the retry policy, and one sink goroutine that writes every
 // result to the checkpoint as it lands. The batch-API route is package
-// offline, which builds on this one's output lines and counters.
+// offline, which builds on this one's output lines; both count into and
+// report through package report.
 package runner
 
 import (
@@ -20,11 +21,13 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/llmrun/llmrun/cache"
 	"github.com/llmrun/llmrun/checkpoint"
 	"github.com/llmrun/llmrun/estimate"
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/providers"
+	"github.com/llmrun/llmrun/report"
 	"github.com/llmrun/llmrun/runner/retry"
 	"github.com/llmrun/llmrun/source"
 )
@@ -51,7 +54,7 @@ type Config struct {
 	Estimator *estimate.Estimator
 	// InputRatios, by model, seed the Estimator's calibration of the
 	// primary route from the provider's own count of a sample (see
-	// Calibrate); nil leaves it to the responses' usage.
+	// forecast.Calibrate); nil leaves it to the responses' usage.
 	InputRatios map[string]float64
 
 	Policy      retry.Policy
@@ -94,7 +97,7 @@ type Config struct {
 	// a ratio (--max-failures); the zero value never does.
 	MaxFailures MaxFailures
 
-	Progress *Progress
+	Progress *report.Progress
 	// Observer, if set, watches the run (metrics).
 	Observer Observer
 	// Log receives a Debug record per attempt (-v; never keys or bodies)
@@ -104,7 +107,7 @@ type Config struct {
 	Rand *rand.Rand
 	// Cache, if set, answers requests from earlier runs' answers and
 	// keeps this run's (cache.go).
-	Cache *CacheUse
+	Cache *cache.Use
 }
 
 // AbortError stops a run on a condition no retry can fix (bad key, spend
@@ -162,7 +165,7 @@ var errStopAdmitting = errors.New("admissions stopped")
 
 type run struct {
 	cfg Config
-	c   *Counters
+	c   counters
 
 	admitCtx  context.Context // cancelled: no new attempts
 	stopAdmit context.CancelCauseFunc
@@ -227,7 +230,7 @@ type result struct {
 // Run runs the batch. It returns the summary and an error that says how the
 // run ended: nil (all succeeded), ErrFailures, *AbortError,
 // *InterruptedError, *PendingError, or a setup/IO error.
-func Run(ctx context.Context, cfg Config) (*Summary, error) {
+func Run(ctx context.Context, cfg Config) (*report.Summary, error) {
 	r := newRun(ctx, cfg)
 	defer r.stopWork(nil)
 	return r.execute(ctx)
@@ -247,7 +250,7 @@ func newRun(ctx context.Context, cfg Config) *run {
 	if cfg.RetryBudget == nil {
 		cfg.RetryBudget = retry.NewBudget(retry.DefaultBudgetRatio, retry.DefaultBudgetWindow, retry.DefaultBudgetAllowance)
 	}
-	r := &run{cfg: cfg, c: new(Counters), breakers: make(map[string]Breaker), gates: make(map[string]*keyGate), conns: make(map[string]*connectWatch),
+	r := &run{cfg: cfg, c: counters{new(report.Counters)}, breakers: make(map[string]Breaker), gates: make(map[string]*keyGate), conns: make(map[string]*connectWatch),
 		ff: newFailFast(cfg.FailFast), produced: make(chan struct{}), slots: make(chan struct{}, cfg.Concurrency), results: make(chan result),
 		ready: make(chan struct{}, cfg.Concurrency+readySpare(cfg.Concurrency))}
 	if cfg.MaxCost > 0 {
@@ -261,7 +264,7 @@ func newRun(ctx context.Context, cfg Config) *run {
 
 // execute runs the pipeline (signals, sink, producer and workers) to its
 // end and says how it ended.
-func (r *run) execute(ctx context.Context) (*Summary, error) {
+func (r *run) execute(ctx context.Context) (*report.Summary, error) {
 	started := time.Now()
 	go r.watchSignals()
 
@@ -273,7 +276,7 @@ func (r *run) execute(ctx context.Context) (*Summary, error) {
 	if r.cfg.Progress != nil && r.cfg.Progress.Status == nil {
 		r.cfg.Progress.Status = r.statusWord
 	}
-	r.cfg.Progress.Start(r.c)
+	r.cfg.Progress.Start(r.c.Counters)
 	if r.cfg.Observer != nil {
 		r.cfg.Observer.Start(&View{r: r})
 	}
@@ -292,14 +295,14 @@ func (r *run) execute(ctx context.Context) (*Summary, error) {
 	}
 	sum := r.summarize(time.Since(started))
 	if r.spend != nil {
-		sum.RecordedCostUSD = usd(r.spend.total(), true)
+		sum.RecordedCostUSD = r.spend.total().USDOrNull(true)
 		sum.MaxCostUSD = r.cfg.MaxCost.USD()
 	}
 	return sum, r.ending(ctx, sum, werr, prodErr)
 }
 
 // ending is the error that says how the run ended (see Run).
-func (r *run) ending(ctx context.Context, sum *Summary, werr, prodErr error) error {
+func (r *run) ending(ctx context.Context, sum *report.Summary, werr, prodErr error) error {
 	r.mu.Lock()
 	abort, sig := r.abort, r.signal
 	r.mu.Unlock()
@@ -469,7 +472,7 @@ func (r *run) sink() error {
 			continue
 		}
 		failed := r.c.Failed.Add(1)
-		r.c.failedBecause(res.cause)
+		r.c.AddFailure(res.cause)
 		if answered := failed + r.c.Succeeded.Load(); r.cfg.MaxFailures.exceeded(failed, answered) {
 			r.abortRun(&MaxFailuresError{Failed: failed, Answered: answered, Limit: r.cfg.MaxFailures, Last: res.cause})
 		}
