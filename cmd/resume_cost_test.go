@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmrun/llmrun/ending"
 	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/providers/mock"
 	"github.com/llmrun/llmrun/report"
@@ -71,7 +72,7 @@ func TestResumeHint(t *testing.T) {
 	if !strings.Contains(got, "raise --max-cost above $0.9") || strings.Contains(got, "llmrun batch") {
 		t.Errorf("without a rate: %q", got)
 	}
-	if got := resumeHint(&report.Summary{}, fmt.Errorf("x: %w", &runner.InterruptedError{}), args); got != "resume with: llmrun "+strings.Join(args, " ") {
+	if got := resumeHint(&report.Summary{}, fmt.Errorf("x: %w", &ending.InterruptedError{}), args); got != "resume with: llmrun "+strings.Join(args, " ") {
 		t.Errorf("interrupted: %q", got)
 	}
 }

@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/llmrun/llmrun/checkpoint"
+	"github.com/llmrun/llmrun/ending"
 	"github.com/llmrun/llmrun/estimate"
+	"github.com/llmrun/llmrun/forecast"
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/metrics"
 	"github.com/llmrun/llmrun/pricing"
@@ -168,8 +170,8 @@ type batch struct {
 // Batch runs every pending request of o.Input: checked in one pass, then
 // through the live API or the provider's batch API, results appended to
 // the checkpoint. It returns the summary (nil when the run never started)
-// and how the run ended: nil (every request succeeded), runner.ErrFailures,
-// *runner.AbortError, *runner.InterruptedError, *runner.PendingError,
+// and how the run ended: nil (every request succeeded), ending.ErrFailures,
+// *ending.AbortError, *ending.InterruptedError, *ending.PendingError,
 // *UsageError, an input or checkpoint error, or an I/O error.
 func Batch(ctx context.Context, io *IO, o BatchOptions) (*report.Summary, error) {
 	if o.Cost.DryRun {
@@ -209,12 +211,12 @@ func Batch(ctx context.Context, io *IO, o BatchOptions) (*report.Summary, error)
 
 // pendingIsAnError keeps exit 0 meaning every request succeeded: a run of
 // either route that ends with nothing else wrong but requests neither
-// answered nor failed reports them as a *runner.PendingError.
+// answered nor failed reports them as a *ending.PendingError.
 func pendingIsAnError(sum *report.Summary, err error) error {
-	if sum == nil || sum.Pending == 0 || (err != nil && !errors.Is(err, runner.ErrFailures)) {
+	if sum == nil || sum.Pending == 0 || (err != nil && !errors.Is(err, ending.ErrFailures)) {
 		return err
 	}
-	return &runner.PendingError{Pending: sum.Pending, Cause: errors.New("the run ended before it reached them")}
+	return &ending.PendingError{Pending: sum.Pending, Cause: errors.New("the run ended before it reached them")}
 }
 
 // prepare checks the options and builds the run's parts, one step after
@@ -323,7 +325,7 @@ func (b *batch) checkInput() error {
 	if err := o.Models.check(b.src.Parser.Defaults.Model); err != nil {
 		return err
 	}
-	fits := runner.FitsLimits(b.limits, b.estimator, b.routes[0].Admission)
+	fits := forecast.FitsLimits(b.limits, b.estimator, b.routes[0].Admission)
 	b.modelCounts = map[string]int64{}
 	models := map[string]bool{} // the input's models, for --max-cost
 	b.src.Validate = func(req *providers.Request) error {

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/llmrun/llmrun/ending"
 	"github.com/llmrun/llmrun/offline"
 	"github.com/llmrun/llmrun/providers"
 	"github.com/llmrun/llmrun/report"
-	"github.com/llmrun/llmrun/runner"
 )
 
 // Modes of the batch command (--mode).
@@ -164,7 +164,7 @@ func (b *batch) runOffline(ctx context.Context) (sum *report.Summary, handled bo
 	// Live run, but batches are open: collect what has ended, once.
 	cfg.CollectOnly, cfg.NoWait, cfg.Log = true, true, b.io.logLines()
 	sum, err = offline.RunOffline(ctx, cfg)
-	if err != nil && !errors.Is(err, runner.ErrFailures) {
+	if err != nil && !errors.Is(err, ending.ErrFailures) {
 		return sum, true, err
 	}
 	if err := b.refuseOpen(); err != nil {

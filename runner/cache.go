@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/llmrun/llmrun/cache"
+	"github.com/llmrun/llmrun/output"
 	"github.com/llmrun/llmrun/providers"
 )
 
@@ -35,10 +36,10 @@ func (r *run) cacheHit(h *hop) bool {
 	if model == "" {
 		model = e.Model
 	}
-	l := Line{
+	l := output.Line{
 		CustomID: h.t.req.ID,
-		Response: &LineResp{StatusCode: e.Status, RequestID: e.RequestID, Body: e.Body},
-		Llmrun: LineDetails{
+		Response: &output.LineResp{StatusCode: e.Status, RequestID: e.RequestID, Body: e.Body},
+		Llmrun: output.LineDetails{
 			Provider: e.Provider, Model: model, LatencyMS: time.Since(h.t.start).Milliseconds(),
 			InputTokens: e.InputTokens, OutputTokens: e.OutputTokens, CacheRead: e.CacheRead, CacheWrite: e.CacheWrite,
 			Estimated: e.Estimated, CostUSD: json.RawMessage("0"), Vars: h.t.req.Vars, Cached: true,

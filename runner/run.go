@@ -16,13 +16,13 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/llmrun/llmrun/cache"
 	"github.com/llmrun/llmrun/checkpoint"
+	"github.com/llmrun/llmrun/ending"
 	"github.com/llmrun/llmrun/estimate"
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/pricing"
@@ -110,55 +110,9 @@ type Config struct {
 	Cache *cache.Use
 }
 
-// AbortError stops a run on a condition no retry can fix (bad key, spend
-// cap, an outage longer than --max-outage). Nothing pending is lost: the
-// run can be resumed.
-type AbortError struct{ Cause error }
-
-func (e *AbortError) Error() string {
-	return fmt.Sprintf("run aborted: %v; everything not done is still pending, fix the cause and rerun the same command to resume", e.Cause)
-}
-func (e *AbortError) Unwrap() error { return e.Cause }
-
-// InterruptedError reports a run stopped by a signal after draining.
-type InterruptedError struct{ Signal os.Signal }
-
-func (e *InterruptedError) Error() string { return "interrupted " + signalWords(e.Signal) }
-
-// signalWords names a stopping signal as the person who sent it knows it:
-// "(Ctrl-C)" for SIGINT, "(SIGTERM)" for SIGTERM ("interrupt" is what
-// Go calls SIGINT, and "interrupted by interrupt" says nothing).
-func signalWords(sig os.Signal) string {
-	switch sig {
-	case os.Interrupt:
-		return "(Ctrl-C)"
-	case syscall.SIGTERM:
-		return "(SIGTERM)"
-	}
-	return fmt.Sprintf("(%v)", sig)
-}
-
-// PendingError says a run ended, with nothing else wrong, while some
-// requests were neither answered nor failed: exit 0 must mean every request
-// succeeded, so this is an error. The rerun does them.
-type PendingError struct {
-	Pending int64
-	// Cause is why they were left, when known.
-	Cause error
-}
-
-func (e *PendingError) Error() string {
-	return fmt.Sprintf("%d requests still pending (neither answered nor failed): %v; rerun the same command to finish them", e.Pending, e.Cause)
-}
-func (e *PendingError) Unwrap() error { return e.Cause }
-
 // errShortInput is why requests are pending when the input yielded fewer
 // requests than its check pass counted.
 var errShortInput = errors.New("the input gave fewer requests than its check counted (did it change during the run?)")
-
-// ErrFailures means the run finished but some requests failed; they are in
-// the errors file.
-var ErrFailures = errors.New("some requests failed")
 
 // errStopAdmitting ends the producer once admissions stop.
 var errStopAdmitting = errors.New("admissions stopped")
@@ -228,7 +182,7 @@ type result struct {
 }
 
 // Run runs the batch. It returns the summary and an error that says how the
-// run ended: nil (all succeeded), ErrFailures, *AbortError,
+// run ended (package ending): nil (all succeeded), ErrFailures, *AbortError,
 // *InterruptedError, *PendingError, or a setup/IO error.
 func Run(ctx context.Context, cfg Config) (*report.Summary, error) {
 	r := newRun(ctx, cfg)
@@ -314,9 +268,9 @@ func (r *run) ending(ctx context.Context, sum *report.Summary, werr, prodErr err
 		return fmt.Errorf("writing results: %w", werr)
 	case abort != nil:
 		sum.Aborted = abort.Error()
-		return &AbortError{Cause: abort}
+		return &ending.AbortError{Cause: abort}
 	case sig != nil:
-		return &InterruptedError{Signal: sig}
+		return &ending.InterruptedError{Signal: sig}
 	case prodErr != nil && !errors.Is(prodErr, errStopAdmitting):
 		return prodErr
 	case ctx.Err() != nil:
@@ -326,9 +280,9 @@ func (r *run) ending(ctx context.Context, sum *report.Summary, werr, prodErr err
 		if cause == nil {
 			cause = errShortInput
 		}
-		return &PendingError{Pending: sum.Pending, Cause: cause}
+		return &ending.PendingError{Pending: sum.Pending, Cause: cause}
 	case r.c.Failed.Load() > 0:
-		return ErrFailures
+		return ending.ErrFailures
 	}
 	return nil
 }
@@ -425,7 +379,7 @@ func (r *run) watchSignals() {
 		r.mu.Lock()
 		r.signal = sig
 		r.mu.Unlock()
-		r.stopAdmitting(fmt.Errorf("interrupted %s", signalWords(sig)))
+		r.stopAdmitting(fmt.Errorf("interrupted %s", ending.SignalWords(sig)))
 	case <-r.workCtx.Done():
 		return
 	}
@@ -438,14 +392,6 @@ func (r *run) watchSignals() {
 		r.stopWork(errors.New("grace period over"))
 	case <-r.workCtx.Done():
 	}
-}
-
-// ExitSignalCode is the conventional exit status for a signal (128+n).
-func ExitSignalCode(sig os.Signal) int {
-	if s, ok := sig.(syscall.Signal); ok {
-		return 128 + int(s)
-	}
-	return 130
 }
 
 // sink is the single writer to the checkpoint. A write error stops
