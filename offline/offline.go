@@ -18,11 +18,11 @@ import (
 
 	"github.com/llmrun/llmrun/checkpoint"
 	"github.com/llmrun/llmrun/ending"
+	"github.com/llmrun/llmrun/internal/pause"
 	"github.com/llmrun/llmrun/output"
 	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/providers"
 	"github.com/llmrun/llmrun/report"
-	"github.com/llmrun/llmrun/runner"
 	"github.com/llmrun/llmrun/source"
 )
 
@@ -247,7 +247,7 @@ func newOffline(cfg OfflineConfig) *offline {
 		cfg.Now = time.Now
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = runner.Sleep
+		cfg.Sleep = pause.Sleep
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = DefaultPollInterval

@@ -24,6 +24,7 @@ import (
 	"github.com/llmrun/llmrun/checkpoint"
 	"github.com/llmrun/llmrun/ending"
 	"github.com/llmrun/llmrun/estimate"
+	"github.com/llmrun/llmrun/internal/pause"
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/providers"
@@ -456,17 +457,6 @@ func (r *run) int64n(n int64) int64 {
 	return r.cfg.Rand.Int64N(n)
 }
 
-// sleep waits d or until ctx ends; it reports whether the full wait elapsed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
+// sleep waits d or until ctx ends; it reports whether the full wait
+// elapsed (see pause.Sleep).
+func sleep(ctx context.Context, d time.Duration) bool { return pause.Sleep(ctx, d) }
