@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/llmrun/llmrun/ending"
 	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/report"
-	"github.com/llmrun/llmrun/runner"
 )
 
 // resumeHint is what to run after a stopped run: the same command, except
@@ -19,7 +19,7 @@ import (
 // answer to take a rate from, a plain statement that the cap must be
 // raised.
 func resumeHint(sum *report.Summary, runErr error, args []string) string {
-	var ce *runner.CostCapError
+	var ce *ending.CostCapError
 	if !errors.As(runErr, &ce) {
 		return "resume with: " + maskArgs(args)
 	}

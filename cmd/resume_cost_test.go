@@ -11,7 +11,6 @@ import (
 	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/providers/mock"
 	"github.com/llmrun/llmrun/report"
-	"github.com/llmrun/llmrun/runner"
 )
 
 // TestMaxCostResumeHintContinues is issue 24 item 4: after a --max-cost
@@ -60,7 +59,7 @@ func resumeHintFromStderr(t *testing.T, stderr string) string {
 }
 
 func TestResumeHint(t *testing.T) {
-	capErr := &runner.CostCapError{Spent: pricing.FromUSD(0.9), Cap: pricing.FromUSD(1)}
+	capErr := &ending.CostCapError{Spent: pricing.FromUSD(0.9), Cap: pricing.FromUSD(1)}
 	spent := 0.9
 	args := []string{"batch", "in.jsonl", "--max-cost=1", "--quiet"}
 	got := resumeHint(&report.Summary{Succeeded: 10, CostUSD: 0.5, Pending: 20, RecordedCostUSD: &spent}, capErr, args)

@@ -84,7 +84,7 @@ type BatchOptions struct {
 	// count or a ratio ("N" or "P%", "" for none).
 	ConnectDeadline time.Duration
 	// SetupDeadline stops a run whose model never worked and kept failing
-	// the same way this long (runner.SetupError; 0: never).
+	// the same way this long (ending.SetupError; 0: never).
 	SetupDeadline        time.Duration
 	FailFast             int
 	MaxFailures          string
@@ -149,7 +149,7 @@ type batch struct {
 	prices *pricing.Table
 	spent  pricing.Cost
 	// maxFailures is --max-failures, parsed.
-	maxFailures runner.MaxFailures
+	maxFailures ending.MaxFailures
 	// metrics exports the run's figures; nil without metrics options.
 	metrics *metrics.Exporter
 	// modelCounts are the checked requests per model; inputRatios the

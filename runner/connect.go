@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmrun/llmrun/ending"
 	"github.com/llmrun/llmrun/providers"
 	"github.com/llmrun/llmrun/runner/retry"
 )
@@ -62,26 +63,8 @@ func (w *connectWatch) exceeded(now time.Time, deadline time.Duration) (err erro
 	if left = w.first.Add(deadline).Sub(now); left > 0 {
 		return nil, left
 	}
-	return &UnreachableError{Deadline: deadline, Err: w.last}, 0
+	return &ending.UnreachableError{Deadline: deadline, Err: w.last}, 0
 }
-
-// UnreachableError stops a run whose server was never reached within
-// --connect-deadline.
-type UnreachableError struct {
-	// Where is the provider and base URL.
-	Where    string
-	Deadline time.Duration
-	Err      error
-}
-
-func (e *UnreachableError) Error() string {
-	where := ""
-	if e.Where != "" {
-		where = " " + e.Where
-	}
-	return fmt.Sprintf("could not reach%s for %v (--connect-deadline), and nothing has succeeded there: %s", where, e.Deadline, providers.Cause(e.Err))
-}
-func (e *UnreachableError) Unwrap() error { return e.Err }
 
 // connectWatch is the watch of h's key, or nil when h can fall back to
 // another hop (a dead primary is what a fallback is for).
@@ -134,7 +117,7 @@ func (r *run) observeSetup(h *hop, o attemptOutcome) {
 
 // unreachable names h's server in a connect watch's error.
 func (r *run) unreachable(h *hop, err error) error {
-	if ue, ok := err.(*UnreachableError); ok {
+	if ue, ok := err.(*ending.UnreachableError); ok {
 		ue.Where = h.route.Provider.Name() + " at " + h.route.Provider.BaseURL()
 	}
 	return err

@@ -33,18 +33,6 @@ func (s spend) json() json.RawMessage {
 	return report.LineCost(s.cost, s.unpriced == 0)
 }
 
-// CostCapError is how a run stopped by --max-cost ends: the spend recorded
-// in the output reached the cap, or the next request's worst case would
-// have crossed it. It is fatal for the run (exit 3) and resumable with a
-// higher cap.
-type CostCapError struct {
-	Spent, Cap pricing.Cost
-}
-
-func (e *CostCapError) Error() string {
-	return fmt.Sprintf("spent %v of --max-cost %v; rerun with a higher --max-cost to continue", e.Spent, e.Cap)
-}
-
 // errCostCap marks the abort until the run's final spend is known.
 var errCostCap = errors.New("--max-cost reached")
 

@@ -166,7 +166,7 @@ func TestMaxCostStopsBeforeTheCap(t *testing.T) {
 	sum, err := Run(context.Background(), cfg)
 	store.Close()
 	var ae *ending.AbortError
-	var ce *CostCapError
+	var ce *ending.CostCapError
 	if !asErr(err, &ae) || !asErr(err, &ce) {
 		t.Fatalf("err = %v, want an AbortError with a CostCapError", err)
 	}

@@ -8,13 +8,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmrun/llmrun/ending"
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/providers"
 )
 
 // Per-day budgets (Config.Days): a key whose day is spent admits nothing
 // before the day's reset. The run then stops admitting, lets what is in
-// flight finish and ends with a *DailyLimitError (exit 3, resumable), or
+// flight finish and ends with a *ending.DailyLimitError (exit 3, resumable), or
 // with WaitDaily sleeps until the reset and goes on. A day is spent by
 // the key's own limits (--rpd, --tpd), by the per-day windows of the
 // provider's headers, or by the provider refusing for the day (a 429
@@ -28,17 +29,6 @@ const dayStateKey = "daily"
 // minDayBlock is the shortest a refusal for the day blocks its key: a
 // "try again in 0s" must not turn into a loop of refusals.
 const minDayBlock = time.Second
-
-// DailyLimitError ends a run that reached a daily limit without
-// WaitDaily: nothing pending is lost, and the rerun after the reset
-// carries on.
-type DailyLimitError struct{ Limit *limiter.DayLimitError }
-
-func (e *DailyLimitError) Error() string {
-	return e.Limit.Error() + "; rerun the same command after then, or pass --wait-daily to wait for it"
-}
-
-func (e *DailyLimitError) Unwrap() error { return e.Limit }
 
 // dayKey names a budget key's day: the key with any credentials of its
 // base URL taken out, since the day is written to the checkpoint state
@@ -81,7 +71,7 @@ func (r *run) dayOpen(ctx context.Context, h *hop) bool {
 					return false
 				}
 			}
-			r.abortRun(&DailyLimitError{de})
+			r.abortRun(&ending.DailyLimitError{Limit: de})
 			return false
 		}
 		r.noteDayWait(de)

@@ -82,21 +82,21 @@ type Config struct {
 	// must have a price (cmd checks).
 	MaxCost, Spent pricing.Cost
 
-	// ConnectDeadline stops the run (an *UnreachableError) when the
+	// ConnectDeadline stops the run (an *ending.UnreachableError) when the
 	// server of the chain's last hop was never reached for this long
 	// since its first attempt; 0 never does.
 	ConnectDeadline time.Duration
-	// SetupDeadline stops the run (a *SetupError) when a key that never
+	// SetupDeadline stops the run (a *ending.SetupError) when a key that never
 	// succeeded failed the same way that long (see setup.go); 0 never
 	// does. Streaming says requests are streamed (for its hint).
 	SetupDeadline time.Duration
 	Streaming     bool
-	// FailFast stops the run (a *FailFastError) when its first FailFast
+	// FailFast stops the run (a *ending.FailFastError) when its first FailFast
 	// attempts all fail the same way, non-retryably; 0 never does.
 	FailFast int
 	// MaxFailures stops the run once its failed requests pass a count or
 	// a ratio (--max-failures); the zero value never does.
-	MaxFailures MaxFailures
+	MaxFailures ending.MaxFailures
 
 	Progress *report.Progress
 	// Observer, if set, watches the run (metrics).
@@ -262,7 +262,7 @@ func (r *run) ending(ctx context.Context, sum *report.Summary, werr, prodErr err
 	abort, sig := r.abort, r.signal
 	r.mu.Unlock()
 	if errors.Is(abort, errCostCap) {
-		abort = &CostCapError{Spent: r.spend.total(), Cap: r.cfg.MaxCost}
+		abort = &ending.CostCapError{Spent: r.spend.total(), Cap: r.cfg.MaxCost}
 	}
 	switch {
 	case werr != nil:
@@ -420,8 +420,8 @@ func (r *run) sink() error {
 		}
 		failed := r.c.Failed.Add(1)
 		r.c.AddFailure(res.cause)
-		if answered := failed + r.c.Succeeded.Load(); r.cfg.MaxFailures.exceeded(failed, answered) {
-			r.abortRun(&MaxFailuresError{Failed: failed, Answered: answered, Limit: r.cfg.MaxFailures, Last: res.cause})
+		if answered := failed + r.c.Succeeded.Load(); r.cfg.MaxFailures.Exceeded(failed, answered) {
+			r.abortRun(&ending.MaxFailuresError{Failed: failed, Answered: answered, Limit: r.cfg.MaxFailures, Last: res.cause})
 		}
 	}
 	return werr
