@@ -2,6 +2,9 @@ package cache
 
 import (
 	"context"
+	"encoding/json"
+	"strconv"
+	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -59,6 +62,27 @@ func (u *Use) Holds(req *providers.Request) bool {
 	if !u.Takes(req) || !u.Mode.Read {
 		return false
 	}
-	_, ok, _ := Lookup(context.Background(), u.Cache, RequestKey(req), req.Endpoint.Path(), req.Model)
+	_, ok, _ := u.Get(context.Background(), req)
 	return ok
+}
+
+// Get looks up the answer the cache holds for req (see Lookup).
+func (u *Use) Get(ctx context.Context, req *providers.Request) (*Entry, bool, error) {
+	return Lookup(ctx, u.Cache, RequestKey(req), req.Endpoint.Path(), req.Model)
+}
+
+// Put stores resp, provider's answer to req as model with cost (the
+// line's cost_usd: a number, else unknown), under req's key.
+func (u *Use) Put(ctx context.Context, req *providers.Request, provider, model string, resp *providers.Response, cost json.RawMessage) error {
+	e := &Entry{
+		Endpoint: req.Endpoint.Path(), Model: req.Model, Provider: provider, ResponseModel: model,
+		Status: resp.Status, RequestID: resp.RequestID, Body: resp.Body,
+		InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
+		CacheRead: resp.Usage.CacheReadTokens, CacheWrite: resp.Usage.CacheWriteTokens, Estimated: resp.Usage.Estimated,
+		Created: time.Now().UTC(),
+	}
+	if v, err := strconv.ParseFloat(string(cost), 64); err == nil {
+		e.CostUSD = &v
+	}
+	return u.Cache.Put(ctx, RequestKey(req), e)
 }

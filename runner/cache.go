@@ -2,7 +2,6 @@ package runner
 
 import (
 	"encoding/json"
-	"strconv"
 	"time"
 
 	"github.com/llmrun/llmrun/cache"
@@ -19,7 +18,7 @@ func (r *run) cacheHit(h *hop) bool {
 	if !r.cacheable(h.req) || !r.cfg.Cache.Mode.Read {
 		return false
 	}
-	e, ok, err := cache.Lookup(r.workCtx, r.cfg.Cache.Cache, cache.RequestKey(h.req), h.req.Endpoint.Path(), h.req.Model)
+	e, ok, err := r.cfg.Cache.Get(r.workCtx, h.req)
 	if err != nil {
 		r.cacheTrouble("reading", err)
 		return false
@@ -54,17 +53,7 @@ func (r *run) cachePut(h *hop, resp *providers.Response, model string, cost json
 	if !r.cacheable(h.req) || !r.cfg.Cache.Mode.Write || resp.Status/100 != 2 {
 		return
 	}
-	e := &cache.Entry{
-		Endpoint: h.req.Endpoint.Path(), Model: h.req.Model, Provider: h.route.Provider.Name(), ResponseModel: model,
-		Status: resp.Status, RequestID: resp.RequestID, Body: resp.Body,
-		InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
-		CacheRead: resp.Usage.CacheReadTokens, CacheWrite: resp.Usage.CacheWriteTokens, Estimated: resp.Usage.Estimated,
-		Created: time.Now().UTC(),
-	}
-	if v, err := strconv.ParseFloat(string(cost), 64); err == nil {
-		e.CostUSD = &v
-	}
-	if err := r.cfg.Cache.Cache.Put(r.workCtx, cache.RequestKey(h.req), e); err != nil && err != cache.ErrTooLarge {
+	if err := r.cfg.Cache.Put(r.workCtx, h.req, h.route.Provider.Name(), model, resp, cost); err != nil && err != cache.ErrTooLarge {
 		r.cacheTrouble("writing", err)
 		return
 	}

@@ -2,9 +2,7 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -201,39 +199,17 @@ func (r *run) dayRefused(h *hop, pe *providers.Error) {
 }
 
 // restoreDays takes up the daily counts an earlier run on this output
-// left.
+// left; saveDays leaves them for the next run.
 func (r *run) restoreDays() error {
 	if r.cfg.Days == nil || r.cfg.Store == nil {
 		return nil
 	}
-	raw, ok := r.cfg.Store.State(dayStateKey)
-	if !ok {
-		return nil
-	}
-	var us []limiter.DayUsage
-	if err := json.Unmarshal(raw, &us); err != nil {
-		return fmt.Errorf("state %q: %w", dayStateKey, err)
-	}
-	r.cfg.Days.Restore(us)
-	return nil
+	return r.cfg.Days.Load(r.cfg.Store, dayStateKey)
 }
 
-// saveDays leaves the daily counts for the next run (none: the state is
-// removed).
 func (r *run) saveDays() error {
 	if r.cfg.Days == nil || r.cfg.Store == nil {
 		return nil
 	}
-	us := r.cfg.Days.Usage()
-	if len(us) == 0 {
-		if _, ok := r.cfg.Store.State(dayStateKey); !ok {
-			return nil
-		}
-		return r.cfg.Store.SetState(dayStateKey, nil)
-	}
-	raw, err := json.Marshal(us)
-	if err != nil {
-		return err
-	}
-	return r.cfg.Store.SetState(dayStateKey, raw)
+	return r.cfg.Days.Save(r.cfg.Store, dayStateKey)
 }
