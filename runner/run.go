@@ -2,9 +2,9 @@
 // source (package source), a bounded pool of workers that take each
 // request through admission (the limiter and the run's other holds), the
 // provider and the retry policy, and one sink goroutine that writes every
-// result to the checkpoint as it lands. The batch-API route is package
-// offline, which builds on this one's output lines; both count into and
-// report through package report.
+// result (package output's line) to the checkpoint as it lands. The
+// batch-API route, package offline, writes the same lines, counts into and
+// reports through package report and ends alike (package ending).
 package runner
 
 import (
