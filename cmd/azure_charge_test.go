@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/llmrun/llmrun/providers/mock"
-	"github.com/llmrun/llmrun/runner"
+	"github.com/llmrun/llmrun/report"
 )
 
 // azureChargeScenario is issue 30's: an Azure deployment that charges
@@ -66,7 +66,7 @@ func (s azureChargeScenario) run(t testing.TB, extra ...string) (time.Duration, 
 		t.Fatalf("exit %d: %s", code, c.stderr.String())
 	}
 	wall := time.Since(start)
-	var sum runner.Summary
+	var sum report.Summary
 	if raw, err := os.ReadFile(filepath.Join(dir, "sum.json")); err != nil || json.Unmarshal(raw, &sum) != nil || sum.Succeeded != int64(s.requests) {
 		t.Fatalf("summary %+v (%v): want all %d succeeded", sum, err, s.requests)
 	}

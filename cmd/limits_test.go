@@ -17,7 +17,7 @@ import (
 
 	"github.com/llmrun/llmrun/limiter/redisbudget/redistest"
 	"github.com/llmrun/llmrun/providers/mock"
-	"github.com/llmrun/llmrun/runner"
+	"github.com/llmrun/llmrun/report"
 )
 
 // TestHugeRetryAfterPausesTheKeyForMaxPause (issue 9 item 7): one 429 with
@@ -58,7 +58,7 @@ func TestHugeRetryAfterPausesTheKeyForMaxPause(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s runner.Summary
+	var s report.Summary
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestRedisOutageIsOneLine(t *testing.T) {
 // keepRetryAfter, no retry-after): a proxy or gateway in front of a
 // provider, or a self-hosted server behind a rate-limiting ingress. It
 // returns the wall time, the run's summary and the server's stats.
-func runHeaderless(t testing.TB, s strictScenario, keepRetryAfter bool) (time.Duration, runner.Summary, mock.Stats) {
+func runHeaderless(t testing.TB, s strictScenario, keepRetryAfter bool) (time.Duration, report.Summary, mock.Stats) {
 	t.Helper()
 	m := mock.New(mock.Config{Seed: 9, Concurrency: s.serverConcurrency, RPM: s.rpm, ITPM: s.itpm, Burst: time.Second,
 		NoLimitHeaders: true, NoRetryAfter: !keepRetryAfter})
@@ -197,7 +197,7 @@ func runHeaderless(t testing.TB, s strictScenario, keepRetryAfter bool) (time.Du
 	start := time.Now()
 	code := c.run(t, "batch", in, "--provider", "anthropic", "--model", "m", "--quiet", "--concurrency", fmt.Sprint(s.clientConcurrency), "--summary", sumPath)
 	wall := time.Since(start)
-	var sum runner.Summary
+	var sum report.Summary
 	if raw, err := os.ReadFile(sumPath); err == nil {
 		json.Unmarshal(raw, &sum)
 	}

@@ -13,13 +13,13 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/llmrun/llmrun/runner"
+	"github.com/llmrun/llmrun/ending"
 )
 
 // TestReadmeExitCodes: the README's exit-code table and --help's list
 // name exactly the codes the code returns.
 func TestReadmeExitCodes(t *testing.T) {
-	want := []int{ExitOK, ExitFailed, ExitUsage, ExitAborted, runner.ExitSignalCode(syscall.SIGINT), runner.ExitSignalCode(syscall.SIGTERM)}
+	want := []int{ExitOK, ExitFailed, ExitUsage, ExitAborted, ending.ExitSignalCode(syscall.SIGINT), ending.ExitSignalCode(syscall.SIGTERM)}
 	slices.Sort(want)
 	b, err := os.ReadFile("../README.md")
 	if err != nil {

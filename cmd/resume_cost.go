@@ -7,8 +7,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/llmrun/llmrun/ending"
 	"github.com/llmrun/llmrun/pricing"
-	"github.com/llmrun/llmrun/runner"
+	"github.com/llmrun/llmrun/report"
 )
 
 // resumeHint is what to run after a stopped run: the same command, except
@@ -17,8 +18,8 @@ import (
 // would cost at this run's mean cost per answer (plus 10%), or, with no
 // answer to take a rate from, a plain statement that the cap must be
 // raised.
-func resumeHint(sum *runner.Summary, runErr error, args []string) string {
-	var ce *runner.CostCapError
+func resumeHint(sum *report.Summary, runErr error, args []string) string {
+	var ce *ending.CostCapError
 	if !errors.As(runErr, &ce) {
 		return "resume with: " + maskArgs(args)
 	}

@@ -7,9 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmrun/llmrun/ending"
 	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/providers/mock"
-	"github.com/llmrun/llmrun/runner"
+	"github.com/llmrun/llmrun/report"
 )
 
 // TestMaxCostResumeHintContinues is issue 24 item 4: after a --max-cost
@@ -58,19 +59,19 @@ func resumeHintFromStderr(t *testing.T, stderr string) string {
 }
 
 func TestResumeHint(t *testing.T) {
-	capErr := &runner.CostCapError{Spent: pricing.FromUSD(0.9), Cap: pricing.FromUSD(1)}
+	capErr := &ending.CostCapError{Spent: pricing.FromUSD(0.9), Cap: pricing.FromUSD(1)}
 	spent := 0.9
 	args := []string{"batch", "in.jsonl", "--max-cost=1", "--quiet"}
-	got := resumeHint(&runner.Summary{Succeeded: 10, CostUSD: 0.5, Pending: 20, RecordedCostUSD: &spent}, capErr, args)
+	got := resumeHint(&report.Summary{Succeeded: 10, CostUSD: 0.5, Pending: 20, RecordedCostUSD: &spent}, capErr, args)
 	// 20 pending at $0.05 an answer, plus 10%: $1.10 more than the $0.90 spent.
 	if !strings.HasSuffix(got, "llmrun batch in.jsonl --max-cost=2 --quiet") {
 		t.Errorf("got %q", got)
 	}
-	got = resumeHint(&runner.Summary{Pending: 20, RecordedCostUSD: &spent}, capErr, args)
+	got = resumeHint(&report.Summary{Pending: 20, RecordedCostUSD: &spent}, capErr, args)
 	if !strings.Contains(got, "raise --max-cost above $0.9") || strings.Contains(got, "llmrun batch") {
 		t.Errorf("without a rate: %q", got)
 	}
-	if got := resumeHint(&runner.Summary{}, fmt.Errorf("x: %w", &runner.InterruptedError{}), args); got != "resume with: llmrun "+strings.Join(args, " ") {
+	if got := resumeHint(&report.Summary{}, fmt.Errorf("x: %w", &ending.InterruptedError{}), args); got != "resume with: llmrun "+strings.Join(args, " ") {
 		t.Errorf("interrupted: %q", got)
 	}
 }

@@ -16,10 +16,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmrun/llmrun/checkpoint"
+	"github.com/llmrun/llmrun/ending"
 	"github.com/llmrun/llmrun/job"
 	"github.com/llmrun/llmrun/logging"
 	"github.com/llmrun/llmrun/providers"
-	"github.com/llmrun/llmrun/runner"
+	"github.com/llmrun/llmrun/report"
 	"github.com/llmrun/llmrun/source"
 )
 
@@ -105,7 +106,7 @@ func Execute(ctx context.Context, io *IO, args []string) int {
 	c, err := root.ExecuteContextC(ctx)
 	err = stage.wrap(c, err)
 	code := ExitCode(err)
-	if err != nil && !errors.Is(err, runner.ErrFailures) {
+	if err != nil && !errors.Is(err, ending.ErrFailures) {
 		io.Log.Error(plainMessage(err))
 	}
 	return code
@@ -120,14 +121,14 @@ func ExitCode(err error) int {
 		ce  *checkpoint.CorruptError
 		le  *checkpoint.LockedError
 		se  *checkpoint.StateError
-		ae  *runner.AbortError
-		sig *runner.InterruptedError
+		ae  *ending.AbortError
+		sig *ending.InterruptedError
 	)
 	switch {
 	case err == nil:
 		return ExitOK
 	case errors.As(err, &sig):
-		return runner.ExitSignalCode(sig.Signal)
+		return ending.ExitSignalCode(sig.Signal)
 	case errors.As(err, &ae):
 		return ExitAborted
 	case errors.As(err, &ue), errors.As(err, &ie), errors.As(err, &ce), errors.As(err, &le), errors.As(err, &se):
@@ -141,7 +142,7 @@ func ExitCode(err error) int {
 // finish stamps a run's exit code on its summary, prints the summary line
 // (and how to resume a stopped run), writes the --summary file, and
 // returns the run's error.
-func finish(io *IO, summaryFile string, sum *runner.Summary, runErr error) error {
+func finish(io *IO, summaryFile string, sum *report.Summary, runErr error) error {
 	if sum == nil {
 		return runErr
 	}

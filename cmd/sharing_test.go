@@ -17,7 +17,7 @@ import (
 
 	"github.com/llmrun/llmrun/limiter/redisbudget/redistest"
 	"github.com/llmrun/llmrun/providers/mock"
-	"github.com/llmrun/llmrun/runner"
+	"github.com/llmrun/llmrun/report"
 )
 
 // arrivalLog wraps the mock and records, in arrival order, the tag of
@@ -104,13 +104,13 @@ func startJob(t testing.TB, url string, args ...string) *llmrunJob {
 
 // wait waits for the job and returns its summary; it fails the test
 // unless the job exited 0.
-func (j *llmrunJob) wait(t testing.TB, name string) runner.Summary {
+func (j *llmrunJob) wait(t testing.TB, name string) report.Summary {
 	t.Helper()
 	<-j.done
 	if j.err != nil {
 		t.Fatalf("%s: %v: %s", name, j.err, j.stderr.String())
 	}
-	var s runner.Summary
+	var s report.Summary
 	b, err := os.ReadFile(j.summary)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
@@ -137,7 +137,7 @@ type shareResult struct {
 	order            []string      // "LOW"/"HIGH" by arrival at the server
 	limited          int64
 	completed        int64
-	urgentSum        runner.Summary
+	urgentSum        report.Summary
 }
 
 // urgentBound is the shortest time the limits allow for the urgent job's

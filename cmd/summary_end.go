@@ -4,7 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/llmrun/llmrun/runner"
+	"github.com/llmrun/llmrun/ending"
+	"github.com/llmrun/llmrun/report"
 )
 
 // endsOnTerminal reports whether a run's end is shown as a block for a
@@ -21,16 +22,16 @@ func termWidthOf(io *IO) int {
 }
 
 // outcome is the block's heading: how the run ended, in a few words.
-func outcome(sum *runner.Summary, err error) string {
+func outcome(sum *report.Summary, err error) string {
 	var (
-		sig *runner.InterruptedError
-		ae  *runner.AbortError
-		pe  *runner.PendingError
+		sig *ending.InterruptedError
+		ae  *ending.AbortError
+		pe  *ending.PendingError
 	)
 	switch {
 	case err == nil:
 		return fmt.Sprintf("done: all %d requests succeeded", sum.Requests)
-	case errors.Is(err, runner.ErrFailures):
+	case errors.Is(err, ending.ErrFailures):
 		return fmt.Sprintf("done: %d of %d requests failed", sum.Failed, sum.Requests)
 	case errors.As(err, &sig):
 		return sig.Error() + ", " + pendingWords(sum.Pending)

@@ -14,12 +14,15 @@ import (
 	"time"
 
 	"github.com/llmrun/llmrun/checkpoint"
+	"github.com/llmrun/llmrun/ending"
 	"github.com/llmrun/llmrun/estimate"
+	"github.com/llmrun/llmrun/forecast"
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/metrics"
 	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/providers"
 	"github.com/llmrun/llmrun/providers/registry"
+	"github.com/llmrun/llmrun/report"
 	"github.com/llmrun/llmrun/runner"
 	"github.com/llmrun/llmrun/runner/retry"
 	"github.com/llmrun/llmrun/source"
@@ -81,7 +84,7 @@ type BatchOptions struct {
 	// count or a ratio ("N" or "P%", "" for none).
 	ConnectDeadline time.Duration
 	// SetupDeadline stops a run whose model never worked and kept failing
-	// the same way this long (runner.SetupError; 0: never).
+	// the same way this long (ending.SetupError; 0: never).
 	SetupDeadline        time.Duration
 	FailFast             int
 	MaxFailures          string
@@ -146,7 +149,7 @@ type batch struct {
 	prices *pricing.Table
 	spent  pricing.Cost
 	// maxFailures is --max-failures, parsed.
-	maxFailures runner.MaxFailures
+	maxFailures ending.MaxFailures
 	// metrics exports the run's figures; nil without metrics options.
 	metrics *metrics.Exporter
 	// modelCounts are the checked requests per model; inputRatios the
@@ -167,10 +170,10 @@ type batch struct {
 // Batch runs every pending request of o.Input: checked in one pass, then
 // through the live API or the provider's batch API, results appended to
 // the checkpoint. It returns the summary (nil when the run never started)
-// and how the run ended: nil (every request succeeded), runner.ErrFailures,
-// *runner.AbortError, *runner.InterruptedError, *runner.PendingError,
+// and how the run ended: nil (every request succeeded), ending.ErrFailures,
+// *ending.AbortError, *ending.InterruptedError, *ending.PendingError,
 // *UsageError, an input or checkpoint error, or an I/O error.
-func Batch(ctx context.Context, io *IO, o BatchOptions) (*runner.Summary, error) {
+func Batch(ctx context.Context, io *IO, o BatchOptions) (*report.Summary, error) {
 	if o.Cost.DryRun {
 		return nil, Estimate(io, o)
 	}
@@ -208,12 +211,12 @@ func Batch(ctx context.Context, io *IO, o BatchOptions) (*runner.Summary, error)
 
 // pendingIsAnError keeps exit 0 meaning every request succeeded: a run of
 // either route that ends with nothing else wrong but requests neither
-// answered nor failed reports them as a *runner.PendingError.
-func pendingIsAnError(sum *runner.Summary, err error) error {
-	if sum == nil || sum.Pending == 0 || (err != nil && !errors.Is(err, runner.ErrFailures)) {
+// answered nor failed reports them as a *ending.PendingError.
+func pendingIsAnError(sum *report.Summary, err error) error {
+	if sum == nil || sum.Pending == 0 || (err != nil && !errors.Is(err, ending.ErrFailures)) {
 		return err
 	}
-	return &runner.PendingError{Pending: sum.Pending, Cause: errors.New("the run ended before it reached them")}
+	return &ending.PendingError{Pending: sum.Pending, Cause: errors.New("the run ended before it reached them")}
 }
 
 // prepare checks the options and builds the run's parts, one step after
@@ -322,7 +325,7 @@ func (b *batch) checkInput() error {
 	if err := o.Models.check(b.src.Parser.Defaults.Model); err != nil {
 		return err
 	}
-	fits := runner.FitsLimits(b.limits, b.estimator, b.routes[0].Admission)
+	fits := forecast.FitsLimits(b.limits, b.estimator, b.routes[0].Admission)
 	b.modelCounts = map[string]int64{}
 	models := map[string]bool{} // the input's models, for --max-cost
 	b.src.Validate = func(req *providers.Request) error {
@@ -502,7 +505,7 @@ func (b *batch) runConfig() runner.Config {
 		Concurrency: o.Concurrency,
 		Grace:       o.Grace,
 		Interrupts:  b.interrupts,
-		Progress:    &runner.Progress{Mode: progressMode(b.io, o), Out: b.io.Err, Log: b.io.logger(), Width: b.io.Width, Interval: o.ProgressInterval},
+		Progress:    &report.Progress{Mode: progressMode(b.io, o), Out: b.io.Err, Log: b.io.logger(), Width: b.io.Width, Interval: o.ProgressInterval},
 		Log:         b.io.logger(),
 		Rand:        rand.New(rand.NewPCG(b.seed, b.seed^0x9e3779b97f4a7c15)),
 		Prices:      b.prices,
@@ -544,12 +547,12 @@ func (b *batch) close() {
 }
 
 // progressMode: nothing with --quiet, a bar on a terminal, log lines otherwise.
-func progressMode(io *IO, o *BatchOptions) runner.ProgressMode {
+func progressMode(io *IO, o *BatchOptions) report.ProgressMode {
 	switch {
 	case o.Quiet:
-		return runner.ProgressOff
+		return report.ProgressOff
 	case io.ErrIsTerminal && !io.JSONLogs:
-		return runner.ProgressBar
+		return report.ProgressBar
 	}
-	return runner.ProgressLog
+	return report.ProgressLog
 }

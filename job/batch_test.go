@@ -4,28 +4,29 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/llmrun/llmrun/runner"
+	"github.com/llmrun/llmrun/ending"
+	"github.com/llmrun/llmrun/report"
 )
 
 func TestPendingIsAnError(t *testing.T) {
-	abort := &runner.AbortError{Cause: errors.New("bad key")}
+	abort := &ending.AbortError{Cause: errors.New("bad key")}
 	tests := map[string]struct {
-		sum         *runner.Summary
+		sum         *report.Summary
 		err         error
 		wantPending bool
 		wantErr     error
 	}{
-		"all done":                {sum: &runner.Summary{Requests: 3, Succeeded: 3}},
+		"all done":                {sum: &report.Summary{Requests: 3, Succeeded: 3}},
 		"never started":           {err: abort, wantErr: abort},
-		"pending, nothing else":   {sum: &runner.Summary{Requests: 3, Succeeded: 1, Pending: 2}, wantPending: true},
-		"pending and some failed": {sum: &runner.Summary{Requests: 3, Failed: 1, Pending: 2}, err: runner.ErrFailures, wantPending: true},
-		"pending after an abort":  {sum: &runner.Summary{Requests: 3, Pending: 3}, err: abort, wantErr: abort},
-		"failed, none pending":    {sum: &runner.Summary{Requests: 3, Failed: 3}, err: runner.ErrFailures, wantErr: runner.ErrFailures},
+		"pending, nothing else":   {sum: &report.Summary{Requests: 3, Succeeded: 1, Pending: 2}, wantPending: true},
+		"pending and some failed": {sum: &report.Summary{Requests: 3, Failed: 1, Pending: 2}, err: ending.ErrFailures, wantPending: true},
+		"pending after an abort":  {sum: &report.Summary{Requests: 3, Pending: 3}, err: abort, wantErr: abort},
+		"failed, none pending":    {sum: &report.Summary{Requests: 3, Failed: 3}, err: ending.ErrFailures, wantErr: ending.ErrFailures},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			err := pendingIsAnError(tt.sum, tt.err)
-			var pe *runner.PendingError
+			var pe *ending.PendingError
 			if tt.wantPending {
 				if !errors.As(err, &pe) || pe.Pending != tt.sum.Pending {
 					t.Fatalf("err = %v, want a PendingError for %d", err, tt.sum.Pending)

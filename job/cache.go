@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/llmrun/llmrun/cache"
-	"github.com/llmrun/llmrun/runner"
 )
 
 // CacheOptions are --cache and its companions (batch, estimate and the
@@ -29,7 +28,7 @@ type CacheOptions struct {
 
 // openCache opens the run's cache; nil without --cache. Bad options are
 // usage errors, found before anything is sent.
-func openCache(o *CacheOptions) (*runner.CacheUse, error) {
+func openCache(o *CacheOptions) (*cache.Use, error) {
 	if o.Where == "" {
 		if o.Mode != "" || o.MaxSize != "" || o.SkipSampled || o.TTL != 0 {
 			return nil, usagef("--cache-mode, --cache-max-size, --cache-ttl and --cache-skip-sampled need --cache DIR|redis://…")
@@ -44,7 +43,7 @@ func openCache(o *CacheOptions) (*runner.CacheUse, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &runner.CacheUse{Cache: c, Mode: mode, SkipSampled: o.SkipSampled}, nil
+	return &cache.Use{Cache: c, Mode: mode, SkipSampled: o.SkipSampled}, nil
 }
 
 // openCacheStore opens the store --cache names.
@@ -67,7 +66,7 @@ func openCacheStore(o *CacheOptions) (cache.Cache, error) {
 }
 
 // pruneCache keeps a directory cache within --cache-max-size after a run.
-func pruneCache(io *IO, cu *runner.CacheUse, o *CacheOptions) {
+func pruneCache(io *IO, cu *cache.Use, o *CacheOptions) {
 	if cu == nil || o.MaxSize == "" || !cu.Mode.Write {
 		return
 	}

@@ -3,14 +3,14 @@ package job
 import (
 	"context"
 
-	"github.com/llmrun/llmrun/runner"
+	"github.com/llmrun/llmrun/forecast"
 )
 
 // liveSample bounds the requests a live run has the provider count before
 // it starts: enough to seed the first reservations within a few percent,
 // few enough to cost seconds.
-func liveSample() runner.CalibrateOptions {
-	return runner.CalibrateOptions{MaxSample: 30, MinSample: 10, Band: 0.05}
+func liveSample() forecast.CalibrateOptions {
+	return forecast.CalibrateOptions{MaxSample: 30, MinSample: 10, Band: 0.05}
 }
 
 // liveCalibrateMin is the fewest requests a live run has counted first:
@@ -38,13 +38,13 @@ func (b *batch) calibrateLive(ctx context.Context) error {
 	if counter == nil {
 		return nil
 	}
-	est := &runner.Estimate{}
+	est := &forecast.Estimate{}
 	for m, n := range b.modelCounts {
-		est.Models = append(est.Models, runner.ModelEstimate{Model: m, Requests: n})
+		est.Models = append(est.Models, forecast.ModelEstimate{Model: m, Requests: n})
 		est.Requests += n
 	}
-	cfg := runner.EstimateConfig{Source: b.src, Admission: b.primary.Admission, Estimator: b.estimator}
-	cal, err := runner.Calibrate(ctx, cfg, est, counter, liveSample())
+	cfg := forecast.EstimateConfig{Source: b.src, Admission: b.primary.Admission, Estimator: b.estimator}
+	cal, err := forecast.Calibrate(ctx, cfg, est, counter, liveSample())
 	if err != nil {
 		b.io.warnf("%s count_tokens: %v; input reservations calibrate from the answers' usage instead", b.primary.Name, err)
 	}

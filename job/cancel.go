@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/llmrun/llmrun/checkpoint"
+	"github.com/llmrun/llmrun/ending"
 	"github.com/llmrun/llmrun/offline"
 	"github.com/llmrun/llmrun/providers"
 	"github.com/llmrun/llmrun/providers/registry"
-	"github.com/llmrun/llmrun/runner"
 )
 
 // CancelOptions are the cancel command's options.
@@ -119,12 +119,12 @@ func collectCancelled(ctx context.Context, io *IO, client providers.BatchClient,
 	defer signal.Stop(interrupts)
 	sum, err := offline.RunOffline(ctx, offline.OfflineConfig{Client: client, Store: store, PollInterval: poll,
 		PollMax: max(poll, time.Minute), Log: io.logLines(), Interrupts: interrupts, Now: io.Now})
-	if cerr := store.Close(); err == nil || errors.Is(err, runner.ErrFailures) {
+	if cerr := store.Close(); err == nil || errors.Is(err, ending.ErrFailures) {
 		if cerr != nil {
 			return cerr
 		}
 	}
-	if errors.Is(err, runner.ErrFailures) {
+	if errors.Is(err, ending.ErrFailures) {
 		err = nil // the cancelled requests: expected, and in the errors file
 	}
 	if sum != nil && err == nil {

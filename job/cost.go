@@ -14,6 +14,7 @@ import (
 
 	"github.com/llmrun/llmrun/checkpoint"
 	"github.com/llmrun/llmrun/estimate"
+	"github.com/llmrun/llmrun/forecast"
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/providers/registry"
@@ -99,7 +100,7 @@ func recordedSpend(store *checkpoint.Store, output, errorsPath string, needed bo
 	}
 	spent := pricing.FromUSD(store.Dropped()) + legacyDropped(store.State)
 	for _, p := range []string{output, errorsPath} {
-		rec, err := runner.ReadRecorded(p, false)
+		rec, err := forecast.ReadRecorded(p, false)
 		if err != nil {
 			return 0, err
 		}
@@ -152,7 +153,7 @@ func Estimate(io *IO, o BatchOptions) error {
 		return err
 	}
 	o.checked(io, check)
-	rec, err := runner.ReadRecorded(o.Output, true)
+	rec, err := forecast.ReadRecorded(o.Output, true)
 	if err != nil {
 		return err
 	}
@@ -163,14 +164,14 @@ func Estimate(io *IO, o BatchOptions) error {
 	if cu != nil {
 		defer cu.Cache.Close()
 	}
-	cfg := runner.EstimateConfig{
+	cfg := forecast.EstimateConfig{
 		Cache:  cu,
 		Source: src, Provider: entry.Name, Admission: entry.Admission,
 		Estimator: estimate.NewEstimator(), Prices: prices, Recorded: rec,
 		Limits: limiter.Limits{RPM: o.RPM, ITPM: o.ITPM, OTPM: o.OTPM, TPM: o.TPM, Burst: o.Burst, Headroom: o.Headroom},
 		Pool:   o.Pool != "",
 	}
-	est, err := runner.RunEstimate(cfg)
+	est, err := forecast.RunEstimate(cfg)
 	if err != nil {
 		return err
 	}
@@ -190,7 +191,7 @@ func Estimate(io *IO, o BatchOptions) error {
 }
 
 // printEstimate writes the estimate as a table.
-func printEstimate(w io.Writer, e *runner.Estimate, o *BatchOptions, provider string) {
+func printEstimate(w io.Writer, e *forecast.Estimate, o *BatchOptions, provider string) {
 	fmt.Fprintf(w, "llmrun estimate: %s to send to %s", plural(e.Requests, "request"), provider)
 	if e.AlreadyDone > 0 {
 		fmt.Fprintf(w, " (%d already in %s)", e.AlreadyDone, o.Output)
@@ -283,11 +284,11 @@ func (b *batch) batchSaving() string {
 	if o.Offline.Mode != ModeAuto || b.prices == nil {
 		return ""
 	}
-	rec, err := runner.ReadRecorded(o.Output, true)
+	rec, err := forecast.ReadRecorded(o.Output, true)
 	if err != nil {
 		return ""
 	}
-	est, err := runner.RunEstimate(runner.EstimateConfig{Source: b.src, Provider: b.primary.Name, Admission: b.primary.Admission,
+	est, err := forecast.RunEstimate(forecast.EstimateConfig{Source: b.src, Provider: b.primary.Name, Admission: b.primary.Admission,
 		Estimator: estimate.NewEstimator(), Prices: b.prices, Recorded: rec, Fast: true})
 	if err != nil || est.CostUSDMax == nil || est.BatchCostUSDMax == nil {
 		return ""

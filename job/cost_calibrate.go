@@ -6,9 +6,9 @@ import (
 	"io"
 	"math"
 
+	"github.com/llmrun/llmrun/forecast"
 	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/providers/registry"
-	"github.com/llmrun/llmrun/runner"
 )
 
 // calibrateEstimate asks the provider's counting endpoint for a sample of
@@ -16,7 +16,7 @@ import (
 // not given) and estimates again with each sampled model's input scaled
 // by what the provider counted. A failed count is a warning: the local
 // estimate stands for the models it could not calibrate.
-func calibrateEstimate(io *IO, o *BatchOptions, entry *registry.Entry, cfg runner.EstimateConfig, est *runner.Estimate) (*runner.Estimate, error) {
+func calibrateEstimate(io *IO, o *BatchOptions, entry *registry.Entry, cfg forecast.EstimateConfig, est *forecast.Estimate) (*forecast.Estimate, error) {
 	if o.Cost.Offline || est.Requests == 0 {
 		return est, nil
 	}
@@ -24,7 +24,7 @@ func calibrateEstimate(io *IO, o *BatchOptions, entry *registry.Entry, cfg runne
 	if counter == nil {
 		return est, nil
 	}
-	cal, err := runner.Calibrate(context.Background(), cfg, est, counter, runner.CalibrateOptions{})
+	cal, err := forecast.Calibrate(context.Background(), cfg, est, counter, forecast.CalibrateOptions{})
 	if err != nil {
 		io.warnf("estimate: %s count_tokens: %v; the models it did not count keep the local estimate", entry.Name, err)
 	}
@@ -32,12 +32,12 @@ func calibrateEstimate(io *IO, o *BatchOptions, entry *registry.Entry, cfg runne
 		return est, nil
 	}
 	cfg.Calibration = cal
-	return runner.RunEstimate(cfg)
+	return forecast.RunEstimate(cfg)
 }
 
 // printCalibration says which models' input the provider's count
 // calibrated, on how many requests, and how close that makes it.
-func printCalibration(w io.Writer, e *runner.Estimate, provider string) {
+func printCalibration(w io.Writer, e *forecast.Estimate, provider string) {
 	for _, m := range e.Models {
 		c := m.Calibration
 		if c == nil || m.InputTokens == 0 {
@@ -52,7 +52,7 @@ func printCalibration(w io.Writer, e *runner.Estimate, provider string) {
 // printLabelWarnings says what the table alone would hide: a model priced
 // at another provider's list price than the one it is sent to, and an
 // estimate over --max-cost.
-func printLabelWarnings(w io.Writer, e *runner.Estimate, o *BatchOptions, provider string) {
+func printLabelWarnings(w io.Writer, e *forecast.Estimate, o *BatchOptions, provider string) {
 	for _, m := range e.Models {
 		if m.PricedProvider != "" && m.PricedProvider != provider && knownPricer(provider) {
 			fmt.Fprintf(w, "%s is priced at %s's price for %s, but is sent to %s: check the model name, or give its price with --prices FILE.\n",
@@ -101,7 +101,7 @@ func orFlag(flag, config float64) float64 {
 // unpricedHints says, for an unpriced model that another provider's list
 // prices (gemini-2.5-flash sent to openai), which --provider it belongs
 // to, and returns the unpriced models it has no such hint for.
-func unpricedHints(w io.Writer, e *runner.Estimate, o *BatchOptions, provider string) []string {
+func unpricedHints(w io.Writer, e *forecast.Estimate, o *BatchOptions, provider string) []string {
 	prices, err := loadPrices(&o.Cost)
 	var rest []string
 	for _, model := range e.Unpriced {

@@ -101,7 +101,7 @@ func anthropicCountBody(body []byte) []byte {
 	return append(out, '}')
 }
 
-// CountTokens implements runner.TokenCounter.
+// CountTokens implements forecast.TokenCounter.
 func (c *tokenCounter) CountTokens(ctx context.Context, req *providers.Request) (int64, error) {
 	for attempt := 0; ; attempt++ {
 		r, err := c.build(req)

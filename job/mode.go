@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/llmrun/llmrun/ending"
 	"github.com/llmrun/llmrun/offline"
 	"github.com/llmrun/llmrun/providers"
-	"github.com/llmrun/llmrun/runner"
+	"github.com/llmrun/llmrun/report"
 )
 
 // Modes of the batch command (--mode).
@@ -106,7 +107,7 @@ func chooseMode(o *OfflineOptions, pending, openBatches int, now time.Time) (str
 // says so, and reports handled=false when the live run should go ahead.
 // Before a live run it collects batches left open by an earlier batch-mode
 // run, and refuses to run live requests that still sit in open batches.
-func (b *batch) runOffline(ctx context.Context) (sum *runner.Summary, handled bool, err error) {
+func (b *batch) runOffline(ctx context.Context) (sum *report.Summary, handled bool, err error) {
 	o, store := b.o, b.store
 	open, err := offline.OpenBatches(offline.StoreState(store))
 	if err != nil {
@@ -163,7 +164,7 @@ func (b *batch) runOffline(ctx context.Context) (sum *runner.Summary, handled bo
 	// Live run, but batches are open: collect what has ended, once.
 	cfg.CollectOnly, cfg.NoWait, cfg.Log = true, true, b.io.logLines()
 	sum, err = offline.RunOffline(ctx, cfg)
-	if err != nil && !errors.Is(err, runner.ErrFailures) {
+	if err != nil && !errors.Is(err, ending.ErrFailures) {
 		return sum, true, err
 	}
 	if err := b.refuseOpen(); err != nil {

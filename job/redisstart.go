@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/llmrun/llmrun/runner"
+	"github.com/llmrun/llmrun/ending"
 )
 
 // redisStartError is the error of a Redis that failed at start, before
@@ -20,7 +20,7 @@ func redisStartError(addr string, err error) error {
 			return usage(err)
 		}
 	}
-	return &runner.AbortError{Cause: err}
+	return &ending.AbortError{Cause: err}
 }
 
 // silentRedis drops go-redis's own log lines (pool dial failures and the

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/llmrun/llmrun/checkpoint"
+	"github.com/llmrun/llmrun/forecast"
 	"github.com/llmrun/llmrun/offline"
 	"github.com/llmrun/llmrun/pricing"
-	"github.com/llmrun/llmrun/runner"
 )
 
 // StatusOptions are the status command's.
@@ -309,12 +309,12 @@ func countLines(path string) (int, error) {
 // errors file's cost_usd, and the cost of the lines compactions dropped
 // (superseded answers, failures since answered or retried).
 func statusSpend(output string, st checkpoint.StatusReport) (pricing.Cost, int, error) {
-	out, err := runner.ReadRecorded(output, false)
+	out, err := forecast.ReadRecorded(output, false)
 	if err != nil {
 		return 0, 0, err
 	}
 	spent, unpriced := out.Cost, out.Unpriced
-	if e, err := runner.ReadRecorded(st.Errors, false); err == nil {
+	if e, err := forecast.ReadRecorded(st.Errors, false); err == nil {
 		spent += e.Cost
 		unpriced += e.Unpriced
 	}

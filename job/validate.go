@@ -10,9 +10,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/llmrun/llmrun/ending"
 	"github.com/llmrun/llmrun/internal/outfile"
 	"github.com/llmrun/llmrun/limiter"
-	"github.com/llmrun/llmrun/runner"
 )
 
 // validate range-checks the numeric options before anything is opened or
@@ -146,8 +146,8 @@ func (o *BatchOptions) checkConfigLimits() error {
 
 // ParseMaxFailures parses --max-failures: a count ("100") or a
 // percentage of the answered requests ("5%"); "" is none.
-func ParseMaxFailures(s string) (runner.MaxFailures, error) {
-	m := runner.MaxFailures{Flag: s}
+func ParseMaxFailures(s string) (ending.MaxFailures, error) {
+	m := ending.MaxFailures{Flag: s}
 	if s == "" {
 		return m, nil
 	}

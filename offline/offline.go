@@ -17,9 +17,12 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/llmrun/llmrun/checkpoint"
+	"github.com/llmrun/llmrun/ending"
+	"github.com/llmrun/llmrun/internal/pause"
+	"github.com/llmrun/llmrun/output"
 	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/providers"
-	"github.com/llmrun/llmrun/runner"
+	"github.com/llmrun/llmrun/report"
 	"github.com/llmrun/llmrun/source"
 )
 
@@ -157,7 +160,7 @@ const submitTimeout = 30 * time.Minute
 
 type offline struct {
 	cfg     OfflineConfig
-	c       *runner.Counters
+	c       *report.Counters
 	open    []*BatchRecord
 	intents []*BatchRecord
 	inBat   map[string]int  // input ids in open batches and intents, by how many hold them
@@ -186,11 +189,11 @@ type offline struct {
 // read (succeeded to the output, the rest to the errors file).
 //
 // It returns the summary and an error that says how the run ended: nil,
-// runner.ErrFailures (some requests failed, expired or were cancelled: they are in
-// the errors file), *runner.AbortError (auth, quota), *runner.InterruptedError or
+// ending.ErrFailures (some requests failed, expired or were cancelled: they are in
+// the errors file), *ending.AbortError (auth, quota), *ending.InterruptedError or
 // ctx.Err() (the open batches stay recorded; rerun to collect them), or an
 // I/O error.
-func RunOffline(ctx context.Context, cfg OfflineConfig) (*runner.Summary, error) {
+func RunOffline(ctx context.Context, cfg OfflineConfig) (*report.Summary, error) {
 	started := time.Now()
 	o := newOffline(cfg)
 	cfg = o.cfg // with its defaults
@@ -200,7 +203,7 @@ func RunOffline(ctx context.Context, cfg OfflineConfig) (*runner.Summary, error)
 		go func() {
 			select {
 			case sig := <-cfg.Interrupts:
-				stop(&runner.InterruptedError{Signal: sig})
+				stop(&ending.InterruptedError{Signal: sig})
 			case <-ctx.Done():
 			}
 		}()
@@ -221,18 +224,18 @@ func RunOffline(ctx context.Context, cfg OfflineConfig) (*runner.Summary, error)
 		fmt.Fprintf(cfg.Log, "llmrun: %d batch(es) still open at %s; they keep running there: rerun the same command to collect them, or `llmrun cancel` the output to stop them\n",
 			len(o.open), cfg.Client.Name())
 	}
-	var ie *runner.InterruptedError
+	var ie *ending.InterruptedError
 	switch {
 	case errors.As(err, &ie):
 		return sum, ie
 	case err != nil:
-		var ae *runner.AbortError
+		var ae *ending.AbortError
 		if errors.As(err, &ae) {
 			sum.Aborted = ae.Cause.Error()
 		}
 		return sum, err
 	case o.c.Failed.Load() > 0:
-		return sum, runner.ErrFailures
+		return sum, ending.ErrFailures
 	}
 	return sum, nil
 }
@@ -244,7 +247,7 @@ func newOffline(cfg OfflineConfig) *offline {
 		cfg.Now = time.Now
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = runner.Sleep
+		cfg.Sleep = pause.Sleep
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = DefaultPollInterval
@@ -258,7 +261,7 @@ func newOffline(cfg OfflineConfig) *offline {
 	if cfg.CreateGrace <= 0 {
 		cfg.CreateGrace = DefaultCreateGrace
 	}
-	o := &offline{cfg: cfg, c: new(runner.Counters), inBat: map[string]int{}, wrote: map[string]bool{}, last: map[string]string{},
+	o := &offline{cfg: cfg, c: new(report.Counters), inBat: map[string]int{}, wrote: map[string]bool{}, last: map[string]string{},
 		job: jobOf(cfg.Store.Output())}
 	if cfg.Source != nil {
 		o.input = filepath.Base(cfg.Source.Path)
@@ -326,7 +329,7 @@ func (o *offline) load() error {
 			what = "a batch being created (tag " + r.Tag + ")"
 		}
 		if r.Provider != cl.Name() {
-			return &runner.AbortError{Cause: fmt.Errorf("%s is open at provider %s, not %s: rerun with --provider %s, or `llmrun cancel` it", what, r.Provider, cl.Name(), r.Provider)}
+			return &ending.AbortError{Cause: fmt.Errorf("%s is open at provider %s, not %s: rerun with --provider %s, or `llmrun cancel` it", what, r.Provider, cl.Name(), r.Provider)}
 		}
 		if err := o.scrub(r); err != nil {
 			return err
@@ -509,8 +512,8 @@ func mappedIDFor(req *providers.Request) string { return "llmrun-" + strconv.Ito
 
 // failOne writes an errors-file line for a request that never reached a batch.
 func (o *offline) failOne(req *providers.Request, code, msg string) error {
-	l := runner.Line{CustomID: req.ID, Error: &runner.LineError{Code: code, Message: msg},
-		Llmrun: runner.LineDetails{Provider: o.cfg.Client.Name(), Model: req.Model, Mode: "batch"}}
+	l := output.Line{CustomID: req.ID, Error: &output.LineError{Code: code, Message: msg},
+		Llmrun: output.LineDetails{Provider: o.cfg.Client.Name(), Model: req.Model, Mode: "batch"}}
 	return o.write(req.ID, &l, false)
 }
 
@@ -568,7 +571,7 @@ func (o *offline) pollFailed(ctx context.Context, rec *BatchRecord, err error) (
 	case !errors.As(err, &pe):
 		return false, err // the checkpoint failed
 	case pe.Class.AbortsRun():
-		return false, &runner.AbortError{Cause: err}
+		return false, &ending.AbortError{Cause: err}
 	case pe.Status == 404:
 		// The provider does not know the batch (expired long ago, another
 		// account, a restarted mock): nothing runs there, so its requests
@@ -579,7 +582,7 @@ func (o *offline) pollFailed(ctx context.Context, rec *BatchRecord, err error) (
 	case pe.Class == providers.ClassTooLarge || pe.Class == providers.ClassInvalid:
 		// A result line past its bound, a results URL refused as off-host:
 		// the next poll would download (or be refused) the same way.
-		return false, &runner.AbortError{Cause: fmt.Errorf("batch %s: its results cannot be collected: %w; it stays open at the provider and its requests pending", rec.ID, err)}
+		return false, &ending.AbortError{Cause: fmt.Errorf("batch %s: its results cannot be collected: %w; it stays open at the provider and its requests pending", rec.ID, err)}
 	}
 	o.logf("batch %s: %v; trying again at the next poll", rec.ID, err)
 	return false, nil
@@ -667,8 +670,8 @@ func (o *offline) collect(ctx context.Context, rec *BatchRecord, job providers.B
 		if st.Done(id) || st.Failed(id) {
 			continue
 		}
-		l := runner.Line{CustomID: id, Error: &runner.LineError{Code: code, Message: msg},
-			Llmrun: runner.LineDetails{Provider: o.cfg.Client.Name(), Mode: "batch", LatencyMS: latency.Milliseconds()}}
+		l := output.Line{CustomID: id, Error: &output.LineError{Code: code, Message: msg},
+			Llmrun: output.LineDetails{Provider: o.cfg.Client.Name(), Mode: "batch", LatencyMS: latency.Milliseconds()}}
 		if err := o.write(id, &l, false); err != nil {
 			return err
 		}
@@ -681,14 +684,14 @@ func (o *offline) collect(ctx context.Context, rec *BatchRecord, job providers.B
 }
 
 // resultLine converts a batch result into the common output line.
-func (o *offline) resultLine(id string, r *providers.BatchResult, latency time.Duration) *runner.Line {
+func (o *offline) resultLine(id string, r *providers.BatchResult, latency time.Duration) *output.Line {
 	model := r.Model
 	if model == "" && len(r.Body) > 0 {
 		model = gjson.GetBytes(r.Body, "model").String()
 	}
-	l := &runner.Line{
+	l := &output.Line{
 		CustomID: id,
-		Llmrun: runner.LineDetails{
+		Llmrun: output.LineDetails{
 			Provider:     o.cfg.Client.Name(),
 			Model:        model,
 			Mode:         "batch",
@@ -706,10 +709,10 @@ func (o *offline) resultLine(id string, r *providers.BatchResult, latency time.D
 		l.Llmrun.Attempts = 1
 	}
 	if r.Status != 0 || r.Body != nil {
-		l.Response = &runner.LineResp{StatusCode: r.Status, RequestID: r.RequestID, Body: r.Body}
+		l.Response = &output.LineResp{StatusCode: r.Status, RequestID: r.RequestID, Body: r.Body}
 	}
 	if !r.OK() {
-		l.Error = &runner.LineError{Code: r.Outcome, Message: r.Outcome}
+		l.Error = &output.LineError{Code: r.Outcome, Message: r.Outcome}
 		if r.Err != nil {
 			l.Error.Message = r.Err.Error()
 			switch {
@@ -724,7 +727,7 @@ func (o *offline) resultLine(id string, r *providers.BatchResult, latency time.D
 }
 
 // write appends a line to the output (ok) or the errors file and counts it.
-func (o *offline) write(id string, l *runner.Line, ok bool) error {
+func (o *offline) write(id string, l *output.Line, ok bool) error {
 	b, err := l.Marshal()
 	if err != nil {
 		return fmt.Errorf("encoding result for %s: %w", id, err)

@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/llmrun/llmrun/ending"
 	"github.com/llmrun/llmrun/providers"
-	"github.com/llmrun/llmrun/runner"
 )
 
 // failingResults is fakeBatches whose result downloads fail with err.
@@ -35,7 +35,7 @@ func TestOfflineUndownloadableResultsStop(t *testing.T) {
 		fx := newOfflineFixture(t, seqIDs(3)...)
 		fc := &failingResults{fakeBatches: &fakeBatches{endAfter: 1}, err: cause}
 		sum, err, log := fx.run(t, context.Background(), fc.fakeBatches, func(c *OfflineConfig) { c.Client = fc })
-		var ae *runner.AbortError
+		var ae *ending.AbortError
 		if !errors.As(err, &ae) || !strings.Contains(err.Error(), "cannot be collected") || !strings.Contains(err.Error(), cause.Error()) {
 			t.Fatalf("err %v, want an abort naming the cause\n%s", err, log)
 		}

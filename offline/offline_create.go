@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmrun/llmrun/ending"
 	"github.com/llmrun/llmrun/providers"
-	"github.com/llmrun/llmrun/runner"
 	"github.com/llmrun/llmrun/runner/retry"
 )
 
@@ -266,7 +266,7 @@ func answered(err error) bool {
 func (o *offline) createFailed(in *BatchRecord, reqs []*providers.Request, err error) error {
 	var se *stoppedError
 	if !errors.As(err, &se) && !answered(err) {
-		return &runner.AbortError{Cause: fmt.Errorf("creating a batch of %d requests: %w (it may exist at %s all the same: rerun to find it by its tag %s before anything else is created)",
+		return &ending.AbortError{Cause: fmt.Errorf("creating a batch of %d requests: %w (it may exist at %s all the same: rerun to find it by its tag %s before anything else is created)",
 			len(reqs), err, o.cfg.Client.Name(), in.Tag)}
 	}
 	if derr := o.dropIntent(in); derr != nil {
@@ -277,7 +277,7 @@ func (o *offline) createFailed(in *BatchRecord, reqs []*providers.Request, err e
 	case se != nil:
 		return se.cause
 	case class.AbortsRun():
-		return &runner.AbortError{Cause: err}
+		return &ending.AbortError{Cause: err}
 	case class == providers.ClassInvalid:
 		// The provider refuses this batch as it is; its requests can
 		// still run live.
@@ -289,7 +289,7 @@ func (o *offline) createFailed(in *BatchRecord, reqs []*providers.Request, err e
 		}
 		return nil
 	}
-	return &runner.AbortError{Cause: fmt.Errorf("creating a batch of %d requests: %w", len(reqs), err)}
+	return &ending.AbortError{Cause: fmt.Errorf("creating a batch of %d requests: %w", len(reqs), err)}
 }
 
 // dropIntent forgets an intent whose batch does not exist.
@@ -372,7 +372,7 @@ func (o *offline) listFailed(ctx context.Context, err error) error {
 		return context.Cause(ctx)
 	}
 	if providers.ClassOf(err).AbortsRun() {
-		return &runner.AbortError{Cause: err}
+		return &ending.AbortError{Cause: err}
 	}
 	o.logf("listing the batches at %s failed (%v): %d interrupted batch creation(s) stay unresolved until the next run", o.cfg.Client.Name(), err, len(o.intents))
 	o.intents = nil

@@ -17,8 +17,9 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/llmrun/llmrun/checkpoint"
+	"github.com/llmrun/llmrun/ending"
 	"github.com/llmrun/llmrun/providers"
-	"github.com/llmrun/llmrun/runner"
+	"github.com/llmrun/llmrun/report"
 	"github.com/llmrun/llmrun/source"
 )
 
@@ -317,7 +318,7 @@ func (s *sleeps) sleep(ctx context.Context, d time.Duration) bool {
 // runOffline opens the checkpoint, runs RunOffline and closes it.
 //
 //lint:ignore ST1008 the tests take summary, error and log in the order they check them
-func (fx *offlineFixture) run(t *testing.T, ctx context.Context, fc *fakeBatches, mod func(*OfflineConfig)) (*runner.Summary, error, *bytes.Buffer) {
+func (fx *offlineFixture) run(t *testing.T, ctx context.Context, fc *fakeBatches, mod func(*OfflineConfig)) (*report.Summary, error, *bytes.Buffer) {
 	t.Helper()
 	src := &source.Source{Path: fx.in, Parser: source.Parser{Format: providers.FormatOpenAI}}
 	chk, err := src.Check()
@@ -491,7 +492,7 @@ func TestOfflineSplitsByItemsAndBytes(t *testing.T) {
 		fx := newOfflineFixture(t, "a", "b")
 		fc := &fakeBatches{endAfter: 1}
 		_, err, _ := fx.run(t, context.Background(), fc, func(c *OfflineConfig) { c.MaxBytes = 20 })
-		if !errors.Is(err, runner.ErrFailures) {
+		if !errors.Is(err, ending.ErrFailures) {
 			t.Fatalf("err %v", err)
 		}
 		errs := readJSONL(t, fx.errs)
@@ -576,7 +577,7 @@ func TestOfflineInterruptLeavesBatchesOpen(t *testing.T) {
 			return sl.sleep(ctx, d)
 		}
 	})
-	var ie *runner.InterruptedError
+	var ie *ending.InterruptedError
 	if !errors.As(err, &ie) || len(fc.canceled) != 0 || !strings.Contains(log.String(), "still open") {
 		t.Fatalf("err %v, canceled %v, log:\n%s", err, fc.canceled, log)
 	}
@@ -589,7 +590,7 @@ func TestOfflineExpiredAndFailedItems(t *testing.T) {
 	fx := newOfflineFixture(t, seqIDs(8)...)
 	fc := &fakeBatches{endAfter: 1, expire: true, fail: func(id string) bool { return id == "q001" }}
 	sum, err, _ := fx.run(t, context.Background(), fc, nil)
-	if !errors.Is(err, runner.ErrFailures) || sum.Succeeded != 3 || sum.Failed != 5 {
+	if !errors.Is(err, ending.ErrFailures) || sum.Succeeded != 3 || sum.Failed != 5 {
 		t.Fatalf("err %v summary %+v", err, sum)
 	}
 	out, errs := readJSONL(t, fx.out), readJSONL(t, fx.errs)
@@ -660,7 +661,7 @@ func TestOfflineSubmitFailures(t *testing.T) {
 		fx = newOfflineFixture(t, "a")
 		fc = &fakeBatches{endAfter: 1, submitErrs: []error{e5, e5, e5, e5}}
 		_, err, _ := fx.run(t, context.Background(), fc, nil)
-		var ae *runner.AbortError
+		var ae *ending.AbortError
 		if !errors.As(err, &ae) || len(fc.submitErrs) != 1 || fc.submits != 0 {
 			t.Fatalf("err %v, %d errors left", err, len(fc.submitErrs))
 		}
@@ -669,7 +670,7 @@ func TestOfflineSubmitFailures(t *testing.T) {
 		fx := newOfflineFixture(t, "a", "b")
 		fc := &fakeBatches{endAfter: 1, submitErrs: []error{&providers.Error{Class: providers.ClassNetwork, Message: "connection reset"}}}
 		_, err, _ := fx.run(t, context.Background(), fc, nil)
-		var ae *runner.AbortError
+		var ae *ending.AbortError
 		if !errors.As(err, &ae) || fc.submits != 0 || len(fc.submitErrs) != 0 {
 			t.Fatalf("err %v, %d submits", err, fc.submits)
 		}
@@ -681,7 +682,7 @@ func TestOfflineSubmitFailures(t *testing.T) {
 		fx := newOfflineFixture(t, "a")
 		fc := &fakeBatches{submitErrs: []error{&providers.Error{Class: providers.ClassAuth, Status: 401}}}
 		_, err, _ := fx.run(t, context.Background(), fc, nil)
-		var ae *runner.AbortError
+		var ae *ending.AbortError
 		if !errors.As(err, &ae) {
 			t.Fatalf("err %v", err)
 		}
@@ -690,7 +691,7 @@ func TestOfflineSubmitFailures(t *testing.T) {
 		fx := newOfflineFixture(t, "a")
 		fc := &fakeBatches{submitErrs: []error{&providers.Error{Class: providers.ClassInvalid, Status: 400, Message: "nope"}}}
 		_, err, _ := fx.run(t, context.Background(), fc, nil)
-		if !errors.Is(err, runner.ErrFailures) || readJSONL(t, fx.errs)["a"].Get("error.code").Str != "batch_rejected" {
+		if !errors.Is(err, ending.ErrFailures) || readJSONL(t, fx.errs)["a"].Get("error.code").Str != "batch_rejected" {
 			t.Fatalf("err %v", err)
 		}
 	})
@@ -725,7 +726,7 @@ func TestOfflineCollectOnlyAndProviderMismatch(t *testing.T) {
 	st.SetState(batchStatePrefix+"x", b)
 	st.Close()
 	_, err, _ = fx.run(t, context.Background(), fc, nil)
-	var ae *runner.AbortError
+	var ae *ending.AbortError
 	if !errors.As(err, &ae) || !strings.Contains(err.Error(), "--provider other") {
 		t.Fatalf("err %v", err)
 	}
@@ -790,7 +791,7 @@ func TestOfflineCreateWithoutAnswerIsAdoptedByTag(t *testing.T) {
 	fx := newOfflineFixture(t, seqIDs(5)...)
 	fc := &fakeBatches{endAfter: 1, lost: 1}
 	_, err, _ := fx.run(t, context.Background(), fc, nil)
-	var ae *runner.AbortError
+	var ae *ending.AbortError
 	in := intents(t, fx.out)
 	if !errors.As(err, &ae) || fc.submits != 1 || len(in) != 1 || in[0].Tag == "" || len(in[0].IDs) != 5 || in[0].Input != "in.jsonl" {
 		t.Fatalf("err %v, %d batches, intents %+v", err, fc.submits, in)
@@ -858,7 +859,7 @@ func TestOfflineCreateWithoutLabelsIsVerifiedByResults(t *testing.T) {
 		}
 		fc.Submit(context.Background(), other, providers.BatchLabel{})
 	}
-	check := func(t *testing.T, fx *offlineFixture, sum *runner.Summary, err error, log *bytes.Buffer) {
+	check := func(t *testing.T, fx *offlineFixture, sum *report.Summary, err error, log *bytes.Buffer) {
 		t.Helper()
 		lines := readJSONL(t, fx.out)
 		if err != nil || sum.Succeeded != 4 || len(lines) != 4 || !strings.Contains(log.String(), "is not this run's") {
@@ -988,7 +989,7 @@ func TestOfflineListFailure(t *testing.T) {
 	}
 	fc.listErr = &providers.Error{Class: providers.ClassAuth, Status: 401}
 	_, err, _ = fx.run(t, context.Background(), fc, nil)
-	var ae *runner.AbortError
+	var ae *ending.AbortError
 	if !errors.As(err, &ae) {
 		t.Fatalf("auth: %v", err)
 	}

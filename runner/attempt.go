@@ -12,7 +12,9 @@ import (
 
 	"github.com/llmrun/llmrun/checkpoint"
 	"github.com/llmrun/llmrun/limiter"
+	"github.com/llmrun/llmrun/output"
 	"github.com/llmrun/llmrun/providers"
+	"github.com/llmrun/llmrun/report"
 	"github.com/llmrun/llmrun/runner/retry"
 )
 
@@ -326,10 +328,10 @@ func (r *run) emit(h *hop, resp *providers.Response) {
 	if model == "" {
 		model = h.req.Model
 	}
-	l := Line{
+	l := output.Line{
 		CustomID: h.t.req.ID,
-		Response: &LineResp{StatusCode: resp.Status, RequestID: resp.RequestID, Body: resp.Body},
-		Llmrun: LineDetails{
+		Response: &output.LineResp{StatusCode: resp.Status, RequestID: resp.RequestID, Body: resp.Body},
+		Llmrun: output.LineDetails{
 			Provider:     h.route.Provider.Name(),
 			Model:        model,
 			Attempts:     h.t.attempts,
@@ -351,10 +353,10 @@ func (r *run) emit(h *hop, resp *providers.Response) {
 
 // emitFailure writes an errors-file line.
 func (r *run) emitFailure(t *task, last hopResult) {
-	l := Line{
+	l := output.Line{
 		CustomID: t.req.ID,
-		Error:    &LineError{Code: "error", Message: "failed"},
-		Llmrun: LineDetails{
+		Error:    &output.LineError{Code: "error", Message: "failed"},
+		Llmrun: output.LineDetails{
 			Attempts:  t.attempts,
 			Model:     t.req.Model,
 			LatencyMS: time.Since(t.start).Milliseconds(),
@@ -368,7 +370,7 @@ func (r *run) emitFailure(t *task, last hopResult) {
 	}
 	if last.err != nil {
 		l.Error.Message = last.err.Error()
-		l.Error.cause = providers.Cause(last.err)
+		l.Error.Cause = providers.Cause(last.err)
 		var pe *providers.Error
 		if errors.As(last.err, &pe) {
 			l.Error.Code = pe.Class.String()
@@ -380,18 +382,18 @@ func (r *run) emitFailure(t *task, last hopResult) {
 		}
 	}
 	if last.status != 0 {
-		l.Response = &LineResp{StatusCode: last.status, RequestID: last.reqID, Body: last.errBody}
+		l.Response = &output.LineResp{StatusCode: last.status, RequestID: last.reqID, Body: last.errBody}
 	} else if last.resp != nil {
-		l.Response = &LineResp{StatusCode: last.resp.Status, RequestID: last.resp.RequestID, Body: last.resp.Body}
+		l.Response = &output.LineResp{StatusCode: last.resp.Status, RequestID: last.resp.RequestID, Body: last.resp.Body}
 	}
 	r.send(t, &l, false)
 }
 
-func (r *run) send(t *task, l *Line, ok bool) {
+func (r *run) send(t *task, l *output.Line, ok bool) {
 	r.c.RequestNanos.Add(int64(time.Since(t.start)))
 	cause := ""
 	if !ok && l.Error != nil {
-		cause = l.Error.cause
+		cause = l.Error.Cause
 	}
 	b, err := l.Marshal()
 	if err != nil {
@@ -423,7 +425,7 @@ func (r *run) statusWord() string {
 		}
 	}
 	if bound != limiter.DimNone {
-		parts = append(parts, "waiting for "+words(bound.String()))
+		parts = append(parts, "waiting for "+report.Words(bound.String()))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -9,7 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmrun/llmrun/ending"
 	"github.com/llmrun/llmrun/providers"
+	"github.com/llmrun/llmrun/report"
 	"github.com/llmrun/llmrun/runner/retry"
 )
 
@@ -62,26 +64,8 @@ func (w *connectWatch) exceeded(now time.Time, deadline time.Duration) (err erro
 	if left = w.first.Add(deadline).Sub(now); left > 0 {
 		return nil, left
 	}
-	return &UnreachableError{Deadline: deadline, Err: w.last}, 0
+	return &ending.UnreachableError{Deadline: deadline, Err: w.last}, 0
 }
-
-// UnreachableError stops a run whose server was never reached within
-// --connect-deadline.
-type UnreachableError struct {
-	// Where is the provider and base URL.
-	Where    string
-	Deadline time.Duration
-	Err      error
-}
-
-func (e *UnreachableError) Error() string {
-	where := ""
-	if e.Where != "" {
-		where = " " + e.Where
-	}
-	return fmt.Sprintf("could not reach%s for %v (--connect-deadline), and nothing has succeeded there: %s", where, e.Deadline, providers.Cause(e.Err))
-}
-func (e *UnreachableError) Unwrap() error { return e.Err }
 
 // connectWatch is the watch of h's key, or nil when h can fall back to
 // another hop (a dead primary is what a fallback is for).
@@ -134,7 +118,7 @@ func (r *run) observeSetup(h *hop, o attemptOutcome) {
 
 // unreachable names h's server in a connect watch's error.
 func (r *run) unreachable(h *hop, err error) error {
-	if ue, ok := err.(*UnreachableError); ok {
+	if ue, ok := err.(*ending.UnreachableError); ok {
 		ue.Where = h.route.Provider.Name() + " at " + h.route.Provider.BaseURL()
 	}
 	return err
@@ -158,33 +142,11 @@ func (r *run) latestCause() string {
 	return ""
 }
 
-// logAttempt logs one sent attempt at Debug level (-v): which request,
-// where, how it ended and how long it took. Never a key, a header or a
-// body.
+// logAttempt logs one sent attempt at Debug level (-v; report.LogAttempt).
 func (r *run) logAttempt(h *hop, o attemptOutcome) {
 	if o.sent.IsZero() || !r.cfg.Log.Enabled(context.Background(), slog.LevelDebug) {
 		return
 	}
-	attrs := []slog.Attr{
-		slog.String("id", h.t.req.ID), slog.Int("line", h.t.req.Line),
-		slog.String("provider", h.route.Provider.Name()), slog.String("model", h.req.Model),
-		slog.Int("hop", h.index), slog.Int("attempt", h.t.attempts),
-		slog.Int64("ms", time.Since(o.sent).Milliseconds()),
-	}
-	msg := "attempt answered"
-	switch {
-	case o.cut:
-		msg = "attempt cut by shutdown"
-	case o.resp != nil:
-		attrs = append(attrs, slog.Int("status", o.resp.Status), slog.Int64("ttft_ms", o.resp.TTFT.Milliseconds()),
-			slog.Int64("input_tokens", o.resp.Usage.InputTokens), slog.Int64("output_tokens", o.resp.Usage.OutputTokens))
-	default:
-		msg = "attempt failed"
-		var pe *providers.Error
-		if errors.As(o.err, &pe) {
-			attrs = append(attrs, slog.Int("status", pe.Status))
-		}
-		attrs = append(attrs, slog.String("class", o.class().String()), slog.String("cause", providers.Cause(o.err)))
-	}
-	r.cfg.Log.LogAttrs(context.Background(), slog.LevelDebug, msg, attrs...)
+	report.LogAttempt(r.cfg.Log, report.AttemptLog{ID: h.t.req.ID, Line: h.t.req.Line, Provider: h.route.Provider.Name(), Model: h.req.Model,
+		Hop: h.index, Attempt: h.t.attempts, Sent: o.sent, Cut: o.cut, Resp: o.resp, Err: o.err})
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/llmrun/llmrun/ending"
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/providers"
@@ -164,8 +165,8 @@ func TestMaxCostStopsBeforeTheCap(t *testing.T) {
 	rewritePrompts(t, cfg.Source, 4000)
 	sum, err := Run(context.Background(), cfg)
 	store.Close()
-	var ae *AbortError
-	var ce *CostCapError
+	var ae *ending.AbortError
+	var ce *ending.CostCapError
 	if !asErr(err, &ae) || !asErr(err, &ce) {
 		t.Fatalf("err = %v, want an AbortError with a CostCapError", err)
 	}

@@ -2,19 +2,18 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
+	"github.com/llmrun/llmrun/ending"
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/providers"
 )
 
 // Per-day budgets (Config.Days): a key whose day is spent admits nothing
 // before the day's reset. The run then stops admitting, lets what is in
-// flight finish and ends with a *DailyLimitError (exit 3, resumable), or
+// flight finish and ends with a *ending.DailyLimitError (exit 3, resumable), or
 // with WaitDaily sleeps until the reset and goes on. A day is spent by
 // the key's own limits (--rpd, --tpd), by the per-day windows of the
 // provider's headers, or by the provider refusing for the day (a 429
@@ -28,17 +27,6 @@ const dayStateKey = "daily"
 // minDayBlock is the shortest a refusal for the day blocks its key: a
 // "try again in 0s" must not turn into a loop of refusals.
 const minDayBlock = time.Second
-
-// DailyLimitError ends a run that reached a daily limit without
-// WaitDaily: nothing pending is lost, and the rerun after the reset
-// carries on.
-type DailyLimitError struct{ Limit *limiter.DayLimitError }
-
-func (e *DailyLimitError) Error() string {
-	return e.Limit.Error() + "; rerun the same command after then, or pass --wait-daily to wait for it"
-}
-
-func (e *DailyLimitError) Unwrap() error { return e.Limit }
 
 // dayKey names a budget key's day: the key with any credentials of its
 // base URL taken out, since the day is written to the checkpoint state
@@ -81,7 +69,7 @@ func (r *run) dayOpen(ctx context.Context, h *hop) bool {
 					return false
 				}
 			}
-			r.abortRun(&DailyLimitError{de})
+			r.abortRun(&ending.DailyLimitError{Limit: de})
 			return false
 		}
 		r.noteDayWait(de)
@@ -211,67 +199,17 @@ func (r *run) dayRefused(h *hop, pe *providers.Error) {
 }
 
 // restoreDays takes up the daily counts an earlier run on this output
-// left.
+// left; saveDays leaves them for the next run.
 func (r *run) restoreDays() error {
 	if r.cfg.Days == nil || r.cfg.Store == nil {
 		return nil
 	}
-	raw, ok := r.cfg.Store.State(dayStateKey)
-	if !ok {
-		return nil
-	}
-	var us []limiter.DayUsage
-	if err := json.Unmarshal(raw, &us); err != nil {
-		return fmt.Errorf("state %q: %w", dayStateKey, err)
-	}
-	r.cfg.Days.Restore(us)
-	return nil
+	return r.cfg.Days.Load(r.cfg.Store, dayStateKey)
 }
 
-// saveDays leaves the daily counts for the next run (none: the state is
-// removed).
 func (r *run) saveDays() error {
 	if r.cfg.Days == nil || r.cfg.Store == nil {
 		return nil
 	}
-	us := r.cfg.Days.Usage()
-	if len(us) == 0 {
-		if _, ok := r.cfg.Store.State(dayStateKey); !ok {
-			return nil
-		}
-		return r.cfg.Store.SetState(dayStateKey, nil)
-	}
-	raw, err := json.Marshal(us)
-	if err != nil {
-		return err
-	}
-	return r.cfg.Store.SetState(dayStateKey, raw)
-}
-
-// DayLimits is one key's day in the summary.
-type DayLimits struct {
-	Key string `json:"key"`
-	// Requests and Tokens are what the key used of its own day; RPD and
-	// TPD the per-day limits in force (its own or, lower, the
-	// provider's), 0 for none.
-	Requests float64 `json:"requests"`
-	Tokens   float64 `json:"tokens"`
-	RPD      float64 `json:"rpd"`
-	TPD      float64 `json:"tpd"`
-	// Reset ends the day counted; RefusedUntil, when set, is when the
-	// provider's refusal for the day lifts.
-	Reset        time.Time `json:"reset"`
-	RefusedUntil time.Time `json:"refused_until,omitzero"`
-}
-
-// dailySummary lists the keys with a day limit or a refusal.
-func (r *run) dailySummary() []DayLimits {
-	if r.cfg.Days == nil {
-		return nil
-	}
-	var out []DayLimits
-	for _, st := range r.cfg.Days.Stats() {
-		out = append(out, DayLimits{Key: st.Key, Requests: st.Requests, Tokens: st.Tokens, RPD: st.RPD, TPD: st.TPD, Reset: st.Reset, RefusedUntil: st.Blocked})
-	}
-	return out
+	return r.cfg.Days.Save(r.cfg.Store, dayStateKey)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llmrun/llmrun/checkpoint"
+	"github.com/llmrun/llmrun/ending"
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/providers"
 )
@@ -21,7 +22,7 @@ import (
 // reset, or up to slack later.
 func dailyAbort(t *testing.T, err error, reset time.Time, slack time.Duration) {
 	t.Helper()
-	var ae *AbortError
+	var ae *ending.AbortError
 	var de *limiter.DayLimitError
 	if !errors.As(err, &ae) || !errors.As(err, &de) || de.Reset.Before(reset) || de.Reset.After(reset.Add(slack)) {
 		t.Fatalf("err = %v, want an abort for a daily limit resetting at %v", err, reset)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/llmrun/llmrun/ending"
 	"github.com/llmrun/llmrun/providers"
 )
 
@@ -100,7 +101,7 @@ func (f *failFast) judge(o attemptOutcome) error {
 	f.signal()
 	if f.armed && f.judged >= f.n {
 		f.armed = false
-		return &FailFastError{Attempts: f.judged, Err: f.first}
+		return &ending.FailFastError{Attempts: f.judged, Err: f.first}
 	}
 	return nil
 }
@@ -123,59 +124,4 @@ func signature(err error) string {
 		return ""
 	}
 	return err.Error()
-}
-
-// FailFastError stops a run whose first attempts all failed the same way,
-// non-retryably: the setup is wrong, and every other request would fail
-// alike.
-type FailFastError struct {
-	Attempts int
-	Err      error
-}
-
-func (e *FailFastError) Error() string {
-	return fmt.Sprintf("the first %d attempts all failed the same way (--fail-fast %d), so every request would: %v", e.Attempts, e.Attempts, e.Err)
-}
-func (e *FailFastError) Unwrap() error { return e.Err }
-
-// MaxFailures stops a run once its failed requests pass Count or, with
-// Ratio set and at least MaxFailuresMinAnswered requests answered, Ratio
-// of them (--max-failures). The zero value (On false) never stops a run.
-type MaxFailures struct {
-	On    bool
-	Count int64
-	Ratio float64
-	// Flag is the option as given, for the message.
-	Flag string
-}
-
-// MaxFailuresMinAnswered is how many requests must be answered before a
-// ratio is judged: one failure of the first request is not 100%.
-const MaxFailuresMinAnswered = 20
-
-// exceeded reports whether failed of answered passes the limit.
-func (m MaxFailures) exceeded(failed, answered int64) bool {
-	switch {
-	case !m.On:
-		return false
-	case m.Ratio > 0:
-		return answered >= MaxFailuresMinAnswered && float64(failed) > m.Ratio*float64(answered)
-	}
-	return failed > m.Count
-}
-
-// MaxFailuresError stops a run whose failures passed --max-failures.
-type MaxFailuresError struct {
-	Failed, Answered int64
-	Limit            MaxFailures
-	// Last is the cause of the latest failure.
-	Last string
-}
-
-func (e *MaxFailuresError) Error() string {
-	s := fmt.Sprintf("%d of %d answered requests failed, past --max-failures %s", e.Failed, e.Answered, e.Limit.Flag)
-	if e.Last != "" {
-		s += "; the latest: " + e.Last
-	}
-	return s
 }

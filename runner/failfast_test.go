@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmrun/llmrun/ending"
 	"github.com/llmrun/llmrun/providers"
 )
 
@@ -53,7 +54,7 @@ func TestFailFastJudge(t *testing.T) {
 						t.Fatalf("stopped twice: %v", err)
 					}
 					stopped = i
-					var ffe *FailFastError
+					var ffe *ending.FailFastError
 					if !errors.As(err, &ffe) || ffe.Attempts != tc.n || !errors.Is(err, notFound) {
 						t.Errorf("error %v, want a FailFastError of %d wrapping the 404", err, tc.n)
 					}
@@ -106,7 +107,7 @@ func TestConnectWatch(t *testing.T) {
 		}
 		w.observe(at(5*time.Second, failed(refused)))
 		err, _ := w.exceeded(t0.Add(deadline), deadline)
-		var ue *UnreachableError
+		var ue *ending.UnreachableError
 		if !errors.As(err, &ue) || !errors.Is(err, refused) {
 			t.Fatalf("at the deadline: %v, want an UnreachableError wrapping the failure", err)
 		}
@@ -134,26 +135,6 @@ func TestConnectWatch(t *testing.T) {
 			t.Errorf("deadline 0: %v", err)
 		}
 	})
-}
-
-func TestMaxFailuresExceeded(t *testing.T) {
-	for _, tc := range []struct {
-		m                MaxFailures
-		failed, answered int64
-		want             bool
-	}{
-		{MaxFailures{}, 100, 100, false},
-		{MaxFailures{On: true, Count: 0}, 1, 1, true},
-		{MaxFailures{On: true, Count: 5}, 5, 10, false},
-		{MaxFailures{On: true, Count: 5}, 6, 10, true},
-		{MaxFailures{On: true, Ratio: 0.1}, 5, 10, false}, // too few answered to judge
-		{MaxFailures{On: true, Ratio: 0.1}, 2, 20, false},
-		{MaxFailures{On: true, Ratio: 0.1}, 3, 20, true},
-	} {
-		if got := tc.m.exceeded(tc.failed, tc.answered); got != tc.want {
-			t.Errorf("%+v with %d of %d failed: %v, want %v", tc.m, tc.failed, tc.answered, got, tc.want)
-		}
-	}
 }
 
 func TestRateLimitDimension(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/providers"
+	"github.com/llmrun/llmrun/report"
 	"github.com/llmrun/llmrun/runner/retry"
 )
 
@@ -89,7 +90,7 @@ type RequestEnd struct {
 type View struct{ r *run }
 
 // Counters are the run's live figures.
-func (v *View) Counters() *Counters { return v.r.c }
+func (v *View) Counters() *report.Counters { return v.r.c.Counters }
 
 // Budget is the budget's figures per key: limits in force (learned ones
 // included), waits by dimension, in flight, 429s.

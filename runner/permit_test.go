@@ -11,8 +11,10 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/llmrun/llmrun/ending"
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/providers"
+	"github.com/llmrun/llmrun/report"
 	"github.com/llmrun/llmrun/runner/retry"
 )
 
@@ -175,58 +177,58 @@ func TestPermitReleasesEverythingOnce(t *testing.T) {
 		fillSlots   bool
 		interrupt   time.Duration
 		wantEnds    []string
-		wantSummary func(*Summary) bool
+		wantSummary func(*report.Summary) bool
 		wantErr     func(error) bool
 		wantPaused  int
 	}{
 		"success": {
-			wantEnds: []string{"settle"}, wantSummary: func(s *Summary) bool { return s.Succeeded == 1 },
+			wantEnds: []string{"settle"}, wantSummary: func(s *report.Summary) bool { return s.Succeeded == 1 },
 		},
 		"failure, not retried": {
 			fail: failAt(invalid), wantEnds: []string{"fail"},
-			wantSummary: func(s *Summary) bool { return s.Failed == 1 }, wantErr: func(err error) bool { return errors.Is(err, ErrFailures) },
+			wantSummary: func(s *report.Summary) bool { return s.Failed == 1 }, wantErr: func(err error) bool { return errors.Is(err, ending.ErrFailures) },
 		},
 		"retried, then success": {
 			fail: failAt(server, server), wantEnds: []string{"fail", "fail", "settle"},
-			wantSummary: func(s *Summary) bool { return s.Succeeded == 1 && s.Retries == 2 },
+			wantSummary: func(s *report.Summary) bool { return s.Succeeded == 1 && s.Retries == 2 },
 		},
 		"rate limited with retry-after": {
 			fail: failAt(limited), wantEnds: []string{"refused", "settle"}, wantPaused: 1,
-			wantSummary: func(s *Summary) bool { return s.Succeeded == 1 && s.RateLimited == 1 },
+			wantSummary: func(s *report.Summary) bool { return s.Succeeded == 1 && s.RateLimited == 1 },
 		},
 		"guard rejection": {
 			mutate:   func(c *Config) { c.Guard = retry.Guard{MinChars: 1000}; c.Policy.MaxAttempts = 2 },
-			wantEnds: []string{"settle", "settle"}, wantSummary: func(s *Summary) bool { return s.Failed == 1 && s.Attempts == 2 },
-			wantErr: func(err error) bool { return errors.Is(err, ErrFailures) },
+			wantEnds: []string{"settle", "settle"}, wantSummary: func(s *report.Summary) bool { return s.Failed == 1 && s.Attempts == 2 },
+			wantErr: func(err error) bool { return errors.Is(err, ending.ErrFailures) },
 		},
 		"breaker opened while waiting for the budget": {
-			invalid: 1, wantEnds: []string{"cancel", "settle"}, wantSummary: func(s *Summary) bool { return s.Succeeded == 1 && s.Attempts == 1 },
+			invalid: 1, wantEnds: []string{"cancel", "settle"}, wantSummary: func(s *report.Summary) bool { return s.Succeeded == 1 && s.Attempts == 1 },
 		},
 		"interrupted while waiting for a run slot": {
 			fillSlots: true, interrupt: time.Second, wantEnds: []string{"cancel"},
-			wantSummary: func(s *Summary) bool { return s.Pending == 1 && s.Attempts == 0 },
-			wantErr:     func(err error) bool { var ie *InterruptedError; return errors.As(err, &ie) },
+			wantSummary: func(s *report.Summary) bool { return s.Pending == 1 && s.Attempts == 0 },
+			wantErr:     func(err error) bool { var ie *ending.InterruptedError; return errors.As(err, &ie) },
 		},
 		"shutdown cuts the attempt": {
 			latency: time.Minute, interrupt: time.Second, mutate: func(c *Config) { c.Grace = time.Second }, wantEnds: []string{"fail"},
-			wantSummary: func(s *Summary) bool { return s.Pending == 1 && s.Attempts == 1 },
-			wantErr:     func(err error) bool { var ie *InterruptedError; return errors.As(err, &ie) },
+			wantSummary: func(s *report.Summary) bool { return s.Pending == 1 && s.Attempts == 1 },
+			wantErr:     func(err error) bool { var ie *ending.InterruptedError; return errors.As(err, &ie) },
 		},
 		"fatal error aborts": {
-			fail: failAt(auth), wantEnds: []string{"fail"}, wantSummary: func(s *Summary) bool { return s.Pending == 1 },
-			wantErr: func(err error) bool { var ae *AbortError; return errors.As(err, &ae) },
+			fail: failAt(auth), wantEnds: []string{"fail"}, wantSummary: func(s *report.Summary) bool { return s.Pending == 1 },
+			wantErr: func(err error) bool { var ae *ending.AbortError; return errors.As(err, &ae) },
 		},
 		"budget fails": {
 			reserveErr: func(int) error { return errors.New("redis: connection refused") }, wantEnds: nil,
-			wantSummary: func(s *Summary) bool { return s.Pending == 1 && s.Attempts == 0 },
-			wantErr:     func(err error) bool { var ae *AbortError; return errors.As(err, &ae) },
+			wantSummary: func(s *report.Summary) bool { return s.Pending == 1 && s.Attempts == 0 },
+			wantErr:     func(err error) bool { var ae *ending.AbortError; return errors.As(err, &ae) },
 		},
 		"too large for the budget": {
 			reserveErr: func(int) error {
 				return &limiter.TooLargeError{Key: "k", Dimension: limiter.DimInput, Cost: 10, Limit: 5}
 			}, wantEnds: nil,
-			wantSummary: func(s *Summary) bool { return s.Failed == 1 && s.Attempts == 0 },
-			wantErr:     func(err error) bool { return errors.Is(err, ErrFailures) },
+			wantSummary: func(s *report.Summary) bool { return s.Failed == 1 && s.Attempts == 0 },
+			wantErr:     func(err error) bool { return errors.Is(err, ending.ErrFailures) },
 		},
 	}
 	for name, tt := range tests {

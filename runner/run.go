@@ -2,8 +2,9 @@
 // source (package source), a bounded pool of workers that take each
 // request through admission (the limiter and the run's other holds), the
 // provider and the retry policy, and one sink goroutine that writes every
-// result to the checkpoint as it lands. The batch-API route is package
-// offline, which builds on this one's output lines and counters.
+// result (package output's line) to the checkpoint as it lands. The
+// batch-API route, package offline, writes the same lines, counts into and
+// reports through package report and ends alike (package ending).
 package runner
 
 import (
@@ -15,16 +16,19 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/llmrun/llmrun/cache"
 	"github.com/llmrun/llmrun/checkpoint"
+	"github.com/llmrun/llmrun/ending"
 	"github.com/llmrun/llmrun/estimate"
+	"github.com/llmrun/llmrun/internal/pause"
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/providers"
+	"github.com/llmrun/llmrun/report"
 	"github.com/llmrun/llmrun/runner/retry"
 	"github.com/llmrun/llmrun/source"
 )
@@ -51,7 +55,7 @@ type Config struct {
 	Estimator *estimate.Estimator
 	// InputRatios, by model, seed the Estimator's calibration of the
 	// primary route from the provider's own count of a sample (see
-	// Calibrate); nil leaves it to the responses' usage.
+	// forecast.Calibrate); nil leaves it to the responses' usage.
 	InputRatios map[string]float64
 
 	Policy      retry.Policy
@@ -78,23 +82,23 @@ type Config struct {
 	// must have a price (cmd checks).
 	MaxCost, Spent pricing.Cost
 
-	// ConnectDeadline stops the run (an *UnreachableError) when the
+	// ConnectDeadline stops the run (an *ending.UnreachableError) when the
 	// server of the chain's last hop was never reached for this long
 	// since its first attempt; 0 never does.
 	ConnectDeadline time.Duration
-	// SetupDeadline stops the run (a *SetupError) when a key that never
+	// SetupDeadline stops the run (a *ending.SetupError) when a key that never
 	// succeeded failed the same way that long (see setup.go); 0 never
 	// does. Streaming says requests are streamed (for its hint).
 	SetupDeadline time.Duration
 	Streaming     bool
-	// FailFast stops the run (a *FailFastError) when its first FailFast
+	// FailFast stops the run (a *ending.FailFastError) when its first FailFast
 	// attempts all fail the same way, non-retryably; 0 never does.
 	FailFast int
 	// MaxFailures stops the run once its failed requests pass a count or
 	// a ratio (--max-failures); the zero value never does.
-	MaxFailures MaxFailures
+	MaxFailures ending.MaxFailures
 
-	Progress *Progress
+	Progress *report.Progress
 	// Observer, if set, watches the run (metrics).
 	Observer Observer
 	// Log receives a Debug record per attempt (-v; never keys or bodies)
@@ -104,65 +108,19 @@ type Config struct {
 	Rand *rand.Rand
 	// Cache, if set, answers requests from earlier runs' answers and
 	// keeps this run's (cache.go).
-	Cache *CacheUse
+	Cache *cache.Use
 }
-
-// AbortError stops a run on a condition no retry can fix (bad key, spend
-// cap, an outage longer than --max-outage). Nothing pending is lost: the
-// run can be resumed.
-type AbortError struct{ Cause error }
-
-func (e *AbortError) Error() string {
-	return fmt.Sprintf("run aborted: %v; everything not done is still pending, fix the cause and rerun the same command to resume", e.Cause)
-}
-func (e *AbortError) Unwrap() error { return e.Cause }
-
-// InterruptedError reports a run stopped by a signal after draining.
-type InterruptedError struct{ Signal os.Signal }
-
-func (e *InterruptedError) Error() string { return "interrupted " + signalWords(e.Signal) }
-
-// signalWords names a stopping signal as the person who sent it knows it:
-// "(Ctrl-C)" for SIGINT, "(SIGTERM)" for SIGTERM ("interrupt" is what
-// Go calls SIGINT, and "interrupted by interrupt" says nothing).
-func signalWords(sig os.Signal) string {
-	switch sig {
-	case os.Interrupt:
-		return "(Ctrl-C)"
-	case syscall.SIGTERM:
-		return "(SIGTERM)"
-	}
-	return fmt.Sprintf("(%v)", sig)
-}
-
-// PendingError says a run ended, with nothing else wrong, while some
-// requests were neither answered nor failed: exit 0 must mean every request
-// succeeded, so this is an error. The rerun does them.
-type PendingError struct {
-	Pending int64
-	// Cause is why they were left, when known.
-	Cause error
-}
-
-func (e *PendingError) Error() string {
-	return fmt.Sprintf("%d requests still pending (neither answered nor failed): %v; rerun the same command to finish them", e.Pending, e.Cause)
-}
-func (e *PendingError) Unwrap() error { return e.Cause }
 
 // errShortInput is why requests are pending when the input yielded fewer
 // requests than its check pass counted.
 var errShortInput = errors.New("the input gave fewer requests than its check counted (did it change during the run?)")
-
-// ErrFailures means the run finished but some requests failed; they are in
-// the errors file.
-var ErrFailures = errors.New("some requests failed")
 
 // errStopAdmitting ends the producer once admissions stop.
 var errStopAdmitting = errors.New("admissions stopped")
 
 type run struct {
 	cfg Config
-	c   *Counters
+	c   counters
 
 	admitCtx  context.Context // cancelled: no new attempts
 	stopAdmit context.CancelCauseFunc
@@ -225,9 +183,9 @@ type result struct {
 }
 
 // Run runs the batch. It returns the summary and an error that says how the
-// run ended: nil (all succeeded), ErrFailures, *AbortError,
+// run ended (package ending): nil (all succeeded), ErrFailures, *AbortError,
 // *InterruptedError, *PendingError, or a setup/IO error.
-func Run(ctx context.Context, cfg Config) (*Summary, error) {
+func Run(ctx context.Context, cfg Config) (*report.Summary, error) {
 	r := newRun(ctx, cfg)
 	defer r.stopWork(nil)
 	return r.execute(ctx)
@@ -247,7 +205,7 @@ func newRun(ctx context.Context, cfg Config) *run {
 	if cfg.RetryBudget == nil {
 		cfg.RetryBudget = retry.NewBudget(retry.DefaultBudgetRatio, retry.DefaultBudgetWindow, retry.DefaultBudgetAllowance)
 	}
-	r := &run{cfg: cfg, c: new(Counters), breakers: make(map[string]Breaker), gates: make(map[string]*keyGate), conns: make(map[string]*connectWatch),
+	r := &run{cfg: cfg, c: counters{new(report.Counters)}, breakers: make(map[string]Breaker), gates: make(map[string]*keyGate), conns: make(map[string]*connectWatch),
 		ff: newFailFast(cfg.FailFast), produced: make(chan struct{}), slots: make(chan struct{}, cfg.Concurrency), results: make(chan result),
 		ready: make(chan struct{}, cfg.Concurrency+readySpare(cfg.Concurrency))}
 	if cfg.MaxCost > 0 {
@@ -261,7 +219,7 @@ func newRun(ctx context.Context, cfg Config) *run {
 
 // execute runs the pipeline (signals, sink, producer and workers) to its
 // end and says how it ended.
-func (r *run) execute(ctx context.Context) (*Summary, error) {
+func (r *run) execute(ctx context.Context) (*report.Summary, error) {
 	started := time.Now()
 	go r.watchSignals()
 
@@ -273,7 +231,7 @@ func (r *run) execute(ctx context.Context) (*Summary, error) {
 	if r.cfg.Progress != nil && r.cfg.Progress.Status == nil {
 		r.cfg.Progress.Status = r.statusWord
 	}
-	r.cfg.Progress.Start(r.c)
+	r.cfg.Progress.Start(r.c.Counters)
 	if r.cfg.Observer != nil {
 		r.cfg.Observer.Start(&View{r: r})
 	}
@@ -292,28 +250,28 @@ func (r *run) execute(ctx context.Context) (*Summary, error) {
 	}
 	sum := r.summarize(time.Since(started))
 	if r.spend != nil {
-		sum.RecordedCostUSD = usd(r.spend.total(), true)
+		sum.RecordedCostUSD = r.spend.total().USDOrNull(true)
 		sum.MaxCostUSD = r.cfg.MaxCost.USD()
 	}
 	return sum, r.ending(ctx, sum, werr, prodErr)
 }
 
 // ending is the error that says how the run ended (see Run).
-func (r *run) ending(ctx context.Context, sum *Summary, werr, prodErr error) error {
+func (r *run) ending(ctx context.Context, sum *report.Summary, werr, prodErr error) error {
 	r.mu.Lock()
 	abort, sig := r.abort, r.signal
 	r.mu.Unlock()
 	if errors.Is(abort, errCostCap) {
-		abort = &CostCapError{Spent: r.spend.total(), Cap: r.cfg.MaxCost}
+		abort = &ending.CostCapError{Spent: r.spend.total(), Cap: r.cfg.MaxCost}
 	}
 	switch {
 	case werr != nil:
 		return fmt.Errorf("writing results: %w", werr)
 	case abort != nil:
 		sum.Aborted = abort.Error()
-		return &AbortError{Cause: abort}
+		return &ending.AbortError{Cause: abort}
 	case sig != nil:
-		return &InterruptedError{Signal: sig}
+		return &ending.InterruptedError{Signal: sig}
 	case prodErr != nil && !errors.Is(prodErr, errStopAdmitting):
 		return prodErr
 	case ctx.Err() != nil:
@@ -323,9 +281,9 @@ func (r *run) ending(ctx context.Context, sum *Summary, werr, prodErr error) err
 		if cause == nil {
 			cause = errShortInput
 		}
-		return &PendingError{Pending: sum.Pending, Cause: cause}
+		return &ending.PendingError{Pending: sum.Pending, Cause: cause}
 	case r.c.Failed.Load() > 0:
-		return ErrFailures
+		return ending.ErrFailures
 	}
 	return nil
 }
@@ -422,7 +380,7 @@ func (r *run) watchSignals() {
 		r.mu.Lock()
 		r.signal = sig
 		r.mu.Unlock()
-		r.stopAdmitting(fmt.Errorf("interrupted %s", signalWords(sig)))
+		r.stopAdmitting(fmt.Errorf("interrupted %s", ending.SignalWords(sig)))
 	case <-r.workCtx.Done():
 		return
 	}
@@ -435,14 +393,6 @@ func (r *run) watchSignals() {
 		r.stopWork(errors.New("grace period over"))
 	case <-r.workCtx.Done():
 	}
-}
-
-// ExitSignalCode is the conventional exit status for a signal (128+n).
-func ExitSignalCode(sig os.Signal) int {
-	if s, ok := sig.(syscall.Signal); ok {
-		return 128 + int(s)
-	}
-	return 130
 }
 
 // sink is the single writer to the checkpoint. A write error stops
@@ -469,9 +419,9 @@ func (r *run) sink() error {
 			continue
 		}
 		failed := r.c.Failed.Add(1)
-		r.c.failedBecause(res.cause)
-		if answered := failed + r.c.Succeeded.Load(); r.cfg.MaxFailures.exceeded(failed, answered) {
-			r.abortRun(&MaxFailuresError{Failed: failed, Answered: answered, Limit: r.cfg.MaxFailures, Last: res.cause})
+		r.c.AddFailure(res.cause)
+		if answered := failed + r.c.Succeeded.Load(); r.cfg.MaxFailures.Exceeded(failed, answered) {
+			r.abortRun(&ending.MaxFailuresError{Failed: failed, Answered: answered, Limit: r.cfg.MaxFailures, Last: res.cause})
 		}
 	}
 	return werr
@@ -507,17 +457,6 @@ func (r *run) int64n(n int64) int64 {
 	return r.cfg.Rand.Int64N(n)
 }
 
-// sleep waits d or until ctx ends; it reports whether the full wait elapsed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
+// sleep waits d or until ctx ends; it reports whether the full wait
+// elapsed (see pause.Sleep).
+func sleep(ctx context.Context, d time.Duration) bool { return pause.Sleep(ctx, d) }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/llmrun/llmrun/checkpoint"
+	"github.com/llmrun/llmrun/ending"
 	"github.com/llmrun/llmrun/estimate"
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/providers"
@@ -103,8 +104,8 @@ func TestInterruptDrainsWithinGrace(t *testing.T) {
 			sigs <- syscall.SIGINT
 		}()
 		sum, err := Run(context.Background(), cfg)
-		var ie *InterruptedError
-		if !errors.As(err, &ie) || ExitSignalCode(ie.Signal) != 130 {
+		var ie *ending.InterruptedError
+		if !errors.As(err, &ie) || ending.ExitSignalCode(ie.Signal) != 130 {
 			t.Fatalf("err = %v, want an interrupt (exit 130)", err)
 		}
 		if sum.Succeeded != 5 || p.sent.Load() != 5 || sum.Pending != 15 {
@@ -130,8 +131,8 @@ func TestInterruptGraceExpires(t *testing.T) {
 			sigs <- syscall.SIGTERM
 		}()
 		sum, err := Run(context.Background(), cfg)
-		var ie *InterruptedError
-		if !errors.As(err, &ie) || ExitSignalCode(ie.Signal) != 143 {
+		var ie *ending.InterruptedError
+		if !errors.As(err, &ie) || ending.ExitSignalCode(ie.Signal) != 143 {
 			t.Fatalf("err = %v, want SIGTERM (exit 143)", err)
 		}
 		if took := time.Since(start); took != 3*time.Second {
@@ -207,7 +208,7 @@ func TestPendingAtTheEndIsAnError(t *testing.T) {
 		cfg, store := testRun(t, t.TempDir(), 3, p, func(c *Config) { c.Total = 5 })
 		defer store.Close()
 		sum, err := Run(context.Background(), cfg)
-		var pe *PendingError
+		var pe *ending.PendingError
 		if !errors.As(err, &pe) || pe.Pending != 2 || sum.Pending != 2 || sum.Succeeded != 3 {
 			t.Fatalf("err = %v, summary %+v; want 2 pending reported as an error", err, sum)
 		}

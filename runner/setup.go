@@ -3,11 +3,10 @@ package runner
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/llmrun/llmrun/ending"
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/providers"
 )
@@ -82,59 +81,7 @@ func (w *setupWatch) exceeded(now time.Time, deadline time.Duration) (err error,
 	if left = w.first.Add(deadline).Sub(now); left > 0 {
 		return nil, left
 	}
-	return &SetupError{Attempts: w.n, Since: now.Sub(w.first), Err: w.last}, 0
-}
-
-// SetupError stops a run whose server never answered a request: every
-// attempt failed the same way.
-type SetupError struct {
-	// Where is the provider and base URL.
-	Where    string
-	Attempts int
-	Since    time.Duration
-	// Streamed says the failing requests were streamed; Probe is how one
-	// of them fared sent plain: probeOK, the failure's cause, or "" when
-	// not probed.
-	Streamed bool
-	Probe    string
-	Err      *providers.Error
-}
-
-func (e *SetupError) Error() string {
-	var b strings.Builder
-	where := ""
-	if e.Where != "" {
-		where = " at " + e.Where
-	}
-	fmt.Fprintf(&b, "nothing has succeeded%s since the run started: %d attempts in %v failed the same way, %s; a setup problem, not an outage",
-		where, e.Attempts, e.Since.Round(time.Second), providers.Cause(e.Err))
-	if len(e.Err.Body) > 0 && e.Err.Message == "" {
-		fmt.Fprintf(&b, " (body %s)", truncate(string(e.Err.Body), 200))
-	}
-	switch {
-	case e.Err.Hint != "":
-		b.WriteString("; " + e.Err.Hint)
-	case e.Streamed && e.Probe == probeOK:
-		b.WriteString("; the same request sent plain (not streamed) succeeded: the server (or a gateway before it) cannot stream, rerun with --stream=false")
-	case e.Streamed && e.Probe != "":
-		b.WriteString("; the same request sent plain failed too (" + e.Probe + "): not a streaming problem")
-	case e.Streamed:
-		b.WriteString("; the requests were streamed: if the server (or a gateway before it) cannot stream, rerun with --stream=false")
-	}
-	return b.String()
-}
-
-// probeOK is SetupError.Probe for a plain request that succeeded.
-const probeOK = "ok"
-
-func (e *SetupError) Unwrap() error { return e.Err }
-
-// truncate cuts s to n bytes.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
+	return &ending.SetupError{Attempts: w.n, Since: now.Sub(w.first), Err: w.last}, 0
 }
 
 // setupWatch is the watch of h's key, or nil when h can fall back to
@@ -157,7 +104,7 @@ func (r *run) setupFailed(h *hop, now time.Time) (error, time.Duration) {
 		return nil, -1
 	}
 	err, left := w.exceeded(now, r.cfg.SetupDeadline)
-	if se, ok := err.(*SetupError); ok {
+	if se, ok := err.(*ending.SetupError); ok {
 		se.Where = h.route.Provider.Name() + " at " + h.route.Provider.BaseURL()
 		se.Streamed = r.cfg.Streaming
 		if se.Streamed && h.route.Plain != nil {
@@ -172,7 +119,7 @@ func (r *run) setupFailed(h *hop, now time.Time) (error, time.Duration) {
 const probeTimeout = 30 * time.Second
 
 // probePlain sends h's request once without streaming, admitted by the
-// key's budget like any attempt: probeOK, or the failure's cause.
+// key's budget like any attempt: ending.ProbeOK, or the failure's cause.
 func (r *run) probePlain(h *hop) string {
 	ctx, cancel := context.WithTimeout(r.workCtx, probeTimeout)
 	defer cancel()
@@ -186,5 +133,5 @@ func (r *run) probePlain(h *hop) string {
 		return providers.Cause(err)
 	}
 	t.Settle(limiter.Cost{Requests: 1, Input: resp.Usage.InputTokens, Output: resp.Usage.OutputTokens})
-	return probeOK
+	return ending.ProbeOK
 }

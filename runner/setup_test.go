@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmrun/llmrun/ending"
 	"github.com/llmrun/llmrun/providers"
 )
 
@@ -48,7 +49,7 @@ func TestSetupWatch(t *testing.T) {
 			if (err != nil) != tt.want {
 				t.Fatalf("setup failure %v, want %v", err, tt.want)
 			}
-			var se *SetupError
+			var se *ending.SetupError
 			if tt.want && (!errors.As(err, &se) || !strings.Contains(err.Error(), "HTTP 500")) {
 				t.Errorf("error %q does not name the status", err)
 			}
@@ -62,26 +63,4 @@ func rep(o attemptOutcome, n int) []attemptOutcome {
 		out[i] = o
 	}
 	return out
-}
-
-// TestSetupErrorHints: a streamed run's setup failure suggests
-// --stream=false; a failure's own hint wins.
-func TestSetupErrorHints(t *testing.T) {
-	e := &SetupError{Where: "openai at http://x/v1", Attempts: 5, Since: 30 * time.Second, Streamed: true,
-		Err: &providers.Error{Status: 500, Body: []byte(`{"status":"failure"}`)}}
-	if s := e.Error(); !strings.Contains(s, "--stream=false") || !strings.Contains(s, "HTTP 500") || !strings.Contains(s, `{"status":"failure"}`) {
-		t.Errorf("streamed: %s", s)
-	}
-	e.Probe = probeOK
-	if s := e.Error(); !strings.Contains(s, "sent plain (not streamed) succeeded") {
-		t.Errorf("probe succeeded: %s", s)
-	}
-	e.Probe = "HTTP 500"
-	if s := e.Error(); strings.Contains(s, "--stream=false") || !strings.Contains(s, "plain failed too") {
-		t.Errorf("probe failed: %s", s)
-	}
-	e.Err.Hint = "check the base URL"
-	if s := e.Error(); strings.Contains(s, "--stream=false") || !strings.Contains(s, "check the base URL") {
-		t.Errorf("with a hint: %s", s)
-	}
 }

@@ -1,4 +1,4 @@
-package runner
+package report
 
 import (
 	"math/rand/v2"

@@ -1,4 +1,4 @@
-package runner
+package forecast
 
 import (
 	"bufio"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/llmrun/llmrun/cache"
 	"github.com/llmrun/llmrun/estimate"
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/pricing"
@@ -99,7 +100,7 @@ type EstimateConfig struct {
 	Fast bool
 	// Cache, if set, answers some requests for free: they are counted
 	// in CacheHits, not estimated.
-	Cache *CacheUse
+	Cache *cache.Use
 	// Calibration scales the local input count of the models it holds
 	// (from Calibrate: the provider's own count of a sample).
 	Calibration map[string]*ModelCalibration
@@ -186,7 +187,7 @@ func RunEstimate(cfg EstimateConfig) (*Estimate, error) {
 				return nil
 			}
 		}
-		if cfg.Cache.holds(req) {
+		if cfg.Cache.Holds(req) {
 			est.CacheHits++
 			return nil
 		}
@@ -232,10 +233,10 @@ func RunEstimate(cfg EstimateConfig) (*Estimate, error) {
 		} else {
 			allExpected = false
 		}
-		m.CostUSDMax = usd(m.max, m.priced)
-		m.BatchCostUSDMax = usd(m.bmax, m.batchPriced)
-		m.CostUSDExpected = usd(m.exp, m.priced && m.OutputTokensExpected != nil)
-		m.BatchCostUSDExpected = usd(m.bexp, m.batchPriced && m.OutputTokensExpected != nil)
+		m.CostUSDMax = m.max.USDOrNull(m.priced)
+		m.BatchCostUSDMax = m.bmax.USDOrNull(m.batchPriced)
+		m.CostUSDExpected = m.exp.USDOrNull(m.priced && m.OutputTokensExpected != nil)
+		m.BatchCostUSDExpected = m.bexp.USDOrNull(m.batchPriced && m.OutputTokensExpected != nil)
 		allPriced = allPriced && m.priced
 		allBatch = allBatch && m.batchPriced
 		if !m.priced {
@@ -247,10 +248,10 @@ func RunEstimate(cfg EstimateConfig) (*Estimate, error) {
 	if allExpected && len(names) > 0 {
 		est.OutputTokensExpected = &outExp
 	}
-	est.CostUSDMax = usd(cmax, allPriced)
-	est.BatchCostUSDMax = usd(bmax, allPriced && allBatch)
-	est.CostUSDExpected = usd(cexp, allPriced && allExpected)
-	est.BatchCostUSDExpected = usd(bexp, allPriced && allBatch && allExpected)
+	est.CostUSDMax = cmax.USDOrNull(allPriced)
+	est.BatchCostUSDMax = bmax.USDOrNull(allPriced && allBatch)
+	est.CostUSDExpected = cexp.USDOrNull(allPriced && allExpected)
+	est.BatchCostUSDExpected = bexp.USDOrNull(allPriced && allBatch && allExpected)
 	est.wall(cfg)
 	return est, nil
 }

@@ -1,9 +1,7 @@
-package runner
+package report
 
 import (
-	"os"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -39,15 +37,6 @@ func TestSummaryBlock(t *testing.T) {
 	s.Failed = 0
 	if got := s.Block("done", resume, 80); strings.Contains(got, "Errors:") || !strings.Contains(got, "Answers:") {
 		t.Errorf("nothing failed:\n%s", got)
-	}
-}
-
-// TestInterruptedSays: the reason names Ctrl-C, not Go's "interrupt".
-func TestInterruptedSays(t *testing.T) {
-	for sig, want := range map[os.Signal]string{os.Interrupt: "interrupted (Ctrl-C)", syscall.SIGTERM: "interrupted (SIGTERM)"} {
-		if got := (&InterruptedError{Signal: sig}).Error(); got != want {
-			t.Errorf("%v: %q, want %q", sig, got, want)
-		}
 	}
 }
 

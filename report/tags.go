@@ -1,4 +1,4 @@
-package runner
+package report
 
 import "sync"
 
@@ -14,49 +14,47 @@ type TagUsage struct {
 	CostUSD      float64 `json:"cost_usd"`
 }
 
-// tagBook adds up the requests by tag key and value, for the summary.
-// Only tagged requests touch it.
-type tagBook struct {
+func (u *TagUsage) add(o TagUsage) {
+	u.Requests += o.Requests
+	u.Succeeded += o.Succeeded
+	u.Failed += o.Failed
+	u.Pending += o.Pending
+	u.Attempts += o.Attempts
+	u.InputTokens += o.InputTokens
+	u.OutputTokens += o.OutputTokens
+	u.CostUSD += o.CostUSD
+}
+
+// TagBook adds up the requests by tag key and value, for the summary.
+// Only tagged requests touch it. The zero value is empty; safe for
+// concurrent use.
+type TagBook struct {
 	mu sync.Mutex
 	m  map[string]map[string]*TagUsage
 }
 
-// add counts t, which has ended, under each of its tags.
-func (b *tagBook) add(t *task) {
+// Add counts one ended request, whose part is u, under each of its tags.
+func (b *TagBook) Add(tags map[string]string, u TagUsage) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.m == nil {
 		b.m = make(map[string]map[string]*TagUsage)
 	}
-	for k, v := range t.req.Tags {
+	for k, v := range tags {
 		vals := b.m[k]
 		if vals == nil {
 			vals = make(map[string]*TagUsage)
 			b.m[k] = vals
 		}
-		u := vals[v]
-		if u == nil {
-			u = new(TagUsage)
-			vals[v] = u
+		if vals[v] == nil {
+			vals[v] = new(TagUsage)
 		}
-		u.Requests++
-		switch t.outcome {
-		case outSucceeded:
-			u.Succeeded++
-		case outFailed:
-			u.Failed++
-		default:
-			u.Pending++
-		}
-		u.Attempts += int64(t.attempts)
-		u.InputTokens += t.inTokens
-		u.OutputTokens += t.outTokens
-		u.CostUSD += t.spent.cost.USD()
+		vals[v].add(u)
 	}
 }
 
-// summary is the book by tag key, then value; nil when no request had tags.
-func (b *tagBook) summary() map[string]map[string]TagUsage {
+// Summary is the book by tag key, then value; nil when no request had tags.
+func (b *TagBook) Summary() map[string]map[string]TagUsage {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.m) == 0 {

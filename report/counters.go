@@ -1,16 +1,15 @@
-package runner
+package report
 
 import (
 	"sync"
 	"sync/atomic"
 
 	"github.com/llmrun/llmrun/pricing"
-	"github.com/llmrun/llmrun/providers"
-	"github.com/llmrun/llmrun/runner/retry"
 )
 
-// Counters are the live figures of a run, updated by workers and the sink
-// and read by progress and the summary. Safe for concurrent use.
+// Counters are the live figures of a run, updated by its workers and its
+// sink (the live run's or the batch-API route's) and read by progress and
+// the summary. Safe for concurrent use.
 type Counters struct {
 	Total        atomic.Int64 // requests in the input
 	Skipped      atomic.Int64 // done in an earlier run
@@ -66,14 +65,15 @@ func copyCounts(m map[string]int64) map[string]int64 {
 	return out
 }
 
-// retried records one retry and its cause.
-func (c *Counters) retried(class providers.Class) {
+// AddRetry records one retry and its cause (an error class); paced says
+// the key's admission control paced it (after a 429 or an overload).
+func (c *Counters) AddRetry(cause string, paced bool) {
 	c.Retries.Add(1)
-	if retry.Paced(class) {
+	if paced {
 		c.PacedRetries.Add(1)
 	}
 	c.mu.Lock()
-	incr(&c.byCause, class.String())
+	incr(&c.byCause, cause)
 	c.mu.Unlock()
 }
 
@@ -96,8 +96,8 @@ const (
 	otherCauses   = "other"
 )
 
-// failedBecause records the cause of one failed request.
-func (c *Counters) failedBecause(cause string) {
+// AddFailure records the cause of one failed request.
+func (c *Counters) AddFailure(cause string) {
 	if cause == "" {
 		cause = "unknown"
 	}
@@ -116,8 +116,8 @@ func (c *Counters) FailuresByCause() map[string]int64 {
 	return copyCounts(c.failCauses)
 }
 
-// rateLimitedOn records the dimension of one 429.
-func (c *Counters) rateLimitedOn(dim string) {
+// AddRateLimited records the dimension of one 429.
+func (c *Counters) AddRateLimited(dim string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	incr(&c.limitedOn, dim)
@@ -129,4 +129,24 @@ func (c *Counters) RateLimitedOn() map[string]int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return copyCounts(c.limitedOn)
+}
+
+// cacheSaved is the spend the cache's hits saved, kept beside Counters.
+type cacheSaved struct {
+	mu  sync.Mutex
+	usd float64
+}
+
+// AddSaved records what one cache hit cost when it was paid for.
+func (c *Counters) AddSaved(usd float64) {
+	c.saved.mu.Lock()
+	c.saved.usd += usd
+	c.saved.mu.Unlock()
+}
+
+// SavedUSD is what this run's cache hits cost when they were paid for.
+func (c *Counters) SavedUSD() float64 {
+	c.saved.mu.Lock()
+	defer c.saved.mu.Unlock()
+	return c.saved.usd
 }

@@ -1,4 +1,4 @@
-package runner
+package report
 
 import (
 	"cmp"
@@ -83,8 +83,9 @@ type Summary struct {
 	Tags map[string]map[string]TagUsage `json:"tags,omitempty"`
 }
 
-// summary is what the counters alone say about a run.
-func (c *Counters) summary(wall time.Duration) *Summary {
+// Summary is what the counters alone say about a run after wall time; the
+// live run adds its keys' limits, days, breakers and tags.
+func (c *Counters) Summary(wall time.Duration) *Summary {
 	s := &Summary{
 		Requests:        c.Total.Load(),
 		Skipped:         c.Skipped.Load(),
@@ -120,25 +121,6 @@ func (c *Counters) summary(wall time.Duration) *Summary {
 	return s
 }
 
-// summarize adds the budget and the breakers to the counters' summary.
-func (r *run) summarize(wall time.Duration) *Summary {
-	s := r.c.summary(wall)
-	if r.cfg.Prices != nil {
-		s.PricesDate = r.cfg.Prices.Date()
-	}
-	s.Limits = keyLimits(r.cfg.Limiter.Stats())
-	s.Daily = r.dailySummary()
-	s.Tags = r.tags.summary()
-	r.mu.Lock()
-	for _, b := range r.breakers {
-		st := b.Stats(time.Now())
-		s.BreakerOpenings += int64(st.Openings)
-		s.HeldSeconds += st.TimeHeld.Seconds()
-	}
-	r.mu.Unlock()
-	return s
-}
-
 // KeyLimits is one budget key's part of the summary: the limits in force
 // (learned ones included) and where the run waited.
 type KeyLimits struct {
@@ -163,7 +145,8 @@ type KeyLimits struct {
 	Overloaded  int64   `json:"overloaded,omitempty"`
 }
 
-func keyLimits(stats []limiter.KeyStats) []KeyLimits {
+// KeyLimitsOf is the summary's part for the budget keys' stats.
+func KeyLimitsOf(stats []limiter.KeyStats) []KeyLimits {
 	out := make([]KeyLimits, 0, len(stats))
 	for _, st := range stats {
 		kl := KeyLimits{

@@ -1,4 +1,9 @@
-package runner
+// Package output is the line every request ends as, in the output or the
+// errors file: the OpenAI batch output format plus an "llmrun" object with
+// what the run learned about the request. The live run (runner) and the
+// batch-API route (offline) write the same lines; the checkpoint appends
+// its fingerprint and seal to each.
+package output
 
 import (
 	"crypto/sha256"
@@ -34,9 +39,9 @@ type LineResp struct {
 type LineError struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
-	// cause is Message in a few plain words (providers.Cause), for the
+	// Cause is Message in a few plain words (providers.Cause), for the
 	// summary's failures by cause; not written.
-	cause string
+	Cause string `json:"-"`
 }
 
 // LineDetails is llmrun's own record of a request. It must stay the line's

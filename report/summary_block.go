@@ -1,4 +1,4 @@
-package runner
+package report
 
 import (
 	"cmp"
@@ -87,7 +87,7 @@ func (s *Summary) waitsLine() string {
 	var parts []string
 	for _, d := range dims {
 		if share := by[d] / s.RequestSeconds; share >= 0.01 {
-			parts = append(parts, fmt.Sprintf("%s %.0f%%", words(d), 100*min(share, 1)))
+			parts = append(parts, fmt.Sprintf("%s %.0f%%", Words(d), 100*min(share, 1)))
 		}
 	}
 	if len(parts) == 0 {

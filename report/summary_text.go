@@ -1,4 +1,4 @@
-package runner
+package report
 
 import (
 	"cmp"
@@ -40,9 +40,9 @@ func (s *Summary) waitString() string {
 	if share < 0.01 {
 		return ""
 	}
-	line := fmt.Sprintf("; %.0f%% of request time waiting for %s", 100*share, words(dims[0]))
+	line := fmt.Sprintf("; %.0f%% of request time waiting for %s", 100*share, Words(dims[0]))
 	if len(dims) > 1 && by[dims[1]] >= 0.1*total {
-		line += fmt.Sprintf(" (and %.0f%% for %s)", 100*min(by[dims[1]]/s.RequestSeconds, 1), words(dims[1]))
+		line += fmt.Sprintf(" (and %.0f%% for %s)", 100*min(by[dims[1]]/s.RequestSeconds, 1), Words(dims[1]))
 	}
 	return line
 }
@@ -68,7 +68,8 @@ func (s *Summary) waitsByLimit() (by map[string]float64, dims []string, total fl
 	return by, dims, total
 }
 
-func words(dim string) string {
+// Words names a limit dimension as the summary says it: "input TPM".
+func Words(dim string) string {
 	if w, ok := dimensionWords[dim]; ok {
 		return w
 	}

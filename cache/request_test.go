@@ -1,4 +1,4 @@
-package runner
+package cache
 
 import (
 	"testing"
@@ -16,8 +16,8 @@ func TestSampled(t *testing.T) {
 		`{"generationConfig":{"temperature":0}}`: false,
 		`{"generationConfig":{"temperature":0,"candidateCount":2}}`: true,
 	} {
-		if got := samples([]byte(body)); got != want {
-			t.Errorf("samples(%s) = %v, want %v", body, got, want)
+		if got := Samples([]byte(body)); got != want {
+			t.Errorf("Samples(%s) = %v, want %v", body, got, want)
 		}
 	}
 }
@@ -29,22 +29,22 @@ func TestCacheKeyIgnoresIdAndPriority(t *testing.T) {
 	body := []byte(`{"model":"m1","messages":[{"role":"user","content":"hi"}]}`)
 	a := &providers.Request{ID: "a", Body: body, Model: "m1", Priority: 1}
 	b := &providers.Request{ID: "b", Body: body, Model: "m1", Priority: 9}
-	if cacheKeyOf(a) != cacheKeyOf(b) {
+	if RequestKey(a) != RequestKey(b) {
 		t.Fatal("id or priority changed the key")
 	}
 	reencoded := &providers.Request{ID: "c", Body: []byte(`{ "messages": [ {"content": "h\u0069", "role": "user"} ], "model": "m1" }`), Model: "m1"}
-	if cacheKeyOf(reencoded) != cacheKeyOf(a) {
+	if RequestKey(reencoded) != RequestKey(a) {
 		t.Fatal("re-encoding the body (spacing, key order, escapes) changed the key")
 	}
 	edited := &providers.Request{ID: "d", Body: []byte(`{"model":"m1","messages":[{"role":"user","content":"ho"}]}`), Model: "m1"}
-	if cacheKeyOf(edited) == cacheKeyOf(a) {
+	if RequestKey(edited) == RequestKey(a) {
 		t.Fatal("an edited prompt shares the key")
 	}
 	for _, o := range []*providers.Request{
 		{ID: "a", Body: body, Model: "m2"},
 		{ID: "a", Body: body, Model: "m1", Endpoint: providers.EndpointResponses},
 	} {
-		if cacheKeyOf(o) == cacheKeyOf(a) {
+		if RequestKey(o) == RequestKey(a) {
 			t.Fatalf("model %s endpoint %s shares the key", o.Model, o.Endpoint.Path())
 		}
 	}
