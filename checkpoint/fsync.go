@@ -24,15 +24,16 @@ const (
 
 // String returns the flag spelling of m: "batch", "always" or "never".
 func (m FsyncMode) String() string {
-	switch m {
-	case FsyncBatch:
-		return "batch"
-	case FsyncAlways:
-		return "always"
-	case FsyncNever:
-		return "never"
+	return enumName("FsyncMode", int(m), "batch", "always", "never")
+}
+
+// enumName is String for the package's enums: names[i], or typ(i) for a
+// value that has no name.
+func enumName(typ string, i int, names ...string) string {
+	if i >= 0 && i < len(names) {
+		return names[i]
 	}
-	return fmt.Sprintf("FsyncMode(%d)", int(m))
+	return fmt.Sprintf("%s(%d)", typ, i)
 }
 
 // ParseFsyncMode parses a --fsync flag value: "batch" (or ""), "always" or

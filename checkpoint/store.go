@@ -113,15 +113,7 @@ const (
 )
 
 func (v Verdict) String() string {
-	switch v {
-	case Send:
-		return "send"
-	case Skip:
-		return "skip"
-	case KeepFailed:
-		return "keep-failed"
-	}
-	return fmt.Sprintf("Verdict(%d)", uint8(v))
+	return enumName("Verdict", int(v), "send", "skip", "keep-failed")
 }
 
 // Store is an open checkpoint. Classify, Done, Failed, Counts and State may
