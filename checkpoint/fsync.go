@@ -24,16 +24,15 @@ const (
 
 // String returns the flag spelling of m: "batch", "always" or "never".
 func (m FsyncMode) String() string {
-	return enumName("FsyncMode", int(m), "batch", "always", "never")
-}
-
-// enumName is String for the package's enums: names[i], or typ(i) for a
-// value that has no name.
-func enumName(typ string, i int, names ...string) string {
-	if i >= 0 && i < len(names) {
-		return names[i]
+	switch m {
+	case FsyncBatch:
+		return "batch"
+	case FsyncAlways:
+		return "always"
+	case FsyncNever:
+		return "never"
 	}
-	return fmt.Sprintf("%s(%d)", typ, i)
+	return fmt.Sprintf("FsyncMode(%d)", int(m))
 }
 
 // ParseFsyncMode parses a --fsync flag value: "batch" (or ""), "always" or

@@ -113,7 +113,15 @@ const (
 )
 
 func (v Verdict) String() string {
-	return enumName("Verdict", int(v), "send", "skip", "keep-failed")
+	switch v {
+	case Send:
+		return "send"
+	case Skip:
+		return "skip"
+	case KeepFailed:
+		return "keep-failed"
+	}
+	return fmt.Sprintf("Verdict(%d)", uint8(v))
 }
 
 // Store is an open checkpoint. Classify, Done, Failed, Counts and State may
