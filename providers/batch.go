@@ -369,6 +369,21 @@ func TransportError(ctx context.Context, err error, key string) error {
 // most a few MB, so a longer line means a broken download.
 const MaxResultLine = 64 << 20
 
+// GetLines GETs rawURL and calls fn with every non-empty line of a 2xx
+// answer's body, as EachLine does; any other status is statusError's
+// reading of it. The batch clients read their result files with it.
+func (c *Config) GetLines(ctx context.Context, rawURL string, header http.Header, statusError func(*http.Response) error, fn func(line []byte) error) error {
+	resp, err := c.Get(ctx, rawURL, header)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return statusError(resp)
+	}
+	return EachLine(ctx, resp.Body, c.Secret(), fn)
+}
+
 // EachLine calls fn with every non-empty line of r (valid until fn
 // returns), stopping at fn's first error. Read failures are mapped with
 // TransportError.

@@ -168,15 +168,7 @@ func (b *Batch) Results(ctx context.Context, job providers.BatchJob, fn func(pro
 	}
 	h := b.header()
 	h.Set("Accept", "application/binary")
-	resp, err := b.cfg.Get(ctx, job.ResultsURL, h)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return b.statusError(resp)
-	}
-	return providers.EachLine(ctx, resp.Body, b.cfg.Secret(), func(line []byte) error {
+	return b.cfg.GetLines(ctx, job.ResultsURL, h, b.statusError, func(line []byte) error {
 		r, err := batchParseResult(line)
 		if err != nil {
 			return err

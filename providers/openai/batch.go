@@ -342,15 +342,7 @@ func (b *Batch) download(ctx context.Context, fileID string, fn func(providers.B
 func (b *Batch) lines(ctx context.Context, fileID string, fn func([]byte) error) error {
 	h := b.header()
 	h.Set("Accept", "application/binary")
-	resp, err := b.cfg.Get(ctx, b.d.URL("/files/"+url.PathEscape(fileID)+"/content"), h)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return b.statusError(resp)
-	}
-	return providers.EachLine(ctx, resp.Body, b.cfg.Secret(), fn)
+	return b.cfg.GetLines(ctx, b.d.URL("/files/"+url.PathEscape(fileID)+"/content"), h, b.statusError, fn)
 }
 
 // batchParseResult converts one output- or error-file line.
