@@ -253,14 +253,10 @@ func (c *Canon) parseObject(i, depth int) (int, bool) {
 		if i, ok = c.parse(skipWS(b, i+1, &c.canon), depth+1); !ok {
 			return i, false
 		}
-		i = skipWS(b, i, &c.canon)
-		if i < len(b) && b[i] == '}' {
-			return i + 1, true
+		var done bool
+		if i, done, ok = c.after(i, '}'); done || !ok {
+			return i, ok
 		}
-		if i >= len(b) || b[i] != ',' {
-			return i, false
-		}
-		i = skipWS(b, i+1, &c.canon)
 	}
 }
 
@@ -275,15 +271,26 @@ func (c *Canon) parseArray(i, depth int) (int, bool) {
 		if !ok {
 			return j, false
 		}
-		i = skipWS(b, j, &c.canon)
-		if i < len(b) && b[i] == ']' {
-			return i + 1, true
+		var done bool
+		if i, done, ok = c.after(j, ']'); done || !ok {
+			return i, ok
 		}
-		if i >= len(b) || b[i] != ',' {
-			return i, false
-		}
-		i = skipWS(b, i+1, &c.canon)
 	}
+}
+
+// after reads what follows a member or an element that ends at j: the
+// container's end, or a comma and the space after it. done reports the
+// end; i is then past it, else where the next member or element starts.
+func (c *Canon) after(j int, end byte) (i int, done, ok bool) {
+	b := c.in
+	i = skipWS(b, j, &c.canon)
+	if i < len(b) && b[i] == end {
+		return i + 1, true, true
+	}
+	if i >= len(b) || b[i] != ',' {
+		return i, false, false
+	}
+	return skipWS(b, i+1, &c.canon), false, true
 }
 
 // raw is the content of string node k, without its quotes.
