@@ -58,6 +58,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmrun/llmrun/internal/ctxsleep"
 	"github.com/llmrun/llmrun/modelrules"
 )
 
@@ -821,24 +822,9 @@ func resetConn(w http.ResponseWriter) {
 	conn.Close()
 }
 
-// sleep waits d, reporting false if ctx ends first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
 // plain writes a non-streaming answer after TokenDelay per output token.
 func (s *Server) plain(ctx context.Context, w http.ResponseWriter, d dialect, c *completion, a *admission) {
-	if !sleep(ctx, s.cfg.TokenDelay*time.Duration(c.outTokens)) {
+	if !ctxsleep.For(ctx, s.cfg.TokenDelay*time.Duration(c.outTokens)) {
 		a.release(0, false)
 		s.bump(&s.stats.Canceled)
 		return
@@ -881,7 +867,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, d dialect, c
 		return
 	}
 	for i, ch := range c.chunks {
-		if !sleep(ctx, s.cfg.TokenDelay*time.Duration(ch.n)) {
+		if !ctxsleep.For(ctx, s.cfg.TokenDelay*time.Duration(ch.n)) {
 			gone()
 			return
 		}
