@@ -16,15 +16,13 @@ type loaded struct {
 	failed index // errors file: id → the same, for failures not answered since
 
 	outRes, errRes scanResult
-	outStale       int  // output lines a later line of their id superseded
-	errStale       bool // the errors file holds lines no longer wanted
-	dups           int  // output lines repeating their id's request (made outside llmrun?)
-	dupIDs         []string
+	outStale       int    // output lines a later line of their id superseded
+	errStale       bool   // the errors file holds lines no longer wanted
+	dups           sample // output lines repeating their id's request (made outside llmrun?)
 	// foreign counts output lines that answer nothing: not sealed by
 	// llmrun, or failure records (see Answered).
-	foreign    int
-	foreignIDs []string
-	malformed  *CorruptError
+	foreign   sample
+	malformed *CorruptError
 }
 
 // sameRequest reports whether two fingerprints may be of the same request:
@@ -63,17 +61,13 @@ func (x *loaded) loadOutput(r io.Reader, size int64) error {
 			x.done.reserve(c)
 		}
 		if !l.Answer {
-			if x.foreign++; len(x.foreignIDs) < 5 {
-				x.foreignIDs = append(x.foreignIDs, fmt.Sprintf("%q (line %d)", l.ID, l.No))
-			}
+			x.foreign.add(l.ID, l.No)
 			return nil
 		}
 		if i := x.done.find(l.Key); i >= 0 {
 			x.outStale++
 			if x.done.fpAt(i) == l.FP {
-				if x.dups++; len(x.dupIDs) < 5 {
-					x.dupIDs = append(x.dupIDs, fmt.Sprintf("%q (line %d)", l.ID, l.No))
-				}
+				x.dups.add(l.ID, l.No)
 			}
 			x.done.set(i, l.FP, uint32(l.No))
 			return nil
@@ -118,29 +112,42 @@ func (x *loaded) loadErrors(r io.Reader, size int64) error {
 
 // dupWarning describes repeated answers, "" if there are none.
 func (x *loaded) dupWarning() string {
-	if x.dups == 0 {
+	if x.dups.n == 0 {
 		return ""
 	}
-	more := ""
-	if x.dups > len(x.dupIDs) {
-		more = ", …"
-	}
-	return fmt.Sprintf("checkpoint: %s answers %d requests more than once (made outside llmrun?); the last line of each counts, the others are dropped at the end of the run: %s%s",
-		x.output, x.dups, strings.Join(x.dupIDs, ", "), more)
+	return fmt.Sprintf("checkpoint: %s answers %d requests more than once (made outside llmrun?); the last line of each counts, the others are dropped at the end of the run: %s",
+		x.output, x.dups.n, x.dups.list())
 }
 
 // foreignWarning describes output lines that answer nothing, "" if there
 // are none.
 func (x *loaded) foreignWarning() string {
-	if x.foreign == 0 {
+	if x.foreign.n == 0 {
 		return ""
 	}
-	more := ""
-	if x.foreign > len(x.foreignIDs) {
-		more = ", …"
+	return fmt.Sprintf("checkpoint: %s has %d lines that are not answers llmrun wrote (no seal: made by hand or by an older llmrun; or failure records); their requests are sent again: %s",
+		x.output, x.foreign.n, x.foreign.list())
+}
+
+// sample counts lines of one kind and keeps the first few to name in a
+// warning.
+type sample struct {
+	n   int
+	ids []string // `"id" (line N)`, at most 5
+}
+
+func (s *sample) add(id []byte, no int) {
+	if s.n++; len(s.ids) < 5 {
+		s.ids = append(s.ids, fmt.Sprintf("%q (line %d)", id, no))
 	}
-	return fmt.Sprintf("checkpoint: %s has %d lines that are not answers llmrun wrote (no seal: made by hand or by an older llmrun; or failure records); their requests are sent again: %s%s",
-		x.output, x.foreign, strings.Join(x.foreignIDs, ", "), more)
+}
+
+// list names the lines kept, with an ellipsis for those that were not.
+func (s *sample) list() string {
+	if s.n > len(s.ids) {
+		return strings.Join(s.ids, ", ") + ", …"
+	}
+	return strings.Join(s.ids, ", ")
 }
 
 // unfingerprinted counts answers without a fingerprint.

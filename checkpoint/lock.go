@@ -71,12 +71,9 @@ func (l *fileLock) release() error {
 // pid if it wrote one. It does not take the lock where the platform can tell
 // without (Linux: open file description locks).
 func lockHolder(output string) (held bool, pid int, err error) {
-	f, err := os.Open(LockPath(output))
-	if errors.Is(err, os.ErrNotExist) {
-		return false, 0, nil
-	}
-	if err != nil {
-		return false, 0, fmt.Errorf("checkpoint: lock: %w", err)
+	f, err := openExisting(LockPath(output), "lock")
+	if f == nil {
+		return false, 0, err
 	}
 	defer f.Close()
 	held, err = isLocked(f)

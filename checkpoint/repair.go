@@ -1,7 +1,6 @@
 package checkpoint
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -67,12 +66,9 @@ func Repair(output, errorsPath string) ([]Repaired, error) {
 // before the file is replaced, so a crash loses none.
 func repairFile(path string, needID bool) (Repaired, error) {
 	rep := Repaired{Path: path, Rejected: RejectedPath(path)}
-	in, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return rep, nil
-	}
-	if err != nil {
-		return rep, fmt.Errorf("checkpoint: repair: %w", err)
+	in, err := openExisting(path, "repair")
+	if in == nil {
+		return rep, err
 	}
 	defer in.Close()
 	rw, err := startRewrite(in, path, "repair")

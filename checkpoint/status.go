@@ -84,15 +84,25 @@ func Status(output string) (StatusReport, error) {
 	return r, nil
 }
 
+// openExisting opens path for reading; f is nil, and err too, if there is
+// no such file. op names the caller in an error.
+func openExisting(path, op string) (f *os.File, err error) {
+	f, err = os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %s: %w", op, err)
+	}
+	return f, nil
+}
+
 // loadFile runs one of loaded's readers over the file at path; exists is
 // false if there is no such file.
 func loadFile(path string, read func(io.Reader, int64) error) (exists bool, err error) {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("checkpoint: status: %w", err)
+	f, err := openExisting(path, "status")
+	if f == nil {
+		return false, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()

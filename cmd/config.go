@@ -106,7 +106,7 @@ func loadConfig(path string) (*loadedConfig, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, &job.UsageError{Err: fmt.Errorf("--config %s: %v", path, plainPathErr(err))}
+		return nil, &job.UsageError{Err: fmt.Errorf("--config %s: %v", path, job.PlainPathError(err))}
 	}
 	return parseConfig(path, data)
 }
@@ -316,12 +316,4 @@ func useConfig(c *cobra.Command, path string) error {
 	}
 	c.SetContext(context.WithValue(ctx, configKey{}, cfg))
 	return nil
-}
-
-func plainPathErr(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }

@@ -16,17 +16,22 @@ func newMockCmd(io *IO) *cobra.Command {
 		Use:   "mock",
 		Short: "Serve the built-in mock provider (OpenAI, Responses, embeddings, Anthropic, Azure and Gemini) for tests and demos",
 		Long: `Serve a mock LLM provider speaking, plain and streamed:
-  OpenAI Chat Completions  POST /v1/chat/completions (JSON mode, n, forced tool calls honoured)
+  OpenAI Chat Completions  POST /v1/chat/completions and /chat/completions (JSON mode, n, forced
+                           tool calls honoured)
   OpenAI Responses         POST /v1/responses
   OpenAI embeddings        POST /v1/embeddings
-  Anthropic Messages       POST /v1/messages (forced tool_use honoured)
+  Anthropic Messages       POST /v1/messages (forced tool_use honoured), /v1/messages/count_tokens
   Azure OpenAI             /openai/deployments/DEP/chat/completions?api-version=V and /openai/v1/...
   Gemini                   POST /v1beta/models/MODEL:generateContent, :streamGenerateContent?alt=sse,
-                           :embedContent, :batchEmbedContents (responseMimeType JSON honoured)
+                           :countTokens, :embedContent, :batchEmbedContents (responseMimeType JSON
+                           honoured)
 and the batch APIs (OpenAI /v1/files + /v1/batches and the same under /openai, Anthropic
-/v1/messages/batches, Gemini :batchGenerateContent), with deterministic answers, server-side limits
-(429 with retry-after and rate-limit headers) and injectable faults. GET /v1/models and
-/v1beta/models list its models; GET /mock/stats returns its counters as JSON.`,
+/v1/messages/batches, Gemini :batchGenerateContent with inline requests or a file uploaded through
+/upload/v1beta/files), with deterministic answers, server-side limits (429 with retry-after and
+rate-limit headers; per-day requests with --rpd; acceleration limits with --acceleration), a prompt
+cache that reports cached tokens for a repeated prefix, the model-family rules of the real APIs
+(400 for a body a family refuses; --no-model-rules turns them off) and injectable faults. GET
+/v1/models and /v1beta/models list its models; GET /mock/stats returns its counters as JSON.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return job.ServeMock(c.Context(), io, addr, cfg)

@@ -59,12 +59,18 @@ func newRoot(io *IO) (*cobra.Command, *usageStage) {
 	root := &cobra.Command{
 		Use:   "llmrun",
 		Short: "Run batches of LLM requests within provider limits, resumably",
-		Long: `llmrun runs JSONL batches of LLM requests (OpenAI batch lines, Anthropic batch lines or
-simple {"prompt": ...} lines) against OpenAI (Chat Completions, Responses, embeddings), Anthropic,
-Azure OpenAI, Gemini and OpenAI-compatible servers, live or through the providers' batch APIs. It
-schedules against the provider's rate limits instead of tripping them, retries what can succeed,
-checkpoints every result as it lands, and resumes where it stopped when rerun. "llmrun mock" serves
-a mock of every one of these dialects for trying it all without a key.
+		Long: `llmrun runs JSONL batches of LLM requests (OpenAI batch lines, Anthropic batch lines, simple
+{"prompt": ...} lines, or CSV rows through --template) against OpenAI (Chat Completions, Responses,
+embeddings), Anthropic, Azure OpenAI, Gemini and OpenAI-compatible servers, live or through the
+providers' batch APIs at half price. It schedules against the providers' limits instead of tripping
+them: a concurrency cap and per-minute request and token buckets, given or learned from rate-limit
+headers (from 429s where no headers describe a key), per-day budgets, a warm-up against
+acceleration limits, and reservations that follow what the server's token counter is seen to
+charge; --redis shares one budget between processes. A body its model's family refuses is
+rewritten to an equivalent one, or refused with the fix, before anything is sent. llmrun retries
+what can succeed, stops at --max-cost, checkpoints every result as it lands, and resumes where it
+stopped when rerun; --cache answers repeated requests from earlier runs. "llmrun mock" serves a
+mock of every one of these dialects for trying it all without a key.
 
 ` + exitCodesHelp,
 		SilenceUsage:               true,

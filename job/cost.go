@@ -6,7 +6,6 @@ import (
 	"io"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -265,16 +264,7 @@ func secs(s float64) string {
 }
 
 func limitsString(o *BatchOptions) string {
-	var parts []string
-	for _, l := range []struct {
-		name string
-		v    float64
-	}{{"--rpm", o.RPM}, {"--itpm", o.ITPM}, {"--otpm", o.OTPM}, {"--tpm", o.TPM}} {
-		if l.v > 0 {
-			parts = append(parts, l.name+" "+strconv.FormatFloat(l.v, 'f', -1, 64))
-		}
-	}
-	return strings.Join(parts, ", ")
+	return strings.Join(rateWords("--", o.RPM, o.ITPM, o.OTPM, o.TPM), ", ")
 }
 
 // batchSaving says, for --mode auto, what the batch route saves on the

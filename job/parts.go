@@ -173,7 +173,7 @@ func (o *BatchOptions) guard() (retry.Guard, error) {
 	g := retry.Guard{RequireJSON: o.RequireJSON, MinChars: o.MinChars}
 	if o.JSONSchema != "" {
 		if _, err := os.Stat(o.JSONSchema); err != nil {
-			return g, usagef("--json-schema %s: %v", o.JSONSchema, plainPathError(err))
+			return g, usagef("--json-schema %s: %v", o.JSONSchema, PlainPathError(err))
 		}
 		s, err := retry.LoadSchema(o.JSONSchema)
 		if err != nil {

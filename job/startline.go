@@ -90,18 +90,25 @@ func safeURL(u string) string {
 	return p.String()
 }
 
-// limitsWords says the limits in force: those given, or that they are
-// learned from the server; and the concurrency cap.
-func limitsWords(l limiter.Limits, pool string, shared bool) string {
+// rateWords names the per-minute limits that are set, "rpm 500" and so
+// on; prefix "--" names them as flags.
+func rateWords(prefix string, rpm, itpm, otpm, tpm float64) []string {
 	var parts []string
 	for _, p := range []struct {
 		name string
 		v    float64
-	}{{"rpm", l.RPM}, {"itpm", l.ITPM}, {"otpm", l.OTPM}, {"tpm", l.TPM}} {
+	}{{"rpm", rpm}, {"itpm", itpm}, {"otpm", otpm}, {"tpm", tpm}} {
 		if p.v > 0 {
-			parts = append(parts, p.name+" "+strconv.FormatFloat(p.v, 'f', -1, 64))
+			parts = append(parts, prefix+p.name+" "+strconv.FormatFloat(p.v, 'f', -1, 64))
 		}
 	}
+	return parts
+}
+
+// limitsWords says the limits in force: those given, or that they are
+// learned from the server; and the concurrency cap.
+func limitsWords(l limiter.Limits, pool string, shared bool) string {
+	parts := rateWords("", l.RPM, l.ITPM, l.OTPM, l.TPM)
 	if l.Auto {
 		parts = append(parts, "learned from the server (headers, 429s)")
 	}

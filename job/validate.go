@@ -196,9 +196,9 @@ func checkWritable(flagPaths ...string) error {
 	return nil
 }
 
-// plainPathError is err's reason without the operation and path it
+// PlainPathError is err's reason without the operation and path it
 // repeats (the caller names the path).
-func plainPathError(err error) error {
+func PlainPathError(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return pe.Err

@@ -66,32 +66,29 @@ var DefaultAIMD = AIMDConfig{
 
 func (c AIMDConfig) withDefaults() AIMDConfig {
 	d := DefaultAIMD
-	pos := func(v *float64, def float64) {
-		if *v <= 0 || math.IsNaN(*v) {
-			*v = def
-		}
-	}
-	posD := func(v *time.Duration, def time.Duration) {
-		if *v <= 0 {
-			*v = def
-		}
-	}
-	pos(&c.StartRate, d.StartRate)
-	posD(&c.Step, d.Step)
-	posD(&c.Hold, d.Hold)
-	pos(&c.Margin, d.Margin)
-	pos(&c.Decrease, d.Decrease)
-	pos(&c.Probe, d.Probe)
-	pos(&c.ProbeKeep, d.ProbeKeep)
-	posD(&c.MinSample, d.MinSample)
-	posD(&c.Burst, d.Burst)
-	posD(&c.Grain, d.Grain)
-	posD(&c.BackoffBase, d.BackoffBase)
-	posD(&c.BackoffMax, d.BackoffMax)
+	positive(&c.StartRate, d.StartRate)
+	positive(&c.Step, d.Step)
+	positive(&c.Hold, d.Hold)
+	positive(&c.Margin, d.Margin)
+	positive(&c.Decrease, d.Decrease)
+	positive(&c.Probe, d.Probe)
+	positive(&c.ProbeKeep, d.ProbeKeep)
+	positive(&c.MinSample, d.MinSample)
+	positive(&c.Burst, d.Burst)
+	positive(&c.Grain, d.Grain)
+	positive(&c.BackoffBase, d.BackoffBase)
+	positive(&c.BackoffMax, d.BackoffMax)
 	c.Margin = min(c.Margin, 0.5)
 	c.Decrease = min(c.Decrease, 0.95)
 	c.ProbeKeep = min(c.ProbeKeep, 0.95)
 	return c
+}
+
+// positive sets *v to def unless it is positive (NaN is not).
+func positive[T float64 | time.Duration](v *T, def T) {
+	if !(*v > 0) {
+		*v = def
+	}
 }
 
 // The dimensions an AIMD learns: requests and combined (input+output)

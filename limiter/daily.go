@@ -2,8 +2,8 @@ package limiter
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 )
@@ -352,19 +352,27 @@ type DayUsage struct {
 
 // Usage returns each key's use of its current own day, sorted by key.
 func (d *Days) Usage() []DayUsage {
-	now := d.now()
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	var out []DayUsage
-	for name, k := range d.keys {
-		k.roll(now)
+	d.eachRolled(func(name string, k *dayKey, _ time.Time) {
 		u := DayUsage{Key: name, Zone: k.zone.String(), Reset: k.own[0].reset, Requests: k.own[0].used, Tokens: k.own[1].used}
 		if u.Requests > 0 || u.Tokens > 0 {
 			out = append(out, u)
 		}
-	}
-	slices.SortFunc(out, func(a, b DayUsage) int { return strings.Compare(a.Key, b.Key) })
+	})
 	return out
+}
+
+// eachRolled calls fn under d.mu with every key, in order of name, its
+// days rolled on to now.
+func (d *Days) eachRolled(fn func(name string, k *dayKey, now time.Time)) {
+	now := d.now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, name := range slices.Sorted(maps.Keys(d.keys)) {
+		k := d.keys[name]
+		k.roll(now)
+		fn(name, k, now)
+	}
 }
 
 // Restore carries on from an earlier run's Usage: the counts of a day not
@@ -404,12 +412,8 @@ type DayStats struct {
 // Stats returns a snapshot of every key with a day limit, a provider's
 // window or a refusal, sorted by key.
 func (d *Days) Stats() []DayStats {
-	now := d.now()
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	var out []DayStats
-	for name, k := range d.keys {
-		k.roll(now)
+	d.eachRolled(func(name string, k *dayKey, now time.Time) {
 		s := DayStats{Key: name, Requests: k.own[0].used, Tokens: k.own[1].used, Reset: k.own[0].reset}
 		limits := [2]*float64{&s.RPD, &s.TPD}
 		for i := range 2 {
@@ -424,7 +428,6 @@ func (d *Days) Stats() []DayStats {
 		if s.RPD > 0 || s.TPD > 0 || !s.Blocked.IsZero() {
 			out = append(out, s)
 		}
-	}
-	slices.SortFunc(out, func(a, b DayStats) int { return strings.Compare(a.Key, b.Key) })
+	})
 	return out
 }

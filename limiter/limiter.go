@@ -22,8 +22,16 @@
 // explicit numbers) and a TCP-like concurrency window. Where no headers
 // describe a key, 429s teach it request and token rates (AIMD: cut on a
 // 429, a backoff pause without a hint; in Auto mode a ramp from the first
-// answers). Days keeps per-day request and token budgets (the key's own
-// and the provider's) apart: a spent day stops the run, it is not paced.
+// answers). Where limits are known (given, or from headers), a 429 cuts no
+// rate: it empties the bucket it names and pauses (calibrate.go).
+//
+// Against acceleration limits (a sharp start refused even under the
+// nominal limits), a key with no history and a high request limit starts
+// paced and grows (Limits.WarmUp), and a refusal naming the acceleration
+// limit (Refusal.Ramp) holds the admitted rate for a window, then grows it
+// (accel.go). Days keeps per-day request and token budgets (the key's own,
+// per calendar day in its time zone, and the provider's windows and
+// refusals) apart: a spent day stops the run, it is not paced.
 //
 // Budget is what the runner schedules against: this package's *Limiter
 // (AsBudget) or package redisbudget's, shared by several processes through

@@ -18,7 +18,7 @@ import (
 
 	"github.com/llmrun/llmrun/checkpoint"
 	"github.com/llmrun/llmrun/ending"
-	"github.com/llmrun/llmrun/internal/pause"
+	"github.com/llmrun/llmrun/internal/ctxsleep"
 	"github.com/llmrun/llmrun/output"
 	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/providers"
@@ -247,7 +247,7 @@ func newOffline(cfg OfflineConfig) *offline {
 		cfg.Now = time.Now
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = pause.Sleep
+		cfg.Sleep = ctxsleep.For
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = DefaultPollInterval

@@ -369,6 +369,45 @@ func TransportError(ctx context.Context, err error, key string) error {
 // most a few MB, so a longer line means a broken download.
 const MaxResultLine = 64 << 20
 
+// ResultLine starts the reading of one line of a batch's result file: the
+// line parsed, and a result naming its custom_id. A line that is not JSON
+// is a ClassServer error (what names it is the dialect's word for the
+// file).
+func ResultLine(line []byte, what string) (gjson.Result, BatchResult, error) {
+	if !gjson.ValidBytes(line) {
+		return gjson.Result{}, BatchResult{}, &Error{Class: ClassServer, Message: what + " line is not JSON"}
+	}
+	l := gjson.ParseBytes(line)
+	return l, BatchResult{CustomID: l.Get("custom_id").Str}, nil
+}
+
+// EachResult is the line reader that hands fn every result of a result
+// file, each line read by parse, the dialect's reader of one.
+func EachResult(parse func(line []byte) (BatchResult, error), fn func(BatchResult) error) func(line []byte) error {
+	return func(line []byte) error {
+		r, err := parse(line)
+		if err != nil {
+			return err
+		}
+		return fn(r)
+	}
+}
+
+// GetLines GETs rawURL and calls fn with every non-empty line of a 2xx
+// answer's body, as EachLine does; any other status is statusError's
+// reading of it. The batch clients read their result files with it.
+func (c *Config) GetLines(ctx context.Context, rawURL string, header http.Header, statusError func(*http.Response) error, fn func(line []byte) error) error {
+	resp, err := c.Get(ctx, rawURL, header)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return statusError(resp)
+	}
+	return EachLine(ctx, resp.Body, c.Secret(), fn)
+}
+
 // EachLine calls fn with every non-empty line of r (valid until fn
 // returns), stopping at fn's first error. Read failures are mapped with
 // TransportError.

@@ -383,18 +383,30 @@ func StreamEnded(ctx context.Context, decErr error, out *Response, end string) e
 
 // ReadWholeJSON reads, in a stream reader's place, an answer that is one
 // JSON body whatever content type came with it (a proxy's or a local
-// server's text/plain): a read failure is StreamError's, a body that is
-// not JSON a ClassMidStream error carrying its start with apiKey redacted.
-func ReadWholeJSON(ctx context.Context, r io.Reader, out *Response, apiKey string) ([]byte, error) {
+// server's text/plain) and hands it to parse, the plain answer's reader: a
+// read failure is StreamError's, a body that is not JSON a ClassMidStream
+// error carrying its start with apiKey redacted.
+func ReadWholeJSON(ctx context.Context, r io.Reader, out *Response, apiKey string, parse func(b []byte, out *Response) error) error {
 	b, err := io.ReadAll(r)
 	if err != nil {
-		return nil, StreamError(ctx, err, out.Status, out.RequestID)
+		return StreamError(ctx, err, out.Status, out.RequestID)
 	}
 	if !gjson.ValidBytes(b) {
-		return nil, &Error{Class: ClassMidStream, Status: out.Status, RequestID: out.RequestID,
+		return &Error{Class: ClassMidStream, Status: out.Status, RequestID: out.RequestID,
 			Message: "response body is not valid JSON", Body: Redact(b[:min(len(b), MaxErrorBody)], apiKey)}
 	}
-	return b, nil
+	return parse(b, out)
+}
+
+// AnswerError is the failure a 200 answer reports in place of the answer:
+// the error object in body b (parsed: root), which fill, the dialect's
+// reader of error bodies, reads into it. It is retried like a broken
+// stream; apiKey is redacted from its body and message.
+func AnswerError(root gjson.Result, b []byte, out *Response, apiKey string, fill func(*Error, gjson.Result)) *Error {
+	e := &Error{Class: ClassMidStream, Status: out.Status, RequestID: out.RequestID, Body: Redact(b, apiKey)}
+	fill(e, root)
+	e.Message = RedactString(e.Message, apiKey)
+	return e
 }
 
 // StreamError maps a failure while reading a 2xx stream: the caller's

@@ -24,7 +24,7 @@ import (
 	"github.com/llmrun/llmrun/checkpoint"
 	"github.com/llmrun/llmrun/ending"
 	"github.com/llmrun/llmrun/estimate"
-	"github.com/llmrun/llmrun/internal/pause"
+	"github.com/llmrun/llmrun/internal/ctxsleep"
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/providers"
@@ -457,6 +457,5 @@ func (r *run) int64n(n int64) int64 {
 	return r.cfg.Rand.Int64N(n)
 }
 
-// sleep waits d or until ctx ends; it reports whether the full wait
-// elapsed (see pause.Sleep).
-func sleep(ctx context.Context, d time.Duration) bool { return pause.Sleep(ctx, d) }
+// sleep waits d or until ctx ends; it reports whether the full wait elapsed.
+func sleep(ctx context.Context, d time.Duration) bool { return ctxsleep.For(ctx, d) }

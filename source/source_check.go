@@ -107,22 +107,13 @@ func (s *Source) parseAll(lr recordReader, fps *Fingerprinter, fn func(parsed) e
 
 // parseSerially is parseAll on one goroutine.
 func (s *Source) parseSerially(lr recordReader, fps *Fingerprinter, fn func(parsed) error) error {
-	for {
-		line, n, err := lr.next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+	return eachRecord(lr, func(line []byte, n int) error {
 		p, err := s.parseOne(line, n, fps)
 		if err != nil {
 			return err
 		}
-		if err := fn(p); err != nil {
-			return err
-		}
-	}
+		return fn(p)
+	})
 }
 
 // readBatches fills the free batches from lr and hands each to order

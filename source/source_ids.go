@@ -3,7 +3,6 @@ package source
 import (
 	"fmt"
 	"hash/maphash"
-	"io"
 	"slices"
 
 	"github.com/llmrun/llmrun/internal/offheap"
@@ -69,31 +68,19 @@ func (s *idSet) suspects() map[uint64]bool {
 // order with both lines; nil if the suspects were only collisions. Only
 // the suspects' ids are kept meanwhile.
 func (s *Source) duplicate(ids *idSet, suspects map[uint64]bool) error {
-	r, err := s.open()
-	if err != nil {
-		return err
-	}
-	defer r.Close()
 	first := make(map[string]int) // id → line, suspects only
-	lr := s.records(r)
-	for {
-		line, n, err := lr.next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+	return s.Records(func(line []byte, n int) error {
 		req, _, err := s.Parser.parse(line, n)
 		if err != nil {
 			return &InputError{Path: s.name(), Line: n, Msg: err.Error()}
 		}
 		if !suspects[ids.hash(req.ID)] {
-			continue
+			return nil
 		}
 		if at, ok := first[req.ID]; ok {
 			return &InputError{Path: s.name(), Line: n, FirstLine: at, Msg: fmt.Sprintf("duplicate custom_id %q", req.ID)}
 		}
 		first[req.ID] = n
-	}
+		return nil
+	})
 }

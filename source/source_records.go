@@ -13,7 +13,12 @@ func (s *Source) Records(fn func(record []byte, line int) error) error {
 		return err
 	}
 	defer r.Close()
-	lr := s.records(r)
+	return eachRecord(s.records(r), fn)
+}
+
+// eachRecord calls fn with every record lr reads and its line number,
+// stopping at fn's first error or a read error.
+func eachRecord(lr recordReader, fn func(record []byte, line int) error) error {
 	for {
 		rec, n, err := lr.next()
 		if err == io.EOF {

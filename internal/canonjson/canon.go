@@ -193,10 +193,10 @@ func (c *Canon) parse(i, depth int) (int, bool) {
 		c.nodes[at].kind, c.nodes[at].fix = kString, fix
 	case ch == '{':
 		c.nodes[at].kind = kObject
-		end, ok = c.parseObject(i, depth)
+		end, ok = c.parseContainer(i, depth, '}')
 	case ch == '[':
 		c.nodes[at].kind = kArray
-		end, ok = c.parseArray(i, depth)
+		end, ok = c.parseContainer(i, depth, ']')
 	case ch == '-' || ch >= '0' && ch <= '9':
 		var fix bool
 		end, fix, ok = scanNumber(b, i)
@@ -224,37 +224,28 @@ func scanLiteral(b []byte, i int) (int, bool) {
 	return i, false
 }
 
-// parseObject tokenises the object at b[i] == '{'. Its keys must be in
-// increasing order (duplicates kept in theirs) for the input to be canonical.
-func (c *Canon) parseObject(i, depth int) (int, bool) {
+// parseContainer tokenises the object (end '}') or the array (end ']') at
+// b[i]. An object's keys must be in increasing order (duplicates kept in
+// theirs) for the input to be canonical.
+func (c *Canon) parseContainer(i, depth int, end byte) (int, bool) {
 	b := c.in
 	i = skipWS(b, i+1, &c.canon)
-	if i < len(b) && b[i] == '}' {
+	if i < len(b) && b[i] == end {
 		return i + 1, true
 	}
-	prev := -1 // the previous key's node
+	prev := -1 // an object's previous key's node
 	for {
-		if i >= len(b) || b[i] != '"' {
-			return i, false
+		var ok bool
+		if end == '}' {
+			if i, ok = c.parseKey(i, depth, &prev); !ok {
+				return i, false
+			}
 		}
-		k := len(c.nodes)
-		j, ok := c.parse(i, depth+1)
-		if !ok {
-			return j, false
-		}
-		if prev >= 0 && c.canon && compareKeys(c.raw(prev), c.raw(k)) > 0 {
-			c.canon = false
-		}
-		prev = k
-		i = skipWS(b, j, &c.canon)
-		if i >= len(b) || b[i] != ':' {
-			return i, false
-		}
-		if i, ok = c.parse(skipWS(b, i+1, &c.canon), depth+1); !ok {
+		if i, ok = c.parse(i, depth+1); !ok {
 			return i, false
 		}
 		i = skipWS(b, i, &c.canon)
-		if i < len(b) && b[i] == '}' {
+		if i < len(b) && b[i] == end {
 			return i + 1, true
 		}
 		if i >= len(b) || b[i] != ',' {
@@ -264,26 +255,28 @@ func (c *Canon) parseObject(i, depth int) (int, bool) {
 	}
 }
 
-func (c *Canon) parseArray(i, depth int) (int, bool) {
+// parseKey tokenises the key at b[i] and the colon after it, and returns
+// where the member's value starts. A key ordered before *prev, the
+// object's previous key's node, makes the input not canonical.
+func (c *Canon) parseKey(i, depth int, prev *int) (int, bool) {
 	b := c.in
-	i = skipWS(b, i+1, &c.canon)
-	if i < len(b) && b[i] == ']' {
-		return i + 1, true
+	if i >= len(b) || b[i] != '"' {
+		return i, false
 	}
-	for {
-		j, ok := c.parse(i, depth+1)
-		if !ok {
-			return j, false
-		}
-		i = skipWS(b, j, &c.canon)
-		if i < len(b) && b[i] == ']' {
-			return i + 1, true
-		}
-		if i >= len(b) || b[i] != ',' {
-			return i, false
-		}
-		i = skipWS(b, i+1, &c.canon)
+	k := len(c.nodes)
+	j, ok := c.parse(i, depth+1)
+	if !ok {
+		return j, false
 	}
+	if *prev >= 0 && c.canon && compareKeys(c.raw(*prev), c.raw(k)) > 0 {
+		c.canon = false
+	}
+	*prev = k
+	i = skipWS(b, j, &c.canon)
+	if i >= len(b) || b[i] != ':' {
+		return i, false
+	}
+	return skipWS(b, i+1, &c.canon), true
 }
 
 // raw is the content of string node k, without its quotes.

@@ -41,17 +41,12 @@ type dupFrame struct {
 	set   map[string]struct{}
 }
 
-// dupChecker keeps its stacks in arrays of its own, spilling into slices
-// only past them: a slice it grew itself would make every line allocate.
+// dupChecker is the walk's state, on the caller's stack.
 type dupChecker struct {
-	fa    [8]dupFrame
-	fmore []dupFrame
-	nf    int // open containers
-	ka    [32]span
-	kmore []span
-	nk    int    // the keys of the open objects, innermost last
-	name  span   // the key just read: the name of the value that follows
-	dup   string // the first repeated key's path
+	frames spill[dupFrame, [8]dupFrame] // the open containers
+	keys   spill[span, [32]span]        // the keys of the open objects, innermost last
+	name   span                         // the key just read: the name of the value that follows
+	dup    string                       // the first repeated key's path
 }
 
 // text is a key's bytes, decoded if it has escapes.
@@ -72,19 +67,14 @@ func (d *dupChecker) check(b []byte) (string, bool) {
 		ok := true
 		switch c := b[i]; c {
 		case '{', '[':
-			if d.nf == maxDepth {
+			if d.frames.n == maxDepth {
 				return "", false
 			}
-			end := byte('}')
-			if c == '[' {
-				end = ']'
-			}
-			i = skipSpace(b, i+1)
-			if i < len(b) && b[i] == end {
-				i++
+			var empty bool
+			if i, empty = open(b, i); empty {
 				break
 			}
-			d.push(dupFrame{obj: c == '{', name: d.name, start: d.nk})
+			d.frames.push(dupFrame{obj: c == '{', name: d.name, start: d.keys.n})
 			d.name = noName // an array's first element has no name
 			if c == '{' {
 				if i, ok = d.readKey(b, i); !ok {
@@ -94,20 +84,14 @@ func (d *dupChecker) check(b []byte) (string, bool) {
 			}
 			continue
 		case '"':
-			i, ok = str(b, i+1)
-		case 't':
-			i, ok = literal(b, i, "true")
-		case 'f':
-			i, ok = literal(b, i, "false")
-		case 'n':
-			i, ok = literal(b, i, "null")
+			i, ok = str(b, i+1) // most of the bytes: called directly
 		default:
-			i, ok = number(b, i)
+			i, ok = bare(b, i)
 		}
 		if !ok {
 			return "", false
 		}
-		if i, ok = d.close(b, i); !ok || d.nf == 0 {
+		if i, ok = d.close(b, i); !ok || d.frames.n == 0 {
 			if !ok || i != len(b) {
 				return "", false
 			}
@@ -122,13 +106,13 @@ func (d *dupChecker) check(b []byte) (string, bool) {
 func (d *dupChecker) close(b []byte, i int) (int, bool) {
 	for {
 		i = skipSpace(b, i)
-		if d.nf == 0 {
+		if d.frames.n == 0 {
 			return i, true
 		}
 		if i >= len(b) {
 			return i, false
 		}
-		top := d.frame(d.nf - 1)
+		top := d.frames.at(d.frames.n - 1)
 		if b[i] == ',' {
 			i = skipSpace(b, i+1)
 			if !top.obj {
@@ -145,8 +129,8 @@ func (d *dupChecker) close(b []byte, i int) (int, bool) {
 		if (top.obj && b[i] != '}') || (!top.obj && b[i] != ']') {
 			return i, false
 		}
-		d.nk = top.start
-		d.nf--
+		d.keys.n = top.start
+		d.frames.n--
 		i++
 	}
 }
@@ -172,7 +156,7 @@ func (d *dupChecker) add(b []byte) {
 	if d.dup != "" {
 		return // the rest is only validated
 	}
-	top := d.frame(d.nf - 1)
+	top := d.frames.at(d.frames.n - 1)
 	name := text(b, d.name)
 	if top.set != nil {
 		if _, dup := top.set[string(name)]; dup {
@@ -181,28 +165,28 @@ func (d *dupChecker) add(b []byte) {
 		}
 		top.set[string(name)] = struct{}{}
 	} else {
-		for i := top.start; i < d.nk; i++ {
-			if bytes.Equal(text(b, d.key(i)), name) {
+		for i := top.start; i < d.keys.n; i++ {
+			if bytes.Equal(text(b, *d.keys.at(i)), name) {
 				d.dup = d.path(b)
 				return
 			}
 		}
-		if d.nk-top.start == maxLinear {
+		if d.keys.n-top.start == maxLinear {
 			top.set = make(map[string]struct{}, 2*maxLinear)
-			for i := top.start; i < d.nk; i++ {
-				top.set[string(text(b, d.key(i)))] = struct{}{}
+			for i := top.start; i < d.keys.n; i++ {
+				top.set[string(text(b, *d.keys.at(i)))] = struct{}{}
 			}
 			top.set[string(name)] = struct{}{}
 		}
 	}
-	d.addKey(d.name)
+	d.keys.push(d.name)
 }
 
 // path names d.name with the containers around it.
 func (d *dupChecker) path(b []byte) string {
 	var p strings.Builder
-	for i := range d.nf {
-		f := d.frame(i)
+	for i := range d.frames.n {
+		f := d.frames.at(i)
 		if f.name.end >= 0 {
 			if p.Len() > 0 {
 				p.WriteByte('.')
@@ -231,34 +215,27 @@ func unquote(q []byte) []byte {
 	return []byte(s)
 }
 
-func (d *dupChecker) frame(i int) *dupFrame {
-	if i < len(d.fa) {
-		return &d.fa[i]
-	}
-	return &d.fmore[i-len(d.fa)]
+// spill is a stack that keeps its first items in an array of its own,
+// spilling into a slice only past them: a slice it grew itself would make
+// every line allocate.
+type spill[T any, A [8]T | [32]T] struct {
+	arr  A
+	more []T
+	n    int
 }
 
-func (d *dupChecker) push(f dupFrame) {
-	if d.nf < len(d.fa) {
-		d.fa[d.nf] = f
+func (s *spill[T, A]) at(i int) *T {
+	if i < len(s.arr) {
+		return &s.arr[i]
+	}
+	return &s.more[i-len(s.arr)]
+}
+
+func (s *spill[T, A]) push(v T) {
+	if s.n < len(s.arr) {
+		s.arr[s.n] = v
 	} else {
-		d.fmore = append(d.fmore[:d.nf-len(d.fa)], f)
+		s.more = append(s.more[:s.n-len(s.arr)], v)
 	}
-	d.nf++
-}
-
-func (d *dupChecker) key(i int) span {
-	if i < len(d.ka) {
-		return d.ka[i]
-	}
-	return d.kmore[i-len(d.ka)]
-}
-
-func (d *dupChecker) addKey(k span) {
-	if d.nk < len(d.ka) {
-		d.ka[d.nk] = k
-	} else {
-		d.kmore = append(d.kmore[:d.nk-len(d.ka)], k)
-	}
-	d.nk++
+	s.n++
 }

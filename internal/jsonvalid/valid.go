@@ -51,13 +51,8 @@ func valid(b []byte, tail bool) bool {
 			if len(stack) == maxDepth {
 				return false
 			}
-			end := byte('}')
-			if c == '[' {
-				end = ']'
-			}
-			i = skipSpace(b, i+1)
-			if i < len(b) && b[i] == end {
-				i++
+			var empty bool
+			if i, empty = open(b, i); empty {
 				break
 			}
 			stack = append(stack, c)
@@ -68,15 +63,9 @@ func valid(b []byte, tail bool) bool {
 			}
 			continue // the first member's value
 		case '"':
-			i, ok = str(b, i+1)
-		case 't':
-			i, ok = literal(b, i, "true")
-		case 'f':
-			i, ok = literal(b, i, "false")
-		case 'n':
-			i, ok = literal(b, i, "null")
+			i, ok = str(b, i+1) // most of the bytes: called directly
 		default:
-			i, ok = number(b, i)
+			i, ok = bare(b, i)
 		}
 		if !ok {
 			return false
@@ -107,6 +96,35 @@ func valid(b []byte, tail bool) bool {
 			i++
 		}
 	}
+}
+
+// open reads the '{' or '[' at i and the space after it. empty reports
+// that the container closes at once; next is then past its end, else where
+// its first member starts.
+func open(b []byte, i int) (next int, empty bool) {
+	end := byte('}')
+	if b[i] == '[' {
+		end = ']'
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == end {
+		return i + 1, true
+	}
+	return i, false
+}
+
+// bare reads a literal or a number starting at i and returns the index
+// after it.
+func bare(b []byte, i int) (int, bool) {
+	switch b[i] {
+	case 't':
+		return literal(b, i, "true")
+	case 'f':
+		return literal(b, i, "false")
+	case 'n':
+		return literal(b, i, "null")
+	}
+	return number(b, i)
 }
 
 // key reads `"name" :` and the space after it; it returns where the value

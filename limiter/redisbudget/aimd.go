@@ -163,6 +163,13 @@ local function aimd_over(a, hr, burst)
   end
 end
 
+-- load_learned: the key's AIMD at now (nil: off) and the buckets, loaded
+-- as load does, at the learned rates where aimd_over puts them.
+local function load_learned(key, now, base, stride, hr, burst)
+  local ai = aimd_at(key, now)
+  return ai, load(now, base, stride, ai and aimd_over(ai, hr, burst) or nil)
+end
+
 local function aimd_sent(a, now, req, tok)
   aimd_start(a, now)
   aimd_advance(a, now)

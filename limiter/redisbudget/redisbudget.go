@@ -11,8 +11,9 @@
 // backoff without one; an overload's hint; at most MaxPause), rate-limit
 // headers that only ever lower the buckets, a concurrency limit,
 // priorities with aging, in Auto mode limits learned from rate-limit
-// headers, and where no headers describe a key the rates learned from
-// 429s. The same limiter.Limits configures it.
+// headers, where no headers describe a key the rates learned from 429s,
+// and where limits are known a 429 that empties the bucket it names and
+// cuts no rate. The same limiter.Limits configures it.
 //
 // Every decision is one Lua script run atomically by Redis against Redis's
 // own clock (TIME), so the machines' clocks do not matter: a process only
@@ -55,9 +56,14 @@
 //     subtracts everything charged to the key after the ticket, by any
 //     process.
 //   - Settle, Fail, Refused, Cancel and Observe cannot return errors: a
-//     Redis failure there goes to Options.OnError. A lost Settle
-//     leaves the reservation charged (the safe side); its slot expires
-//     with the lease.
+//     Redis failure there goes to Options.OnError (Health turns those
+//     into one line when Redis goes away and one when it is back). A lost
+//     Settle leaves the reservation charged (the safe side); its slot
+//     expires with the lease.
+//   - The acceleration governor is the in-process limiter's only: no
+//     warm-up (Limits.WarmUp) and no hold after a refusal naming the
+//     acceleration limit (Refusal.Ramp). Per-day budgets (limiter.Days)
+//     are counted by each process, beside the shared budget.
 //
 // Every process sharing a key must configure the same limits and aging:
 // the parameters travel with each call, the levels live in Redis.

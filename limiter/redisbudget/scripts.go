@@ -116,6 +116,24 @@ local function save(now, b, ttl_ms)
   -- absent hash, a full budget, is the truth) by ttl_ms.
   redis.call('PEXPIRE', KEYS[1], math.ceil(refill * 1000) + ttl_ms)
 end
+
+-- settle moves every bucket by its delta, the fourth parameter after base:
+-- a refund (positive) up to the capacity, a charge (negative) possibly
+-- below zero; the cumulative charge moves by -delta.
+local function settle(b, base)
+  for i = 1, 4 do
+    local x = b[i]
+    local d = tonumber(ARGV[base + (i - 1) * 4 + 4])
+    if x.rate > 0 and d ~= 0 then
+      if d > 0 then
+        x.level = math.max(x.level, math.min(x.level + d, x.cap))
+      else
+        x.level = x.level + d
+      end
+      x.cum = x.cum - d
+    end
+  end
+end
 `
 
 // The waiting room. A Reserve that cannot be admitted at once enters the
@@ -211,9 +229,8 @@ if first[1] and first[1] ~= id then
   end
 end
 
-local ai = aimd_at(KEYS[6], now)
+local ai, b = load_learned(KEYS[6], now, 12, 4, hr, burst)
 local on = ai ~= nil
-local b = load(now, 12, 4, on and aimd_over(ai, hr, burst) or nil)
 local amount = {}
 for i = 1, 4 do
   local x = b[i]
@@ -303,21 +320,9 @@ var finishSrc = prelude + roomPrelude + aimdPrelude(limiter.DefaultAIMD) + `
 local now = now_us()
 local ttl, hr, burst, kind = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
 local ms, req, rtok, atok = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
-local ai = aimd_at(KEYS[4], now)
+local ai, b = load_learned(KEYS[4], now, 13, 4, hr, burst)
 local on = ai ~= nil
-local b = load(now, 13, 4, on and aimd_over(ai, hr, burst) or nil)
-for i = 1, 4 do
-  local x = b[i]
-  local d = tonumber(ARGV[13 + (i - 1) * 4 + 4])
-  if x.rate > 0 and d ~= 0 then
-    if d > 0 then
-      x.level = math.max(x.level, math.min(x.level + d, x.cap))
-    else
-      x.level = x.level + d
-    end
-    x.cum = x.cum - d
-  end
-end
+settle(b, 13)
 save(now, b, ttl)
 redis.call('ZREM', KEYS[2], ARGV[1])
 if on then
@@ -360,17 +365,9 @@ local now = now_us()
 local ttl, hr, burst, overloaded = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6] == '1'
 local ep, ms, req, rtok = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
 local hint, maxpause = tonumber(ARGV[11]), tonumber(ARGV[12])
-local ai = aimd_at(KEYS[4], now)
+local ai, b = load_learned(KEYS[4], now, 12, 4, hr, burst)
 local on = ai ~= nil
-local b = load(now, 12, 4, on and aimd_over(ai, hr, burst) or nil)
-for i = 1, 4 do
-  local x = b[i]
-  local d = tonumber(ARGV[12 + (i - 1) * 4 + 4])
-  if x.rate > 0 and d > 0 then
-    x.level = math.max(x.level, math.min(x.level + d, x.cap))
-    x.cum = x.cum - d
-  end
-end
+settle(b, 12) -- the deltas are refunds: the tokens return
 redis.call('ZREM', KEYS[2], ARGV[1])
 local bare, named = ARGV[29] == '1', tonumber(ARGV[30])
 local echo, pause = true, 0
@@ -453,9 +450,8 @@ local now = now_us()
 local age, mode = tonumber(ARGV[1]), ARGV[2]
 local keep, chan = tonumber(ARGV[4]), ARGV[5]
 local hr, burst = tonumber(ARGV[6]), tonumber(ARGV[7])
-local ai = aimd_at(KEYS[2], now)
+local ai, b = load_learned(KEYS[2], now, 7, 6, hr, burst)
 local on = ai ~= nil
-local b = load(now, 7, 6, on and aimd_over(ai, hr, burst) or nil)
 for i = 1, 4 do
   local x = b[i]
   local o = 7 + (i - 1) * 6

@@ -66,6 +66,23 @@ func (t *ticket) end() bool {
 	return true
 }
 
+// leave ends t in this process: false if it had ended already; else it
+// leaves its key's in-flight and, in the same critical section, adds one to
+// count (nil: none). p and conf are the key's of that moment.
+func (t *ticket) leave(count *int64) (p params, conf limiter.Limits, ok bool) {
+	if !t.end() {
+		return p, conf, false
+	}
+	k := t.k
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.finish(t)
+	if count != nil {
+		*count++
+	}
+	return k.p, k.conf, true
+}
+
 // args are the arguments finishSrc and refusedSrc share: ticket id,
 // state TTL, channel, headroom, burst, then what follows (between), then
 // per bucket the parameters and the delta from reserved to actual.
@@ -90,14 +107,11 @@ func tokens(c limiter.Cost) int64 { return c.Input + c.Output }
 // finish reconciles the buckets from the reserved cost to actual and tells
 // the shared AIMD how the attempt ended (kind 's', 'f' or 'c').
 func (t *ticket) finish(kind byte, actual limiter.Cost) {
-	if !t.end() {
+	p, conf, ok := t.leave(nil)
+	if !ok {
 		return
 	}
 	k, b := t.k, t.b
-	k.mu.Lock()
-	p, conf := k.p, k.conf
-	k.finish(t)
-	k.mu.Unlock()
 	learn := 0
 	if conf.Auto {
 		learn = 1
@@ -120,19 +134,15 @@ func (t *ticket) finish(kind byte, actual limiter.Cost) {
 // without a hint, pauses the key for its backoff; an overload (503/529)
 // pauses it only for a hint.
 func (t *ticket) Refused(r limiter.Refusal) {
-	if !t.end() {
+	count := &t.k.rateLimited
+	if r.Overloaded {
+		count = &t.k.overloaded
+	}
+	p, conf, ok := t.leave(count)
+	if !ok {
 		return
 	}
 	k, b := t.k, t.b
-	k.mu.Lock()
-	p, conf := k.p, k.conf
-	k.finish(t)
-	if r.Overloaded {
-		k.overloaded++
-	} else {
-		k.rateLimited++
-	}
-	k.mu.Unlock()
 	hint := int64(-1)
 	if r.HasRetryAfter {
 		hint = micros(max(r.RetryAfter, 0))

@@ -132,9 +132,7 @@ func fillError(e *providers.Error, root gjson.Result) {
 func (p *Provider) parsePlain(b []byte, out *providers.Response) error {
 	root := gjson.ParseBytes(b)
 	if root.Get("type").String() == "error" {
-		e := &providers.Error{Class: providers.ClassMidStream, Status: out.Status, RequestID: out.RequestID, Body: providers.Redact(b, p.cfg.Secret())}
-		fillError(e, root)
-		return e
+		return providers.AnswerError(root, b, out, p.cfg.Secret(), fillError)
 	}
 	out.Body = b
 	out.Model = root.Get("model").String()

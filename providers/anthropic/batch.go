@@ -168,30 +168,15 @@ func (b *Batch) Results(ctx context.Context, job providers.BatchJob, fn func(pro
 	}
 	h := b.header()
 	h.Set("Accept", "application/binary")
-	resp, err := b.cfg.Get(ctx, job.ResultsURL, h)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return b.statusError(resp)
-	}
-	return providers.EachLine(ctx, resp.Body, b.cfg.Secret(), func(line []byte) error {
-		r, err := batchParseResult(line)
-		if err != nil {
-			return err
-		}
-		return fn(r)
-	})
+	return b.cfg.GetLines(ctx, job.ResultsURL, h, b.statusError, providers.EachResult(batchParseResult, fn))
 }
 
 // batchParseResult converts one results line.
 func batchParseResult(line []byte) (providers.BatchResult, error) {
-	if !gjson.ValidBytes(line) {
-		return providers.BatchResult{}, &providers.Error{Class: providers.ClassServer, Message: "results line is not JSON"}
+	l, r, err := providers.ResultLine(line, "results")
+	if err != nil {
+		return r, err
 	}
-	l := gjson.ParseBytes(line)
-	r := providers.BatchResult{CustomID: l.Get("custom_id").Str}
 	res := l.Get("result")
 	switch typ := res.Get("type").Str; typ {
 	case "succeeded":

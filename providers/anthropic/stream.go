@@ -46,17 +46,13 @@ type block struct {
 // the decoder's buffer and are copied out before the next event.
 func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
-func midStream(msg string, data []byte) *providers.Error {
-	return &providers.Error{Class: providers.ClassMidStream, Message: msg, Body: append([]byte(nil), data...)}
-}
-
 // event applies one SSE event, dispatched on its name as the SDKs do (the
 // JSON type is used only when a proxy dropped the event: line). It
 // reports whether the message is complete.
 func (a *assembler) event(name, data []byte) (bool, *providers.Error) {
 	s := view(data)
 	if len(data) > 0 && !jsonvalid.Valid(data) {
-		return false, midStream("stream event is not valid JSON", data)
+		return false, providers.MidStream("stream event is not valid JSON", data)
 	}
 	switch eventName(name, s) {
 	case "ping":
@@ -70,7 +66,7 @@ func (a *assembler) event(name, data []byte) (bool, *providers.Error) {
 		a.messageDelta(s)
 	case "message_stop":
 		if !a.started {
-			return false, midStream("message_stop without message_start", data)
+			return false, providers.MidStream("message_stop without message_start", data)
 		}
 		return true, nil
 	case "error":
@@ -117,18 +113,9 @@ func (a *assembler) messageStart(s string) {
 // blockStart opens a content block; its raw start is copied, since s
 // aliases the decoder's buffer.
 func (a *assembler) blockStart(s string, data []byte) *providers.Error {
-	idx, blk := -1, ""
-	providers.EachMember(s, func(k, v string) bool {
-		switch k {
-		case `"index"`:
-			idx = atoi(v)
-		case `"content_block"`:
-			blk = v
-		}
-		return true
-	})
+	idx, blk := indexAnd(s, `"content_block"`)
 	if idx < 0 || blk == "" {
-		return midStream("content_block_start without index or block", data)
+		return providers.MidStream("content_block_start without index or block", data)
 	}
 	a.blocks = append(a.blocks, &block{index: idx, start: []byte(blk)})
 	return nil
@@ -137,22 +124,29 @@ func (a *assembler) blockStart(s string, data []byte) *providers.Error {
 // blockDelta grows the block the delta names; a delta for a block that
 // never started means the stream lost events.
 func (a *assembler) blockDelta(s string, data []byte) *providers.Error {
-	idx, delta := -1, ""
-	providers.EachMember(s, func(k, v string) bool {
-		switch k {
-		case `"index"`:
-			idx = atoi(v)
-		case `"delta"`:
-			delta = v
-		}
-		return true
-	})
+	idx, delta := indexAnd(s, `"delta"`)
 	a.cur = a.block(idx)
 	if a.cur == nil {
-		return midStream("content_block_delta for a block that never started", data)
+		return providers.MidStream("content_block_delta for a block that never started", data)
 	}
 	providers.EachMember(delta, a.deltaField)
 	return nil
+}
+
+// indexAnd reads a block event's "index" (-1 if missing) and its member
+// key ("" if missing).
+func indexAnd(s, key string) (idx int, v string) {
+	idx = -1
+	providers.EachMember(s, func(k, val string) bool {
+		switch k {
+		case `"index"`:
+			idx = atoi(val)
+		case key:
+			v = val
+		}
+		return true
+	})
+	return idx, v
 }
 
 // messageDelta merges the stop reason and the running usage.
@@ -267,14 +261,7 @@ func find(ms []member, k string) *member {
 // with content, the message_delta fields and the merged usage put in.
 func (a *assembler) body() ([]byte, *providers.Error) {
 	content := []byte{'['}
-	blocks := slices.Clone(a.blocks)
-	slices.SortStableFunc(blocks, func(x, y *block) int { return x.index - y.index })
-	for i, b := range blocks {
-		if i > 0 {
-			content = append(content, ',')
-		}
-		content = b.appendJSON(content)
-	}
+	content = providers.AppendByIndex(content, a.blocks, func(b *block) int { return b.index }, (*block).appendJSON)
 	content = append(content, ']')
 
 	out := make([]byte, 0, len(a.message)+len(content)+256)

@@ -60,10 +60,7 @@ func prepareEmbed(in []byte) ([]byte, string, error) {
 func (p *Provider) parseEmbed(b []byte, out *providers.Response) error {
 	root := gjson.ParseBytes(b)
 	if e := root.Get("error"); e.IsObject() && !root.Get("embedding").Exists() && !root.Get("embeddings").Exists() {
-		pe := &providers.Error{Class: providers.ClassMidStream, Status: out.Status, RequestID: out.RequestID, Body: providers.Redact(b, p.cfg.Secret())}
-		fillError(pe, root)
-		pe.Message = providers.RedactString(pe.Message, p.cfg.Secret())
-		return pe
+		return providers.AnswerError(root, b, out, p.cfg.Secret(), fillError)
 	}
 	out.Body = b
 	out.Usage = usage(root.Get("usageMetadata"))
@@ -73,9 +70,5 @@ func (p *Provider) parseEmbed(b []byte, out *providers.Response) error {
 // readEmbedStream reads an embeddings answer that came with a content type
 // other than JSON (a proxy's text/plain): one JSON body all the same.
 func (p *Provider) readEmbedStream(ctx context.Context, r io.Reader, out *providers.Response, _ time.Time) error {
-	b, err := providers.ReadWholeJSON(ctx, r, out, p.cfg.Secret())
-	if err != nil {
-		return err
-	}
-	return p.parseEmbed(b, out)
+	return providers.ReadWholeJSON(ctx, r, out, p.cfg.Secret(), p.parseEmbed)
 }

@@ -94,13 +94,5 @@ func (b *Batch) download(ctx context.Context, file string, fn func(line []byte) 
 	id := url.PathEscape(strings.TrimPrefix(file, "files/"))
 	h := header(b.cfg.APIKey)
 	h.Del("Content-Type")
-	resp, err := b.cfg.Get(ctx, root+"/files/"+id+":download?alt=media", h)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return b.statusError(resp)
-	}
-	return providers.EachLine(ctx, resp.Body, b.cfg.Secret(), fn)
+	return b.cfg.GetLines(ctx, root+"/files/"+id+":download?alt=media", h, b.statusError, fn)
 }

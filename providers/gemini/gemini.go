@@ -163,10 +163,7 @@ func prepare(in []byte) (out []byte, model string, err error) {
 func (p *Provider) parsePlain(b []byte, out *providers.Response) error {
 	root := gjson.ParseBytes(b)
 	if e := root.Get("error"); e.IsObject() && !root.Get("candidates").Exists() {
-		pe := &providers.Error{Class: providers.ClassMidStream, Status: out.Status, RequestID: out.RequestID, Body: providers.Redact(b, p.cfg.Secret())}
-		fillError(pe, root)
-		pe.Message = providers.RedactString(pe.Message, p.cfg.Secret())
-		return pe
+		return providers.AnswerError(root, b, out, p.cfg.Secret(), fillError)
 	}
 	return p.fill(root, b, out, func() string { return plainText(root) })
 }

@@ -1,7 +1,6 @@
 package gemini
 
 import (
-	"strconv"
 	"strings"
 	"unsafe"
 
@@ -80,7 +79,7 @@ func set(ms []member, key, val string) []member {
 func (a *assembler) chunk(data []byte) *providers.Error {
 	s := view(data)
 	if !jsonvalid.Valid(data) {
-		return &providers.Error{Class: providers.ClassMidStream, Message: "stream chunk is not valid JSON", Body: append([]byte(nil), data...)}
+		return providers.MidStream("stream chunk is not valid JSON", data)
 	}
 	providers.EachMember(s, a.topLevel)
 	if a.err != nil {
@@ -104,12 +103,10 @@ func (a *assembler) topLevel(k, v string) bool {
 	case candidatesKey:
 		a.top = set(a.top, k, "")
 		providers.EachElement(v, a.candidate)
-	case `"promptFeedback"`:
-		if gjson.Get(v, "blockReason").Exists() {
+	default: // promptFeedback among them
+		if k == `"promptFeedback"` && gjson.Get(v, "blockReason").Exists() {
 			a.finished = true
 		}
-		a.top = set(a.top, k, v)
-	default:
 		a.top = set(a.top, k, v)
 	}
 	return true
@@ -118,17 +115,7 @@ func (a *assembler) topLevel(k, v string) bool {
 // candidate applies one element of a chunk's candidates. Members come in
 // any order, so the index is looked up first; a missing one is 0.
 func (a *assembler) candidate(c string) bool {
-	idx := 0
-	providers.EachMember(c, func(k, v string) bool {
-		if k == `"index"` {
-			if n, err := strconv.Atoi(v); err == nil {
-				idx = n
-			}
-			return false
-		}
-		return true
-	})
-	a.cur = a.get(idx)
+	a.cur = a.get(providers.ElementIndex(c, 0))
 	providers.EachMember(c, a.candidateField)
 	return true
 }
@@ -145,12 +132,10 @@ func (a *assembler) candidateField(k, v string) bool {
 			}
 			return true
 		})
-	case `"finishReason"`:
-		if v != "null" {
+	default: // finishReason among them
+		if k == `"finishReason"` && v != "null" {
 			a.finished = true
 		}
-		ch.fields = set(ch.fields, k, v)
-	default:
 		ch.fields = set(ch.fields, k, v)
 	}
 	return true

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/llmrun/llmrun/internal/ctxsleep"
 )
 
 // This file is the provider-neutral core of the two batch APIs
@@ -93,14 +95,7 @@ func (s *Server) BatchCallsInFlight() int { return int(s.batches.inFlight.Load()
 // holdAnswer waits BatchCallDelay before a create call is answered, or
 // until the client has gone.
 func (s *Server) holdAnswer(r *http.Request) {
-	if d := s.cfg.BatchCallDelay; d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-		}
-	}
+	ctxsleep.For(r.Context(), s.cfg.BatchCallDelay)
 }
 
 // mfile is an uploaded or generated OpenAI file.

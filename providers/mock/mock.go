@@ -9,10 +9,12 @@
 //
 //	POST /v1/chat/completions, POST /chat/completions   OpenAI format
 //	POST /v1/messages                                   Anthropic format
+//	POST /v1/messages/count_tokens                      Anthropic token count (count_tokens.go)
 //	POST /v1/responses                                  OpenAI Responses API (responses.go)
 //	POST /v1/embeddings                                 OpenAI embeddings (embeddings.go)
 //	POST /v1beta/models/{model}:generateContent         Gemini format (gemini.go);
-//	     …:streamGenerateContent?alt=sse, …:batchGenerateContent
+//	     …:streamGenerateContent?alt=sse, …:countTokens, …:embedContent,
+//	     …:batchEmbedContents, …:batchGenerateContent
 //	GET  /mock/stats                                    Stats as JSON
 //
 // Azure OpenAI's dialect under /openai (azure.go), and the batch APIs
@@ -21,7 +23,10 @@
 // /v1/batches/{id}/cancel; Anthropic POST /v1/messages/batches, GET
 // /v1/messages/batches/{id} and /v1/messages/batches/{id}/results, POST
 // /v1/messages/batches/{id}/cancel; Gemini GET /v1beta/batches and
-// /v1beta/batches/{id}, POST /v1beta/batches/{id}:cancel (batch_gemini.go).
+// /v1beta/batches/{id}, POST /v1beta/batches/{id}:cancel (batch_gemini.go),
+// and the Files API its large batches use, POST /upload/v1beta/files and GET
+// /download/v1beta/files/{id}:download (batch_gemini_file.go). GET /v1/models
+// and /v1beta/models list the models (features.go).
 //
 // Anything else is a 404 in the OpenAI format, in the Anthropic format
 // when the request carries x-api-key or anthropic-version, in Gemini's
@@ -53,6 +58,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmrun/llmrun/internal/ctxsleep"
 	"github.com/llmrun/llmrun/modelrules"
 )
 
@@ -816,24 +822,9 @@ func resetConn(w http.ResponseWriter) {
 	conn.Close()
 }
 
-// sleep waits d, reporting false if ctx ends first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
 // plain writes a non-streaming answer after TokenDelay per output token.
 func (s *Server) plain(ctx context.Context, w http.ResponseWriter, d dialect, c *completion, a *admission) {
-	if !sleep(ctx, s.cfg.TokenDelay*time.Duration(c.outTokens)) {
+	if !ctxsleep.For(ctx, s.cfg.TokenDelay*time.Duration(c.outTokens)) {
 		a.release(0, false)
 		s.bump(&s.stats.Canceled)
 		return
@@ -876,7 +867,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, d dialect, c
 		return
 	}
 	for i, ch := range c.chunks {
-		if !sleep(ctx, s.cfg.TokenDelay*time.Duration(ch.n)) {
+		if !ctxsleep.For(ctx, s.cfg.TokenDelay*time.Duration(ch.n)) {
 			gone()
 			return
 		}

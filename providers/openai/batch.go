@@ -329,37 +329,22 @@ func (b *Batch) Results(ctx context.Context, job providers.BatchJob, fn func(pro
 }
 
 func (b *Batch) download(ctx context.Context, fileID string, fn func(providers.BatchResult) error) error {
-	return b.lines(ctx, fileID, func(line []byte) error {
-		r, err := batchParseResult(line)
-		if err != nil {
-			return err
-		}
-		return fn(r)
-	})
+	return b.lines(ctx, fileID, providers.EachResult(batchParseResult, fn))
 }
 
 // lines streams the lines of a file's content.
 func (b *Batch) lines(ctx context.Context, fileID string, fn func([]byte) error) error {
 	h := b.header()
 	h.Set("Accept", "application/binary")
-	resp, err := b.cfg.Get(ctx, b.d.URL("/files/"+url.PathEscape(fileID)+"/content"), h)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return b.statusError(resp)
-	}
-	return providers.EachLine(ctx, resp.Body, b.cfg.Secret(), fn)
+	return b.cfg.GetLines(ctx, b.d.URL("/files/"+url.PathEscape(fileID)+"/content"), h, b.statusError, fn)
 }
 
 // batchParseResult converts one output- or error-file line.
 func batchParseResult(line []byte) (providers.BatchResult, error) {
-	if !gjson.ValidBytes(line) {
-		return providers.BatchResult{}, &providers.Error{Class: providers.ClassServer, Message: "result file line is not JSON"}
+	l, r, err := providers.ResultLine(line, "result file")
+	if err != nil {
+		return r, err
 	}
-	l := gjson.ParseBytes(line)
-	r := providers.BatchResult{CustomID: l.Get("custom_id").Str}
 	resp := l.Get("response")
 	if resp.IsObject() {
 		r.Status = int(resp.Get("status_code").Int())

@@ -34,23 +34,13 @@ func dropStream(in []byte) ([]byte, error) {
 
 // parseEmbeddings reads an embeddings answer; Text stays empty.
 func (p *Provider) parseEmbeddings(b []byte, out *providers.Response) error {
-	root := gjson.ParseBytes(b)
-	if root.Get("error").IsObject() && !root.Get("data").Exists() {
-		return p.answerError(root, b, out)
-	}
-	out.Body = b
-	out.Model = root.Get("model").String()
-	out.Usage = usage(root.Get("usage"))
-	return nil
+	_, err := p.parseAnswer(b, out, "data")
+	return err
 }
 
 // readEmbeddingsStream reads an embeddings answer that came with a content
 // type other than JSON (a local server's text/plain): it is one JSON body
 // all the same.
 func (p *Provider) readEmbeddingsStream(ctx context.Context, r io.Reader, out *providers.Response, _ time.Time) error {
-	b, err := providers.ReadWholeJSON(ctx, r, out, p.cfg.Secret())
-	if err != nil {
-		return err
-	}
-	return p.parseEmbeddings(b, out)
+	return providers.ReadWholeJSON(ctx, r, out, p.cfg.Secret(), p.parseEmbeddings)
 }

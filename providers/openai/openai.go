@@ -183,27 +183,28 @@ func fillError(e *providers.Error, root gjson.Result) {
 	e.Message = obj.Get("message").String()
 }
 
-// answerError is the failure a 200 answer reports in place of the answer
-// (an error object): retried like a broken stream, the key redacted from
-// its body and message.
-func (p *Provider) answerError(root gjson.Result, b []byte, out *providers.Response) *providers.Error {
-	e := &providers.Error{Class: providers.ClassMidStream, Status: out.Status, RequestID: out.RequestID, Body: providers.Redact(b, p.cfg.Secret())}
-	fillError(e, root)
-	e.Message = providers.RedactString(e.Message, p.cfg.Secret())
-	return e
-}
-
 // parsePlain reads a non-streaming answer. Body is kept as received.
 func (p *Provider) parsePlain(b []byte, out *providers.Response) error {
+	root, err := p.parseAnswer(b, out, "choices")
+	if err != nil {
+		return err
+	}
+	out.Text = root.Get("choices.0.message.content").String()
+	return nil
+}
+
+// parseAnswer reads the body, model and usage of a plain answer whose
+// payload is the member key; an error object in its place is the failure
+// it reports.
+func (p *Provider) parseAnswer(b []byte, out *providers.Response, key string) (gjson.Result, error) {
 	root := gjson.ParseBytes(b)
-	if root.Get("error").IsObject() && !root.Get("choices").Exists() {
-		return p.answerError(root, b, out)
+	if root.Get("error").IsObject() && !root.Get(key).Exists() {
+		return root, providers.AnswerError(root, b, out, p.cfg.Secret(), fillError)
 	}
 	out.Body = b
 	out.Model = root.Get("model").String()
-	out.Text = root.Get("choices.0.message.content").String()
 	out.Usage = usage(root.Get("usage"))
-	return nil
+	return root, nil
 }
 
 // usage reads a usage object of any endpoint (plain, streamed and batch

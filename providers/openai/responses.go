@@ -39,7 +39,7 @@ func (p *Provider) prepareResponses(in []byte) ([]byte, error) {
 func (p *Provider) parseResponses(b []byte, out *providers.Response) error {
 	root := gjson.ParseBytes(b)
 	if (root.Get("error").IsObject() && !root.Get("output").Exists()) || root.Get("status").Str == "failed" {
-		e := p.answerError(root, b, out)
+		e := providers.AnswerError(root, b, out, p.cfg.Secret(), fillError)
 		responseFailure(e)
 		e.Message = providers.RedactString(e.Message, p.cfg.Secret())
 		return e
@@ -128,14 +128,14 @@ func (s *rstream) member(k, v string) bool {
 func (s *rstream) event(data []byte) (final []byte, err *providers.Error) {
 	v := view(data)
 	if !jsonvalid.Valid(data) {
-		return nil, &providers.Error{Class: providers.ClassMidStream, Message: "stream event is not valid JSON", Body: append([]byte(nil), data...)}
+		return nil, providers.MidStream("stream event is not valid JSON", data)
 	}
 	s.typ, s.delta, s.response, s.errObj, s.code, s.message = "", "", "", "", "", ""
 	providers.EachMember(v, s.member)
 	switch s.typ {
 	case evCompleted, evIncomplete:
 		if len(s.response) == 0 || s.response[0] != '{' {
-			return nil, &providers.Error{Class: providers.ClassMidStream, Message: "terminal event without a response object", Body: append([]byte(nil), data...)}
+			return nil, providers.MidStream("terminal event without a response object", data)
 		}
 		return append([]byte(nil), s.response...), nil
 	case evFailed:

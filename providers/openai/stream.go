@@ -89,12 +89,12 @@ func (a *assembler) chunk(data []byte) *providers.Error {
 	// leaves the parser in one state whatever it was.
 	if h := len(a.head); h > 0 && len(data) > h && bytes.HasPrefix(data, a.head) {
 		if !jsonvalid.ObjectTail(data[h:]) {
-			return &providers.Error{Class: providers.ClassMidStream, Message: "stream chunk is not valid JSON", Body: append([]byte(nil), data...)}
+			return providers.MidStream("stream chunk is not valid JSON", data)
 		}
 		providers.EachMemberFrom(s, h, a.topLevel)
 	} else {
 		if !jsonvalid.Valid(data) {
-			return &providers.Error{Class: providers.ClassMidStream, Message: "stream chunk is not valid JSON", Body: append([]byte(nil), data...)}
+			return providers.MidStream("stream chunk is not valid JSON", data)
 		}
 		a.walked, a.headEnd = s, 0
 		providers.EachMember(s, a.topLevel)
@@ -177,16 +177,7 @@ func (a *assembler) topLevel(k, v string) bool {
 // choice applies one element of a chunk's choices. Members are visited in
 // any order, so the index is looked up first.
 func (a *assembler) choice(c string) bool {
-	idx := -1
-	providers.EachMember(c, func(k, v string) bool {
-		if k == `"index"` {
-			if n, err := strconv.Atoi(v); err == nil {
-				idx = n
-			}
-			return false
-		}
-		return true
-	})
+	idx := providers.ElementIndex(c, -1)
 	if idx < 0 {
 		return true
 	}
@@ -302,8 +293,10 @@ func (a *assembler) toolCall(v string) bool {
 
 // get returns the choice with index i, creating it.
 func (a *assembler) get(i int) *choice {
-	return providers.ByIndex(&a.choices, i, func(c *choice) int { return c.index }, func(i int) *choice { return &choice{index: i} })
+	return providers.ByIndex(&a.choices, i, (*choice).at, func(i int) *choice { return &choice{index: i} })
 }
+
+func (c *choice) at() int { return c.index }
 
 // field returns the field with raw key k, creating it.
 func (c *choice) field(k string) *field {
@@ -357,14 +350,7 @@ func (a *assembler) body() []byte {
 		b = append(b, a.filters...)
 	}
 	b = append(b, `,"choices":[`...)
-	choices := slices.Clone(a.choices)
-	slices.SortStableFunc(choices, func(x, y *choice) int { return x.index - y.index })
-	for i, c := range choices {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = c.appendJSON(b)
-	}
+	b = providers.AppendByIndex(b, a.choices, (*choice).at, (*choice).appendJSON)
 	b = append(b, ']')
 	if a.usage != nil {
 		b = append(b, `,"usage":`...)

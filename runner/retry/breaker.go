@@ -103,33 +103,19 @@ type BreakerConfig struct {
 
 // withDefaults fills zero fields and makes the fields consistent.
 func (c BreakerConfig) withDefaults() BreakerConfig {
-	if c.Window <= 0 {
-		c.Window = DefaultWindow
-	}
-	if c.WindowTime <= 0 {
-		c.WindowTime = DefaultWindowTime
-	}
-	if c.MinAttempts <= 0 {
-		c.MinAttempts = min(DefaultMinAttempts, c.Window)
-	}
+	orDefault(&c.Window, DefaultWindow)
+	orDefault(&c.WindowTime, DefaultWindowTime)
+	orDefault(&c.MinAttempts, min(DefaultMinAttempts, c.Window))
 	c.Window = max(c.Window, c.MinAttempts)
 	if !(c.FailureRate > 0 && c.FailureRate <= 1) { // NaN too
 		c.FailureRate = DefaultFailureRate
 	}
-	if c.Cooldown <= 0 {
-		c.Cooldown = DefaultCooldown
-	}
-	if c.FirstCooldown <= 0 {
-		c.FirstCooldown = DefaultFirstCooldown
-	}
+	orDefault(&c.Cooldown, DefaultCooldown)
+	orDefault(&c.FirstCooldown, DefaultFirstCooldown)
 	c.FirstCooldown = min(c.FirstCooldown, c.Cooldown)
-	if c.Probes <= 0 {
-		c.Probes = DefaultProbes
-	}
+	orDefault(&c.Probes, DefaultProbes)
 	c.Probes = min(c.Probes, maxProbes)
-	if c.MaxOutage <= 0 {
-		c.MaxOutage = DefaultMaxOutage
-	}
+	orDefault(&c.MaxOutage, DefaultMaxOutage)
 	return c
 }
 
@@ -418,35 +404,17 @@ func (b *Breaker) tripped() bool {
 // Success reports that the attempt of ticket t succeeded at now: it joins
 // the window; a majority of successful probes closes the breaker and ends
 // the outage.
-func (b *Breaker) Success(now time.Time, t Ticket) {
-	if b == nil {
-		return
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if !t.Probe() {
-		if b.settleClosed(t) {
-			b.record(now, t, false)
-		}
-		return
-	}
-	if !b.settleProbe(t) {
-		return
-	}
-	b.probeOK++
-	if b.probeOK >= b.majority() {
-		b.held += max(now.Sub(b.openedAt), 0)
-		b.openedAt = time.Time{}
-		b.closedAt = now
-		b.setState(Closed)
-	}
-}
+func (b *Breaker) Success(now time.Time, t Ticket) { b.report(now, t, false) }
 
 // Failure reports that the attempt of ticket t failed at now in a way that
 // says the provider is unhealthy (see Unhealthy): it joins the window and
 // opens the breaker if the window has tripped; a majority of failed probes
 // reopens it for the next, longer cooldown.
-func (b *Breaker) Failure(now time.Time, t Ticket) {
+func (b *Breaker) Failure(now time.Time, t Ticket) { b.report(now, t, true) }
+
+// report is Success or Failure: the outcome of ticket t joins the window
+// (and may trip it), or counts toward the probes' majority.
+func (b *Breaker) report(now time.Time, t Ticket, failed bool) {
 	if b == nil {
 		return
 	}
@@ -454,8 +422,8 @@ func (b *Breaker) Failure(now time.Time, t Ticket) {
 	defer b.mu.Unlock()
 	if !t.Probe() {
 		if b.settleClosed(t) {
-			b.record(now, t, true)
-			if b.tripped() {
+			b.record(now, t, failed)
+			if failed && b.tripped() {
 				b.open(now)
 			}
 		}
@@ -464,9 +432,19 @@ func (b *Breaker) Failure(now time.Time, t Ticket) {
 	if !b.settleProbe(t) {
 		return
 	}
-	b.probeFailed++
-	if b.probeFailed > b.cfg.Probes-b.majority() {
-		b.open(now)
+	if failed {
+		b.probeFailed++
+		if b.probeFailed > b.cfg.Probes-b.majority() {
+			b.open(now)
+		}
+		return
+	}
+	b.probeOK++
+	if b.probeOK >= b.majority() {
+		b.held += max(now.Sub(b.openedAt), 0)
+		b.openedAt = time.Time{}
+		b.closedAt = now
+		b.setState(Closed)
 	}
 }
 

@@ -128,25 +128,22 @@ type Decision struct {
 }
 
 func (p Policy) withDefaults() Policy {
-	if p.MaxAttempts <= 0 {
-		p.MaxAttempts = DefaultMaxAttempts
-	}
-	if p.Deadline <= 0 {
-		p.Deadline = DefaultDeadline
-	}
-	if p.Base <= 0 {
-		p.Base = DefaultBase
-	}
-	if p.Max <= 0 {
-		p.Max = DefaultMax
-	}
+	orDefault(&p.MaxAttempts, DefaultMaxAttempts)
+	orDefault(&p.Deadline, DefaultDeadline)
+	orDefault(&p.Base, DefaultBase)
+	orDefault(&p.Max, DefaultMax)
 	if p.Max < p.Base {
 		p.Max = p.Base
 	}
-	if p.MaxServerDelay <= 0 {
-		p.MaxServerDelay = DefaultMaxServerDelay
-	}
+	orDefault(&p.MaxServerDelay, DefaultMaxServerDelay)
 	return p
+}
+
+// orDefault sets *v to dflt when it is unset (zero or negative).
+func orDefault[T int | time.Duration](v *T, dflt T) {
+	if *v <= 0 {
+		*v = dflt
+	}
 }
 
 // DeadlineAt is the instant after which no attempt of a request started at
