@@ -8,58 +8,47 @@ import (
 	"github.com/llmrun/llmrun/internal/offheap"
 )
 
-// idKey identifies a custom_id by two independent hashes, 64 and 30 bits.
-// The index keeps these, never the id strings: a 1M-line output costs about
-// 30 megabytes, not the hundreds a map of strings took.
-//
-// Two different ids share a key only if both hashes collide; with 94 bits
-// the chance that any two of 10^7 ids do is about 10^14 / 2^95 ≈ 3·10^-15
-// per run, so the id is never re-read from the file to confirm a match.
-type idKey struct{ a, b uint64 }
+// idKey is the part of an id's 64-bit hash the index keeps: its top 54
+// bits, the low 10 cleared. The index keeps keys, never the id strings,
+// and a key is only a lead: every match is confirmed by reading the line
+// it points to and comparing its custom_id with the id (see lineReader),
+// so two ids that share a key are told apart, never merged, and no
+// request counts as answered because of a hash collision.
+type idKey uint64
 
-// seedB is the second hash's seed (any constant other than 0 would do).
-const seedB = 0x9e3779b97f4a7c15
+// keyMask selects a slot word's key bits.
+const keyMask = ^uint64(1<<10 - 1)
 
-// A slot's bl word packs the second hash, two flags and a line number.
+func keyOf(id []byte) idKey           { return idKey(xxhash.Sum64(id) & keyMask) }
+func keyOfString(id string) idKey     { return idKey(xxhash.Sum64String(id) & keyMask) }
+func (k idKey) home(size int) int     { hi, _ := bits.Mul64(uint64(k), uint64(size)); return int(hi) }
+func (k idKey) matches(w uint64) bool { return w&keyMask == uint64(k) }
+
+// A slot is 12 bytes in two arrays: a word of the key, two flags and the
+// top 8 bits of the line's offset, probed alone; and the offset's low 32
+// bits, read on a key match. The offset of the id's latest line is all an
+// entry needs: the line holds the id (to confirm a match) and the
+// fingerprint (see lineReader.check).
 const (
-	bMask    = uint64(1<<30-1) << 34 // the second hash's 30 bits
-	flagUsed = 1 << 33               // the slot holds an entry
-	flagSeen = 1 << 32               // Classify met the id in this run's input
-	lineMask = 1<<32 - 1
+	flagUsed  = 1 << 0 // the slot holds an entry
+	flagSeen  = 1 << 1 // Classify met the id in this run's input
+	offShift  = 2      // the offset's bits 32..39 sit at bits 2..9
+	maxOffset = 1<<40 - 1
 )
 
-func keyOf(id []byte) idKey {
-	var d xxhash.Digest
-	d.ResetWithSeed(seedB)
-	d.Write(id)
-	return idKey{a: xxhash.Sum64(id), b: d.Sum64() & bMask}
-}
-
-func keyOfString(id string) idKey {
-	var d xxhash.Digest
-	d.ResetWithSeed(seedB)
-	d.WriteString(id)
-	return idKey{a: xxhash.Sum64String(id), b: d.Sum64() & bMask}
-}
-
-// slot is one entry of the index, 24 bytes: a probe reads one cache line.
-type slot struct {
-	a  uint64 // idKey.a
-	bl uint64 // idKey.b | flags | line number; 0: the slot is free
-	fp uint64 // Fingerprint of the id's latest line
-}
-
-// index maps ids to the fingerprint of their latest line and that line's
-// number: an open-addressing table with linear probing, kept between 40%
-// and 80% full (reserve sizes it once from the file when it can), so about
-// 30 to 60 bytes per id. The table lives outside the Go heap (it would
-// otherwise double the collector's goal for nothing); a resize frees the
-// old one at once.
+// index maps ids to the offset of their latest line in one file: an
+// open-addressing table with linear probing, kept at most 80% full (the
+// Store sizes it once from the file or the input when it can), so 15 bytes
+// an id when sized, 30 right after a growth. The table lives outside the
+// Go heap (it would otherwise double the collector's goal for nothing); a
+// resize frees the old one at once.
 type index struct {
-	s     []slot
-	mem   *offheap.Slice[slot] // owns s
-	n     int                  // entries
-	limit int                  // grow beyond this many entries
+	keys  []uint64
+	offs  []uint32
+	kmem  *offheap.Slice[uint64] // owns keys
+	omem  *offheap.Slice[uint32] // owns offs
+	n     int                    // entries
+	limit int                    // grow beyond this many entries
 }
 
 // maxLoad is the fill at which the table grows, in percent.
@@ -74,79 +63,77 @@ func (x *index) reserve(n int) {
 }
 
 func (x *index) resize(size int) {
-	old, oldMem := x.s, x.mem
-	x.mem = offheap.Make[slot](size)
-	x.s, x.limit = x.mem.S, size*maxLoad/100
-	for _, e := range old {
-		if e.bl != 0 {
-			x.s[x.free(e.a)] = e
+	oldK, oldO, oldKM, oldOM := x.keys, x.offs, x.kmem, x.omem
+	x.kmem, x.omem = offheap.Make[uint64](size), offheap.Make[uint32](size)
+	x.keys, x.offs, x.limit = x.kmem.S, x.omem.S, size*maxLoad/100
+	for j, w := range oldK {
+		if w != 0 {
+			i := x.free(idKey(w & keyMask))
+			x.keys[i], x.offs[i] = w, oldO[j]
 		}
 	}
-	oldMem.Free()
+	oldKM.Free()
+	oldOM.Free()
 }
 
-// home is the slot where probing for a starts (Lemire's multiply-shift
-// reduction: any table size, no modulo).
-func (x *index) home(a uint64) int {
-	hi, _ := bits.Mul64(a, uint64(len(x.s)))
-	return int(hi)
-}
-
-// free returns the first free slot from a's home on.
-func (x *index) free(a uint64) int {
-	i := x.home(a)
-	for x.s[i].bl != 0 {
-		if i++; i == len(x.s) {
+// free returns the first free slot from k's home on.
+func (x *index) free(k idKey) int {
+	i := k.home(len(x.keys))
+	for x.keys[i] != 0 {
+		if i++; i == len(x.keys) {
 			i = 0
 		}
 	}
 	return i
 }
 
-// find returns the slot of k, or -1.
-func (x *index) find(k idKey) int {
+// lookup returns the first slot holding key k for which confirm says yes
+// (it reads the slot's line and compares ids), or -1.
+func (x *index) lookup(k idKey, confirm func(i int) bool) int {
 	if x.n == 0 {
 		return -1
 	}
-	i := x.home(k.a)
-	for {
-		e := &x.s[i]
-		if e.bl == 0 {
+	for i := k.home(len(x.keys)); ; {
+		w := x.keys[i]
+		if w == 0 {
 			return -1
 		}
-		if e.a == k.a && e.bl&bMask == k.b {
+		if k.matches(w) && confirm(i) {
 			return i
 		}
-		if i++; i == len(x.s) {
+		if i++; i == len(x.keys) {
 			i = 0
 		}
 	}
 }
 
-// put records fp and line for k, and returns its slot and whether k was
-// already there (then with its flags kept).
-func (x *index) put(k idKey, fp Fingerprint, line uint32) (at int, existed bool) {
-	if i := x.find(k); i >= 0 {
-		x.set(i, fp, line)
-		return i, true
-	}
+// each calls fn for every slot holding key k until fn returns false.
+func (x *index) each(k idKey, fn func(i int) bool) {
+	x.lookup(k, func(i int) bool { return !fn(i) })
+}
+
+// add records a new entry (the caller has found no entry of its id) and
+// returns its slot.
+func (x *index) add(k idKey, off int64) int {
 	if x.n >= x.limit {
-		x.resize(max(len(x.s)*2, 16))
+		x.resize(max(len(x.keys)*2, 16))
 	}
-	i := x.free(k.a)
-	x.s[i] = slot{a: k.a, bl: k.b | flagUsed | uint64(line), fp: uint64(fp)}
+	i := x.free(k)
+	x.keys[i] = uint64(k) | flagUsed
+	x.setOff(i, off)
 	x.n++
-	return i, false
+	return i
 }
 
-// set replaces the fingerprint and line of the entry at slot i.
-func (x *index) set(i int, fp Fingerprint, line uint32) {
-	e := &x.s[i]
-	e.fp, e.bl = uint64(fp), e.bl&^lineMask|uint64(line)
+// setOff points the entry at slot i to the line at off.
+func (x *index) setOff(i int, off int64) {
+	x.keys[i] = x.keys[i]&^(0xff<<offShift) | uint64(off>>32&0xff)<<offShift
+	x.offs[i] = uint32(off)
 }
 
-func (x *index) fpAt(i int) Fingerprint { return Fingerprint(x.s[i].fp) }
-func (x *index) lineAt(i int) uint32    { return uint32(x.s[i].bl & lineMask) }
+func (x *index) offAt(i int) int64 {
+	return int64(x.keys[i]>>offShift&0xff)<<32 | int64(x.offs[i])
+}
 
 // del empties slot i, moving later entries of its probe run back so that no
 // lookup stops early (backward-shift deletion: no tombstones).
@@ -154,40 +141,49 @@ func (x *index) del(i int) {
 	x.n--
 	j := i
 	for {
-		x.s[i].bl = 0
+		x.keys[i] = 0
 		for {
-			if j++; j == len(x.s) {
+			if j++; j == len(x.keys) {
 				j = 0
 			}
-			if x.s[j].bl == 0 {
+			if x.keys[j] == 0 {
 				return
 			}
 			// The entry at j may move to i only if its home is not in (i, j].
-			h := x.home(x.s[j].a)
+			h := idKey(x.keys[j] & keyMask).home(len(x.keys))
 			if (i <= j && (h <= i || h > j)) || (i > j && h <= i && h > j) {
 				break
 			}
 		}
-		x.s[i] = x.s[j]
+		x.keys[i], x.offs[i] = x.keys[j], x.offs[j]
 		i = j
 	}
 }
 
 // seen reports whether the entry at slot i was met in this run's input.
-func (x *index) seen(i int) bool { return x.s[i].bl&flagSeen != 0 }
+func (x *index) seen(i int) bool { return x.keys[i]&flagSeen != 0 }
 
-func (x *index) markSeen(i int) { x.s[i].bl |= flagSeen }
+func (x *index) markSeen(i int) { x.keys[i] |= flagSeen }
 
 // unseen counts entries not met in this run's input.
 func (x *index) unseen() int {
 	n := 0
-	for _, e := range x.s {
-		if e.bl != 0 && e.bl&flagSeen == 0 {
+	for _, w := range x.keys {
+		if w != 0 && w&flagSeen == 0 {
 			n++
 		}
 	}
 	return n
 }
 
+// markAll marks every entry seen.
+func (x *index) markAll() {
+	for i, w := range x.keys {
+		if w != 0 {
+			x.keys[i] = w | flagSeen
+		}
+	}
+}
+
 // bytes is the memory the table holds.
-func (x *index) bytes() int { return len(x.s) * 24 }
+func (x *index) bytes() int { return len(x.keys) * 12 }

@@ -69,6 +69,10 @@ func Status(output string) (StatusReport, error) {
 	}
 
 	x := loaded{output: output, errors: r.Errors}
+	x.outR, _ = openLineReader(output) // nil if there is none: nothing to read back
+	defer x.outR.close()
+	x.errR, _ = openLineReader(r.Errors)
+	defer x.errR.close()
 	exists, err := loadFile(output, x.loadOutput)
 	if err != nil {
 		return r, err
