@@ -8,12 +8,13 @@ import (
 	"sync"
 )
 
-// Window sizes of a lineReader: it starts small and doubles while lines are
-// read in file order (a rerun confirms its skips in about the order the
-// run wrote them), and halves while they are not.
+// Buffer sizes of a lineReader: a window that slides along the file while
+// lines are asked for in about file order (a rerun confirms its skips in
+// about the order the run wrote them, each up to a few hundred lines from
+// its place), and a small buffer for a line away from it.
 const (
-	minWindow = 4 << 10
-	maxWindow = 1 << 20
+	window = 1 << 20
+	stray  = 4 << 10
 )
 
 // errNoLine: no whole line at the offset (the index points only at lines
@@ -21,21 +22,26 @@ const (
 var errNoLine = errors.New("no whole line at the offset the index holds")
 
 // lineReader reads whole lines of a checkpoint file by offset, so that an
-// index match is confirmed against the id the line holds. It reads through
-// one window that follows sequential access: confirming every skip of a
-// rerun costs about one more sequential read of the output, not a system
-// call per id. It has its own descriptor, open for reading only, so it
-// outlives the appender's and keeps the file it was opened on (a compaction
-// renames a new one into place at the very end).
+// index match is confirmed against the id the line holds. Lines asked for
+// in about file order come from a window that slides forward: confirming
+// every skip of a rerun costs about one more sequential read of the output,
+// not a system call per id; a line away from the window is read alone. It
+// has its own descriptor, open for reading only, so it outlives the
+// appender's and keeps the file it was opened on (a compaction renames a
+// new one into place at the very end).
 type lineReader struct {
-	mu   sync.Mutex
-	f    *os.File
+	mu  sync.Mutex
+	f   *os.File
+	win span  // the sliding window
+	one span  // the last line read away from it
+	err error // the first read error, kept for the Store to report
+}
+
+// span is a buffered stretch of the file.
+type span struct {
 	buf  []byte
 	base int64 // file offset of buf[0]
 	n    int   // bytes of buf read
-	size int   // the next read's size
-	hits int   // lines served from the window since it was read
-	err  error // the first read error, kept for the Store to report
 }
 
 func openLineReader(path string) (*lineReader, error) {
@@ -43,7 +49,7 @@ func openLineReader(path string) (*lineReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &lineReader{f: f, size: minWindow}, nil
+	return &lineReader{f: f}, nil
 }
 
 func (r *lineReader) close() error {
@@ -79,35 +85,47 @@ func (r *lineReader) check(off int64, id string) (same bool, fp Fingerprint) {
 // line returns the line at off without its '\n', valid until the next
 // call. Requires r.mu.
 func (r *lineReader) line(off int64) ([]byte, error) {
-	if s := off - r.base; s >= 0 && s < int64(r.n) {
-		if j := bytes.IndexByte(r.buf[s:r.n], '\n'); j >= 0 {
-			r.hits++
-			return r.buf[s : s+int64(j)], nil
+	if l, ok := r.win.at(off); ok {
+		return l, nil
+	}
+	if end := r.win.base + int64(r.win.n); r.win.n == 0 || off >= end && off < end+window/2 {
+		// Just past the window: slide it on, keeping a quarter before off
+		// for the lines written a little later than their place.
+		return r.win.fill(r.f, max(off-window/4, 0), window, off)
+	}
+	if l, ok := r.one.at(off); ok {
+		return l, nil
+	}
+	return r.one.fill(r.f, off, stray, off)
+}
+
+// at returns the whole line at off if the span holds it.
+func (s *span) at(off int64) ([]byte, bool) {
+	i := off - s.base
+	if i < 0 || i >= int64(s.n) {
+		return nil, false
+	}
+	j := bytes.IndexByte(s.buf[i:s.n], '\n')
+	if j < 0 {
+		return nil, false
+	}
+	return s.buf[i : i+int64(j)], true
+}
+
+// fill reads size bytes of the file from base, more if the line at off
+// does not end within them, and returns that line.
+func (s *span) fill(f *os.File, base int64, size int, off int64) ([]byte, error) {
+	if cap(s.buf) > 2*max(size, window) {
+		s.buf = nil // a huge line grew it once; do not keep that
+	}
+	for ; ; size *= 2 {
+		if cap(s.buf) < size {
+			s.buf = make([]byte, size)
 		}
-	}
-	switch {
-	case r.hits >= 4:
-		r.size = min(2*r.size, maxWindow)
-	case r.hits < 2:
-		r.size = max(r.size/2, minWindow)
-	}
-	if cap(r.buf) > 2*maxWindow {
-		r.buf = nil // a huge line grew it once; do not keep it
-	}
-	r.hits = 0
-	// A quarter of the window lies before off: the run wrote its lines
-	// about, not exactly, in input order.
-	base := max(off-int64(r.size/4), 0)
-	for size := r.size; ; size *= 2 {
-		if cap(r.buf) < size {
-			r.buf = make([]byte, size)
-		}
-		n, err := r.f.ReadAt(r.buf[:size], base)
-		r.base, r.n = base, n
-		s := int(off - base)
-		if j := bytes.IndexByte(r.buf[min(s, n):n], '\n'); j >= 0 {
-			r.hits = 1
-			return r.buf[s : s+j], nil
+		n, err := f.ReadAt(s.buf[:size], base)
+		s.base, s.n = base, n
+		if l, ok := s.at(off); ok {
+			return l, nil
 		}
 		if err == io.EOF {
 			return nil, errNoLine
