@@ -72,7 +72,7 @@ func (s *Store) SkipAll(in InputSet) bool {
 	}
 	met := 0
 	err := in.ids(func(id string) bool {
-		i, _ := x.findDone(keyOfString(id), id)
+		i := x.done.lookup(keyOfString(id), func(i int) bool { return x.outR.hasID(x.done.offAt(i), id) })
 		if i < 0 {
 			return false
 		}

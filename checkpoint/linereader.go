@@ -82,6 +82,37 @@ func (r *lineReader) check(off int64, id string) (same bool, fp Fingerprint) {
 	return true, lineFP(line)
 }
 
+// hasID reports whether the line at off has custom_id id, like check, but
+// reads only the line's head when the id leads it (the runner's lines:
+// {"id":"…","custom_id":"…",…), without finding the line's end: what a
+// rerun's SkipAll asks of every line, which needs no fingerprint.
+func (r *lineReader) hasID(off int64, id string) bool {
+	if r == nil {
+		return false
+	}
+	r.mu.Lock()
+	head, ok := r.win.head(off, 128+len(id))
+	if ok {
+		if got, ok := leadingID(head); ok {
+			r.mu.Unlock()
+			return string(got) == id
+		}
+	}
+	r.mu.Unlock()
+	same, _ := r.check(off, id)
+	return same
+}
+
+// head returns the n bytes at off if the span holds them and they start an
+// object.
+func (s *span) head(off int64, n int) ([]byte, bool) {
+	i := off - s.base
+	if i < 0 || i+int64(n) > int64(s.n) || s.buf[i] != '{' {
+		return nil, false
+	}
+	return s.buf[i : i+int64(n)], true
+}
+
 // line returns the line at off without its '\n', valid until the next
 // call. Requires r.mu.
 func (r *lineReader) line(off int64) ([]byte, error) {
