@@ -17,6 +17,8 @@ func (s *Store) ClassifyAdopting(id string, fp Fingerprint, legacy func() Finger
 	k := keyOfString(id)
 	s.setMu.Lock()
 	defer s.setMu.Unlock()
+	x := &s.x
+	i, have := x.findDone(k, id)
 	if fp != 0 && legacy != nil {
 		var old Fingerprint // computed at most once
 		oldOf := func() Fingerprint {
@@ -25,19 +27,27 @@ func (s *Store) ClassifyAdopting(id string, fp Fingerprint, legacy func() Finger
 			}
 			return old
 		}
-		if i := s.x.done.find(k); i >= 0 {
-			if have := s.x.done.fpAt(i); have != 0 && have != fp && have == oldOf() {
-				s.x.done.set(i, fp, s.x.done.lineAt(i))
-				s.adopted++
-			}
+		if i >= 0 && have != 0 && have != fp && have == oldOf() {
+			x.doneFP = adopt(x.doneFP, x.done.offAt(i), fp)
+			x.unanswer(k, have)
+			x.answer(k, fp)
+			have = fp
+			s.adopted++
 		}
-		if j := s.x.failed.find(k); j >= 0 {
-			if have := s.x.failed.fpAt(j); have != 0 && have != fp && have == oldOf() {
-				s.x.failed.set(j, fp, s.x.failed.lineAt(j))
-			}
+		if j, failed := x.findFailed(k, id); j >= 0 && failed != 0 && failed != fp && failed == oldOf() {
+			x.failedFP = adopt(x.failedFP, x.failed.offAt(j), fp)
 		}
 	}
-	return s.classifyLocked(k, fp)
+	return s.classifyLocked(k, id, fp, i, have)
+}
+
+// adopt records fp for the line at off in m, made if nil.
+func adopt(m map[int64]Fingerprint, off int64, fp Fingerprint) map[int64]Fingerprint {
+	if m == nil {
+		m = make(map[int64]Fingerprint)
+	}
+	m[off] = fp
+	return m
 }
 
 // Adopted is how many answers ClassifyAdopting re-fingerprinted.
@@ -52,8 +62,8 @@ func (s *Store) Adopted() int {
 // A line without a seal keeps its old fingerprint (the next run adopts it
 // again). Requires s.setMu.
 func (s *Store) adoptedLine(l *scanLine) []byte {
-	i := s.x.done.find(l.Key)
-	if i < 0 || l.FP == 0 || s.x.done.fpAt(i) == l.FP || !hasSeal(l.Line) {
+	adopted, ok := s.x.doneFP[l.Off]
+	if !ok || l.FP == 0 || adopted == l.FP || !hasSeal(l.Line) {
 		return l.Line
 	}
 	n := len(l.Line)
@@ -61,7 +71,7 @@ func (s *Store) adoptedLine(l *scanLine) []byte {
 		return l.Line
 	}
 	line := append([]byte(nil), l.Line...) // once per adopted line, ever
-	fp := s.x.done.fpAt(i).String()
+	fp := adopted.String()
 	copy(line[n-sealLen-fpLen+len(fpKey):], fp)
 	sum := crc32.Checksum(line[:n-sealLen], crcTable)
 	var b [4]byte

@@ -24,11 +24,7 @@ func (s *Store) compact() error {
 	prune := s.opts.Prune && s.inputDone && x.done.unseen() > 0
 	if x.outStale > 0 || prune || s.adopted > 0 {
 		kept, err := s.rewrite(s.opts.Output, true, false, func(l *scanLine) bool {
-			i := x.done.find(l.Key)
-			if i < 0 {
-				return !Answered(l.Line) // a line that answers nothing stays until an answer supersedes it
-			}
-			return x.done.lineAt(i) == uint32(l.No) && (!prune || x.done.seen(i))
+			return s.keepAnswer(l, prune)
 		})
 		if err != nil {
 			return err
@@ -49,16 +45,46 @@ func (s *Store) compact() error {
 		atOpen := s.errsAtOpen
 		if _, err := s.rewrite(s.opts.Errors, false, true, func(l *scanLine) bool {
 			if l.ID == nil {
-				return uint32(l.No) > atOpen // a failure of this run without an id stays
+				return l.Off >= atOpen // a failure of this run without an id stays
 			}
-			i := x.failed.find(l.Key)
-			return i >= 0 && x.failed.lineAt(i) == uint32(l.No) && (!s.inputDone || x.failed.seen(i))
+			keep := false
+			x.failed.each(l.Key, func(i int) bool {
+				if x.failed.offAt(i) != l.Off {
+					return true
+				}
+				keep = !s.inputDone || x.failed.seen(i)
+				return false
+			})
+			return keep
 		}); err != nil {
 			return err
 		}
 		x.errStale = false
 	}
 	return nil
+}
+
+// keepAnswer says whether compaction keeps output line l: the latest line
+// of its id (with prune, of an id met in the input), or a line that answers
+// nothing and whose id no answer has superseded. Requires s.setMu.
+func (s *Store) keepAnswer(l *scanLine, prune bool) bool {
+	x := &s.x
+	latest, keep := false, false
+	x.done.each(l.Key, func(i int) bool {
+		if x.done.offAt(i) != l.Off {
+			return true
+		}
+		latest, keep = true, !prune || x.done.seen(i)
+		return false
+	})
+	switch {
+	case latest:
+		return keep
+	case Answered(l.Line):
+		return false // a later line of its id answers it again
+	}
+	i, _ := x.findDone(l.Key, string(l.ID))
+	return i < 0
 }
 
 // rewrite replaces path with the lines keep accepts, and returns how many it

@@ -9,8 +9,9 @@
 //     a *LockedError naming the holder;
 //   - scans both files, validating every line (a line's CRC-32C seal, or JSON
 //     validity for a line without one) on a few goroutines, and keeps per id
-//     two hashes, the fingerprint of the request its latest line answers and
-//     that line's number: tens of bytes per id, never the ids;
+//     24 bits of its hash and the offset of its latest line in 8 bytes
+//     (9.4 to 19 bytes an id), never the ids: a match is confirmed by
+//     reading the line's custom_id (and fingerprint) back;
 //   - truncates a torn last line with a warning, and stops with a
 //     *CorruptError naming the file and line of a malformed line anywhere
 //     else (Repair moves such lines aside);

@@ -8,62 +8,54 @@ import (
 	"github.com/llmrun/llmrun/internal/offheap"
 )
 
-// idKey identifies a custom_id by two independent hashes, 64 and 30 bits.
-// The index keeps these, never the id strings: a 1M-line output costs about
-// 30 megabytes, not the hundreds a map of strings took.
-//
-// Two different ids share a key only if both hashes collide; with 94 bits
-// the chance that any two of 10^7 ids do is about 10^14 / 2^95 ≈ 3·10^-15
-// per run, so the id is never re-read from the file to confirm a match.
-type idKey struct{ a, b uint64 }
+// idKey is an id's 64-bit hash. The index keeps its top 24 bits, never
+// the id string, and a key is only a lead: every match is confirmed by
+// reading the line it points to and comparing its custom_id with the id
+// (see lineReader), so two ids that share a key are told apart, never
+// merged, and no request counts as answered because of a hash collision.
+type idKey uint64
 
-// seedB is the second hash's seed (any constant other than 0 would do).
-const seedB = 0x9e3779b97f4a7c15
+func keyOf(id []byte) idKey       { return idKey(xxhash.Sum64(id)) }
+func keyOfString(id string) idKey { return idKey(xxhash.Sum64String(id)) }
 
-// A slot's bl word packs the second hash, two flags and a line number.
+// A slot is one word: the key's top 24 bits, two flags and the offset of
+// the id's latest line, which is all an entry needs: the line holds the id
+// (to confirm a match) and the fingerprint (see lineReader.check). A probe
+// compares the key bits alone: 2^-24 of them match by chance, each then
+// ruled out by a read.
 const (
-	bMask    = uint64(1<<30-1) << 34 // the second hash's 30 bits
-	flagUsed = 1 << 33               // the slot holds an entry
-	flagSeen = 1 << 32               // Classify met the id in this run's input
-	lineMask = 1<<32 - 1
+	keyMask   = ^uint64(1<<40 - 1)
+	flagUsed  = 1 << 39 // the slot holds an entry
+	flagSeen  = 1 << 38 // Classify met the id in this run's input
+	offMask   = 1<<38 - 1
+	maxOffset = offMask // 256 GiB
 )
 
-func keyOf(id []byte) idKey {
-	var d xxhash.Digest
-	d.ResetWithSeed(seedB)
-	d.Write(id)
-	return idKey{a: xxhash.Sum64(id), b: d.Sum64() & bMask}
+// home is the slot where probing for k starts (Lemire's multiply-shift
+// reduction of the key bits: any table size, no modulo; a resize finds it
+// again from the slot word).
+func (k idKey) home(size int) int {
+	hi, _ := bits.Mul64(uint64(k)&keyMask, uint64(size))
+	return int(hi)
 }
 
-func keyOfString(id string) idKey {
-	var d xxhash.Digest
-	d.ResetWithSeed(seedB)
-	d.WriteString(id)
-	return idKey{a: xxhash.Sum64String(id), b: d.Sum64() & bMask}
-}
+func (k idKey) matches(w uint64) bool { return (w^uint64(k))&keyMask == 0 }
 
-// slot is one entry of the index, 24 bytes: a probe reads one cache line.
-type slot struct {
-	a  uint64 // idKey.a
-	bl uint64 // idKey.b | flags | line number; 0: the slot is free
-	fp uint64 // Fingerprint of the id's latest line
-}
-
-// index maps ids to the fingerprint of their latest line and that line's
-// number: an open-addressing table with linear probing, kept between 40%
-// and 80% full (reserve sizes it once from the file when it can), so about
-// 30 to 60 bytes per id. The table lives outside the Go heap (it would
-// otherwise double the collector's goal for nothing); a resize frees the
-// old one at once.
+// index maps ids to the offset of their latest line in one file: an
+// open-addressing table with linear probing, kept at most 85% full (the
+// Store sizes it once from the file or the input when it can), so 9.4 bytes
+// an id when sized, 19 right after a growth. The table lives outside the
+// Go heap (it would otherwise double the collector's goal for nothing); a
+// resize frees the old one at once.
 type index struct {
-	s     []slot
-	mem   *offheap.Slice[slot] // owns s
-	n     int                  // entries
-	limit int                  // grow beyond this many entries
+	s     []uint64
+	mem   *offheap.Slice[uint64] // owns s
+	n     int                    // entries
+	limit int                    // grow beyond this many entries
 }
 
 // maxLoad is the fill at which the table grows, in percent.
-const maxLoad = 80
+const maxLoad = 85
 
 // reserve makes room for n entries without growing.
 func (x *index) reserve(n int) {
@@ -75,27 +67,20 @@ func (x *index) reserve(n int) {
 
 func (x *index) resize(size int) {
 	old, oldMem := x.s, x.mem
-	x.mem = offheap.Make[slot](size)
+	x.mem = offheap.Make[uint64](size)
 	x.s, x.limit = x.mem.S, size*maxLoad/100
-	for _, e := range old {
-		if e.bl != 0 {
-			x.s[x.free(e.a)] = e
+	for _, w := range old {
+		if w != 0 {
+			x.s[x.free(idKey(w))] = w
 		}
 	}
 	oldMem.Free()
 }
 
-// home is the slot where probing for a starts (Lemire's multiply-shift
-// reduction: any table size, no modulo).
-func (x *index) home(a uint64) int {
-	hi, _ := bits.Mul64(a, uint64(len(x.s)))
-	return int(hi)
-}
-
-// free returns the first free slot from a's home on.
-func (x *index) free(a uint64) int {
-	i := x.home(a)
-	for x.s[i].bl != 0 {
+// free returns the first free slot from k's home on.
+func (x *index) free(k idKey) int {
+	i := k.home(len(x.s))
+	for x.s[i] != 0 {
 		if i++; i == len(x.s) {
 			i = 0
 		}
@@ -103,18 +88,18 @@ func (x *index) free(a uint64) int {
 	return i
 }
 
-// find returns the slot of k, or -1.
-func (x *index) find(k idKey) int {
+// lookup returns the first slot holding key k for which confirm says yes
+// (it reads the slot's line and compares ids), or -1.
+func (x *index) lookup(k idKey, confirm func(i int) bool) int {
 	if x.n == 0 {
 		return -1
 	}
-	i := x.home(k.a)
-	for {
-		e := &x.s[i]
-		if e.bl == 0 {
+	for i := k.home(len(x.s)); ; {
+		w := x.s[i]
+		if w == 0 {
 			return -1
 		}
-		if e.a == k.a && e.bl&bMask == k.b {
+		if k.matches(w) && confirm(i) {
 			return i
 		}
 		if i++; i == len(x.s) {
@@ -123,30 +108,27 @@ func (x *index) find(k idKey) int {
 	}
 }
 
-// put records fp and line for k, and returns its slot and whether k was
-// already there (then with its flags kept).
-func (x *index) put(k idKey, fp Fingerprint, line uint32) (at int, existed bool) {
-	if i := x.find(k); i >= 0 {
-		x.set(i, fp, line)
-		return i, true
-	}
+// each calls fn for every slot holding key k until fn returns false.
+func (x *index) each(k idKey, fn func(i int) bool) {
+	x.lookup(k, func(i int) bool { return !fn(i) })
+}
+
+// add records a new entry (the caller has found no entry of its id) and
+// returns its slot.
+func (x *index) add(k idKey, off int64) int {
 	if x.n >= x.limit {
 		x.resize(max(len(x.s)*2, 16))
 	}
-	i := x.free(k.a)
-	x.s[i] = slot{a: k.a, bl: k.b | flagUsed | uint64(line), fp: uint64(fp)}
+	i := x.free(k)
+	x.s[i] = uint64(k)&keyMask | flagUsed | uint64(off)
 	x.n++
-	return i, false
+	return i
 }
 
-// set replaces the fingerprint and line of the entry at slot i.
-func (x *index) set(i int, fp Fingerprint, line uint32) {
-	e := &x.s[i]
-	e.fp, e.bl = uint64(fp), e.bl&^lineMask|uint64(line)
-}
+// setOff points the entry at slot i to the line at off.
+func (x *index) setOff(i int, off int64) { x.s[i] = x.s[i]&^offMask | uint64(off) }
 
-func (x *index) fpAt(i int) Fingerprint { return Fingerprint(x.s[i].fp) }
-func (x *index) lineAt(i int) uint32    { return uint32(x.s[i].bl & lineMask) }
+func (x *index) offAt(i int) int64 { return int64(x.s[i] & offMask) }
 
 // del empties slot i, moving later entries of its probe run back so that no
 // lookup stops early (backward-shift deletion: no tombstones).
@@ -154,16 +136,16 @@ func (x *index) del(i int) {
 	x.n--
 	j := i
 	for {
-		x.s[i].bl = 0
+		x.s[i] = 0
 		for {
 			if j++; j == len(x.s) {
 				j = 0
 			}
-			if x.s[j].bl == 0 {
+			if x.s[j] == 0 {
 				return
 			}
 			// The entry at j may move to i only if its home is not in (i, j].
-			h := x.home(x.s[j].a)
+			h := idKey(x.s[j]).home(len(x.s))
 			if (i <= j && (h <= i || h > j)) || (i > j && h <= i && h > j) {
 				break
 			}
@@ -174,15 +156,15 @@ func (x *index) del(i int) {
 }
 
 // seen reports whether the entry at slot i was met in this run's input.
-func (x *index) seen(i int) bool { return x.s[i].bl&flagSeen != 0 }
+func (x *index) seen(i int) bool { return x.s[i]&flagSeen != 0 }
 
-func (x *index) markSeen(i int) { x.s[i].bl |= flagSeen }
+func (x *index) markSeen(i int) { x.s[i] |= flagSeen }
 
 // unseen counts entries not met in this run's input.
 func (x *index) unseen() int {
 	n := 0
-	for _, e := range x.s {
-		if e.bl != 0 && e.bl&flagSeen == 0 {
+	for _, w := range x.s {
+		if w != 0 && w&flagSeen == 0 {
 			n++
 		}
 	}
@@ -190,4 +172,4 @@ func (x *index) unseen() int {
 }
 
 // bytes is the memory the table holds.
-func (x *index) bytes() int { return len(x.s) * 24 }
+func (x *index) bytes() int { return len(x.s) * 8 }

@@ -1,35 +1,44 @@
 package checkpoint
 
 // InputSet sums up the requests of a run's input (their ids and
-// fingerprints) in 16 bytes, whatever their number: a sum of a 64-bit hash
-// of each pair, which does not depend on their order. The check pass, which
-// reads every request anyway, adds them; a rerun then asks the Store
+// fingerprints) in a few words, whatever their number: a sum of a 64-bit
+// hash of each pair, which does not depend on their order. The check pass,
+// which reads every request anyway, adds them; a rerun then asks the Store
 // whether its output answers exactly these requests (SkipAll) and, if so,
-// needs no second pass over the input to find that nothing is to be sent.
+// does not parse and fingerprint the input a second time to find that
+// nothing is to be sent.
 //
-// Two different sets of requests have the same sum and count only by a
-// 64-bit collision (about 5·10^-20), the same order of chance the index
-// already takes in identifying ids by their hashes.
+// The sum compares the fingerprints (themselves hashes of the requests):
+// two different sets of requests have the same sum and count only by a
+// 64-bit collision. The ids are compared exactly: SkipAll reads them again
+// (WithIDs) and confirms each against its line in the output.
 //
 // The zero InputSet is empty and ready to use.
 type InputSet struct {
 	n   int
 	sum uint64
+	ids func(yield func(id string) bool) error
 }
 
 // Add adds one request.
 func (s *InputSet) Add(id string, fp Fingerprint) {
-	k := keyOfString(id)
 	s.n++
-	s.sum += pairHash(k.a, k.b, uint64(fp))
+	s.sum += pairHash(keyOfString(id), fp)
 }
 
 // Len is the number of requests added.
 func (s *InputSet) Len() int { return s.n }
 
+// WithIDs returns s with the way to read its ids again, in any order,
+// each once: SkipAll needs it (without it SkipAll says no).
+func (s InputSet) WithIDs(ids func(yield func(id string) bool) error) InputSet {
+	s.ids = ids
+	return s
+}
+
 // pairHash mixes an id's key and a fingerprint into one 64-bit value.
-func pairHash(a, b, fp uint64) uint64 {
-	return mix64(a ^ mix64(b^mix64(fp)))
+func pairHash(k idKey, fp Fingerprint) uint64 {
+	return mix64(uint64(k) ^ mix64(uint64(fp)))
 }
 
 // mix64 is SplitMix64's finalizer: every input bit flips about half the
@@ -46,26 +55,34 @@ func mix64(x uint64) uint64 {
 // no answer to any other id, and no failure record. If so it records what
 // Classify of every request followed by InputDone would (all of them met
 // and skipped, the input complete) and the run has nothing to send;
-// otherwise it changes nothing and the run classifies request by request.
+// otherwise the run classifies request by request (the ids SkipAll met
+// stay marked as met, which that pass does anyway).
+//
+// The counts and sums are compared first; then every id of in is looked
+// up and confirmed against the custom_id of its line (a read in about file
+// order, through lineReader's window), so the distinct ids of the input
+// and the distinct ids of the output are the same ids, not only the same
+// hashes.
 func (s *Store) SkipAll(in InputSet) bool {
 	s.setMu.Lock()
 	defer s.setMu.Unlock()
-	if s.x.failed.n != 0 || s.x.done.n != in.n || in.n == 0 {
+	x := &s.x
+	if x.failed.n != 0 || x.done.n != in.n || in.n == 0 || x.doneSum != in.sum || in.ids == nil {
 		return false
 	}
-	var sum uint64
-	for _, e := range s.x.done.s {
-		if e.bl != 0 {
-			sum += pairHash(e.a, e.bl&bMask, e.fp)
+	met := 0
+	err := in.ids(func(id string) bool {
+		i := x.done.lookup(keyOfString(id), func(i int) bool { return x.outR.hasID(x.done.offAt(i), id) })
+		if i < 0 {
+			return false
 		}
-	}
-	if sum != in.sum {
+		x.done.markSeen(i)
+		met++
+		return true
+	})
+	// As many ids as answers, each with its answer, and every answer met.
+	if err != nil || met != in.n || x.done.unseen() != 0 {
 		return false
-	}
-	for i := range s.x.done.s {
-		if s.x.done.s[i].bl != 0 {
-			s.x.done.markSeen(i)
-		}
 	}
 	s.inputDone = true
 	return true

@@ -28,10 +28,24 @@ func answered(t *testing.T, fps map[string]Fingerprint, failed string) (*Store, 
 
 func inputSet(pairs ...any) InputSet {
 	var in InputSet
+	var ids []string
 	for i := 0; i < len(pairs); i += 2 {
 		in.Add(pairs[i].(string), Fingerprint(pairs[i+1].(int)))
+		ids = append(ids, pairs[i].(string))
 	}
-	return in
+	return in.WithIDs(idList(ids))
+}
+
+// idList reads ids as a Source reads its input's ids again.
+func idList(ids []string) func(yield func(string) bool) error {
+	return func(yield func(string) bool) error {
+		for _, id := range ids {
+			if !yield(id) {
+				break
+			}
+		}
+		return nil
+	}
 }
 
 // TestSkipAll: SkipAll says yes only when the output answers exactly the
@@ -91,14 +105,76 @@ func TestSkipAllThenPrune(t *testing.T) {
 	o.Prune = true
 	s = mustOpen(t, o)
 	var in InputSet
+	var ids []string
 	for i := range 100 {
 		in.Add(fmt.Sprint("r", i), Fingerprint(i+1))
+		ids = append(ids, fmt.Sprint("r", i))
 	}
+	if s.SkipAll(in) {
+		t.Fatal("SkipAll said yes without a way to confirm the ids")
+	}
+	in = in.WithIDs(idList(ids))
 	if !s.SkipAll(in) || in.Len() != 100 {
 		t.Fatal("SkipAll refused the input its output answers")
 	}
 	mustClose(t, s)
 	if st, err := Status(o.Output); err != nil || st.Done != 100 {
 		t.Fatalf("after a pruning Close: %+v %v", st, err)
+	}
+}
+
+// TestKeyCollisionIsConfirmed: the index keeps a hash of each id, never the
+// id; two ids whose hashes agree must still be told apart. A slot is forged
+// under the key of "x" pointing at the line of "a" (what a real collision
+// of the two ids' hashes looks like to the table): "x" must still count as
+// not answered, be sent, be answered, and both must survive compaction.
+// SkipAll, given an input whose count and sum agree with the output's,
+// must still refuse when an id is not the one its line holds.
+func TestKeyCollisionIsConfirmed(t *testing.T) {
+	s, o := answered(t, map[string]Fingerprint{"a": 1, "b": 2}, "")
+	ka, kx := keyOfString("a"), keyOfString("x")
+	forge := func() {
+		s.setMu.Lock()
+		defer s.setMu.Unlock()
+		i, _ := s.x.findDone(ka, "a")
+		s.x.done.add(kx, s.x.done.offAt(i))
+	}
+	forge()
+	if v := s.Classify("x", 1); v != Send {
+		t.Fatalf("Classify of an id whose hash matches another's line = %v, want send", v)
+	}
+	if s.Done("x") {
+		t.Fatal(`Done("x") trusted the hash`)
+	}
+	if err := s.Answer("x", 1, []byte(result("x"))); err != nil {
+		t.Fatalf("answering x: %v", err)
+	}
+	for _, id := range []string{"a", "x"} {
+		if v := s.Classify(id, 1); v != Skip {
+			t.Fatalf("Classify(%s) after the answer = %v, want skip", id, v)
+		}
+	}
+	mustClose(t, s)
+	if st, err := Status(o.Output); err != nil || st.Done != 3 || st.Superseded != 0 {
+		t.Fatalf("after Close: %+v %v", st, err)
+	}
+
+	s = mustOpen(t, o)
+	defer mustClose(t, s)
+	in := inputSet("a", 1, "b", 2, "x", 1)
+	s.setMu.Lock()
+	// The output's ids are a, b, x; an input a, b, y whose count and sum
+	// agree (forged), y's key pointing at x's line.
+	in2 := inputSet("a", 1, "b", 2, "y", 1)
+	in2.sum = in.sum
+	i, _ := s.x.findDone(kx, "x")
+	s.x.done.markSeen(s.x.done.add(keyOfString("y"), s.x.done.offAt(i)))
+	s.x.done.n-- // the forged slot is not an id of its own
+	s.setMu.Unlock()
+	if s.SkipAll(in2) {
+		t.Fatal("SkipAll trusted a hash: y is not the id its line holds")
+	}
+	if !s.SkipAll(in) {
+		t.Fatal("SkipAll refused the input the output answers")
 	}
 }

@@ -12,8 +12,17 @@ import (
 type loaded struct {
 	output, errors string
 
-	done   index // output: id → fingerprint and number of its latest line
+	done   index // output: id → offset of its latest line
 	failed index // errors file: id → the same, for failures not answered since
+
+	// outR and errR read the lines the indexes point to, to confirm a key
+	// match and learn the line's fingerprint; nil: no such file yet.
+	outR, errR *lineReader
+	// doneFP and failedFP hold fingerprints adopted (see ClassifyAdopting)
+	// by the offset of their line, whose own fingerprint is the legacy one.
+	doneFP, failedFP map[int64]Fingerprint
+	doneSum          uint64 // the sum of pairHash over the latest answers (see SkipAll)
+	noFP             int    // latest answers without a fingerprint
 
 	outRes, errRes scanResult
 	outStale       int    // output lines a later line of their id superseded
@@ -64,15 +73,20 @@ func (x *loaded) loadOutput(r io.Reader, size int64) error {
 			x.foreign.add(l.ID, l.No)
 			return nil
 		}
-		if i := x.done.find(l.Key); i >= 0 {
+		if l.Off > maxOffset {
+			return fmt.Errorf("checkpoint: %s: line %d is past 1 TiB, the most the index addresses", x.output, l.No)
+		}
+		if i, old := x.findDone(l.Key, string(l.ID)); i >= 0 {
 			x.outStale++
-			if x.done.fpAt(i) == l.FP {
+			if old == l.FP {
 				x.dups.add(l.ID, l.No)
 			}
-			x.done.set(i, l.FP, uint32(l.No))
-			return nil
+			x.unanswer(l.Key, old)
+			x.done.setOff(i, l.Off)
+		} else {
+			x.done.add(l.Key, l.Off)
 		}
-		x.done.put(l.Key, l.FP, uint32(l.No))
+		x.answer(l.Key, l.FP)
 		return nil
 	})
 	x.outRes = res
@@ -97,12 +111,19 @@ func (x *loaded) loadErrors(r io.Reader, size int64) error {
 			x.errStale = true // a failure without an id: the run meets it again
 			return nil
 		}
-		if i := x.done.find(l.Key); i >= 0 && sameRequest(x.done.fpAt(i), l.FP) {
+		if l.Off > maxOffset {
+			return fmt.Errorf("checkpoint: %s: line %d is past 1 TiB, the most the index addresses", x.errors, l.No)
+		}
+		id := string(l.ID)
+		if i, fp := x.findDone(l.Key, id); i >= 0 && sameRequest(fp, l.FP) {
 			x.errStale = true
 			return nil
 		}
-		if _, existed := x.failed.put(l.Key, l.FP, uint32(l.No)); existed {
+		if j, _ := x.findFailed(l.Key, id); j >= 0 {
+			x.failed.setOff(j, l.Off)
 			x.errStale = true
+		} else {
+			x.failed.add(l.Key, l.Off)
 		}
 		return nil
 	})
@@ -151,12 +172,52 @@ func (s *sample) list() string {
 }
 
 // unfingerprinted counts answers without a fingerprint.
-func (x *loaded) unfingerprinted() int {
-	n := 0
-	for _, e := range x.done.s {
-		if e.bl != 0 && e.fp == 0 {
-			n++
+func (x *loaded) unfingerprinted() int { return x.noFP }
+
+// findDone returns the slot of id's answer (key k) and the fingerprint it
+// answers, or -1: every key match is confirmed by reading its line.
+func (x *loaded) findDone(k idKey, id string) (int, Fingerprint) {
+	return find(&x.done, x.outR, x.doneFP, k, id)
+}
+
+// findFailed is findDone for the failure records.
+func (x *loaded) findFailed(k idKey, id string) (int, Fingerprint) {
+	return find(&x.failed, x.errR, x.failedFP, k, id)
+}
+
+func find(t *index, r *lineReader, adopted map[int64]Fingerprint, k idKey, id string) (int, Fingerprint) {
+	var fp Fingerprint
+	i := t.lookup(k, func(i int) bool {
+		var same bool
+		same, fp = r.check(t.offAt(i), id)
+		return same
+	})
+	if i >= 0 {
+		if a, ok := adopted[t.offAt(i)]; ok {
+			fp = a
 		}
 	}
-	return n
+	return i, fp
+}
+
+// delFailed drops the failure record at slot j.
+func (x *loaded) delFailed(j int) {
+	delete(x.failedFP, x.failed.offAt(j))
+	x.failed.del(j)
+}
+
+// answer and unanswer keep doneSum and noFP as the answer of key k with
+// fingerprint fp becomes, or stops being, the latest.
+func (x *loaded) answer(k idKey, fp Fingerprint) {
+	x.doneSum += pairHash(k, fp)
+	if fp == 0 {
+		x.noFP++
+	}
+}
+
+func (x *loaded) unanswer(k idKey, fp Fingerprint) {
+	x.doneSum -= pairHash(k, fp)
+	if fp == 0 {
+		x.noFP--
+	}
 }

@@ -44,7 +44,7 @@ type StatusReport struct {
 // Status reads the checkpoint at output without locking or changing it: the
 // answered and failed counts, the recorded input, settings and state, and,
 // if a live run holds the lock, its pid. It is safe while a run appends. Its
-// memory is the Store's: a few tens of bytes per id. Malformed lines are
+// memory is the Store's: about 10 bytes per id. Malformed lines are
 // reported in Malformed, not counted; if neither the output nor its state
 // file exists the error wraps os.ErrNotExist.
 func Status(output string) (StatusReport, error) {
@@ -69,6 +69,10 @@ func Status(output string) (StatusReport, error) {
 	}
 
 	x := loaded{output: output, errors: r.Errors}
+	x.outR, _ = openLineReader(output) // nil if there is none: nothing to read back
+	defer x.outR.close()
+	x.errR, _ = openLineReader(r.Errors)
+	defer x.errR.close()
 	exists, err := loadFile(output, x.loadOutput)
 	if err != nil {
 		return r, err

@@ -130,9 +130,10 @@ func (v Verdict) String() string {
 // Flush, SetState and Close may be called from another goroutine at any
 // time.
 //
-// Memory: the Store keeps, per id, two 64-bit hashes of it, the fingerprint
-// of its latest line and that line's number (28 bytes a slot, about 37 per
-// id), never the id strings or lines.
+// Memory: the Store keeps, per id, 24 bits of a hash of it and the offset
+// of its latest line in one 8-byte slot (9.4 to 19 bytes an id), never the
+// id strings or lines: a lookup confirms a match by reading the line (see
+// index and lineReader).
 //
 // Durability: every append is one write(2) of the whole line, so a line is in
 // the kernel (safe from a process crash) when Answer returns. Fsync is
@@ -166,7 +167,7 @@ type Store struct {
 
 	setMu      sync.RWMutex
 	x          loaded
-	errsAtOpen uint32 // lines of the errors file when it was opened
+	errsAtOpen int64 // size of the errors file when it was opened
 	inputDone  bool
 	retried    int
 	adopted    int // answers re-fingerprinted by ClassifyAdopting, rewritten at Close
@@ -223,6 +224,8 @@ func Open(o Options) (*Store, error) {
 				a.f.Close()
 			}
 		}
+		s.x.outR.close()
+		s.x.errR.close()
 		s.unlock()
 		return nil, err
 	}
@@ -293,6 +296,9 @@ func (s *Store) openOutput() error {
 		return fmt.Errorf("checkpoint: open output: %w", err)
 	}
 	s.out = appendFile{f: f, path: path}
+	if s.x.outR, err = openLineReader(path); err != nil {
+		return fmt.Errorf("checkpoint: open output: %w", err)
+	}
 	if errors.Is(statErr, os.ErrNotExist) {
 		if err := syncDir(filepath.Dir(path)); err != nil {
 			return err
@@ -322,13 +328,16 @@ func (s *Store) openErrors() error {
 		return fmt.Errorf("checkpoint: open errors file: %w", err)
 	}
 	s.errs = appendFile{f: f, path: path}
+	if s.x.errR, err = openLineReader(path); err != nil {
+		return fmt.Errorf("checkpoint: open errors file: %w", err)
+	}
 	if err := s.load(f, s.x.loadErrors); err != nil {
 		return err
 	}
 	if err := s.appendAfter(&s.errs, f, s.x.errRes, ""); err != nil {
 		return err
 	}
-	s.errsAtOpen = s.errs.lines
+	s.errsAtOpen = s.errs.off
 	s.errs.f = s.opts.wrap(f)
 	return nil
 }
@@ -372,24 +381,27 @@ func (s *Store) Classify(id string, fp Fingerprint) Verdict {
 	k := keyOfString(id)
 	s.setMu.Lock()
 	defer s.setMu.Unlock()
-	return s.classifyLocked(k, fp)
+	i, have := s.x.findDone(k, id)
+	return s.classifyLocked(k, id, fp, i, have)
 }
 
-// classifyLocked is Classify for the id whose key is k. Requires s.setMu.
-func (s *Store) classifyLocked(k idKey, fp Fingerprint) Verdict {
-	if i := s.x.done.find(k); i >= 0 {
-		s.x.done.markSeen(i)
-		if sameRequest(s.x.done.fpAt(i), fp) {
-			if j := s.x.failed.find(k); j >= 0 {
-				s.x.failed.del(j)
-				s.x.errStale = true
+// classifyLocked is Classify for the id whose key is k, whose answer is at
+// slot i (-1: none) for request have. Requires s.setMu.
+func (s *Store) classifyLocked(k idKey, id string, fp Fingerprint, i int, have Fingerprint) Verdict {
+	x := &s.x
+	if i >= 0 {
+		x.done.markSeen(i)
+		if sameRequest(have, fp) {
+			if j, _ := x.findFailed(k, id); j >= 0 {
+				x.delFailed(j)
+				x.errStale = true
 			}
 			return Skip
 		}
 	}
-	if j := s.x.failed.find(k); j >= 0 {
-		s.x.failed.markSeen(j)
-		if !s.opts.RetryFailed && sameRequest(s.x.failed.fpAt(j), fp) {
+	if j, failed := x.findFailed(k, id); j >= 0 {
+		x.failed.markSeen(j)
+		if !s.opts.RetryFailed && sameRequest(failed, fp) {
 			return KeepFailed
 		}
 		if s.opts.RetryFailed {
@@ -423,7 +435,8 @@ func (s *Store) Reserve(n int) {
 func (s *Store) Done(id string) bool {
 	s.setMu.RLock()
 	defer s.setMu.RUnlock()
-	return s.x.done.find(keyOfString(id)) >= 0
+	i, _ := s.x.findDone(keyOfString(id), id)
+	return i >= 0
 }
 
 // Failed reports whether id is recorded as failed and not to be retried:
@@ -432,13 +445,14 @@ func (s *Store) Done(id string) bool {
 func (s *Store) Failed(id string) bool {
 	s.setMu.RLock()
 	defer s.setMu.RUnlock()
-	return s.keptFailed(s.x.failed.find(keyOfString(id)))
+	j, _ := s.x.findFailed(keyOfString(id), id)
+	return s.keptFailed(j)
 }
 
 // keptFailed reports whether the failure at slot i (-1: none) stands for
 // Failed. Requires s.setMu.
 func (s *Store) keptFailed(i int) bool {
-	return i >= 0 && (!s.opts.RetryFailed || s.x.failed.lineAt(i) > s.errsAtOpen)
+	return i >= 0 && (!s.opts.RetryFailed || s.x.failed.offAt(i) >= s.errsAtOpen)
 }
 
 // Counts returns how many ids the output answers (for whatever request) and
@@ -449,8 +463,8 @@ func (s *Store) Counts() (done, failed int) {
 	if !s.opts.RetryFailed {
 		return s.x.done.n, s.x.failed.n
 	}
-	for i, e := range s.x.failed.s {
-		if e.bl != 0 && s.keptFailed(i) {
+	for i, w := range s.x.failed.s {
+		if w != 0 && s.keptFailed(i) {
 			failed++
 		}
 	}
@@ -501,20 +515,30 @@ func (s *Store) Answer(id string, fp Fingerprint, line []byte) error {
 	if err := s.notAnswered(k, id, fp); err != nil {
 		return err
 	}
+	off := s.out.off
+	if off > maxOffset {
+		return fmt.Errorf("checkpoint: %s has reached 1 TiB, the most the index addresses", s.out.path)
+	}
 	werr := s.appendLocked(&s.out, line, fp)
 	if werr != nil && werr.Op == "write" {
 		return werr
 	}
 	// The line is in the file; a failed fsync does not take it back.
 	s.setMu.Lock()
-	slot, existed := s.x.done.put(k, fp, s.out.lines)
-	s.x.done.markSeen(slot)
-	if existed {
-		s.x.outStale++
+	x := &s.x
+	if i, old := x.findDone(k, id); i >= 0 {
+		delete(x.doneFP, x.done.offAt(i))
+		x.unanswer(k, old)
+		x.done.setOff(i, off)
+		x.done.markSeen(i)
+		x.outStale++
+	} else {
+		x.done.markSeen(x.done.add(k, off))
 	}
-	if j := s.x.failed.find(k); j >= 0 {
-		s.x.failed.del(j)
-		s.x.errStale = true
+	x.answer(k, fp)
+	if j, _ := x.findFailed(k, id); j >= 0 {
+		x.delFailed(j)
+		x.errStale = true
 	}
 	s.setMu.Unlock()
 	return asError(werr)
@@ -524,8 +548,8 @@ func (s *Store) Answer(id string, fp Fingerprint, line []byte) error {
 // of id (key k): neither an answer nor a failure is written after one.
 func (s *Store) notAnswered(k idKey, id string, fp Fingerprint) error {
 	s.setMu.RLock()
-	i := s.x.done.find(k)
-	dup := i >= 0 && sameRequest(s.x.done.fpAt(i), fp)
+	i, have := s.x.findDone(k, id)
+	dup := i >= 0 && sameRequest(have, fp)
 	s.setMu.RUnlock()
 	if dup {
 		return fmt.Errorf("%w: %q", ErrAlreadyDone, id)
@@ -558,16 +582,24 @@ func (s *Store) Fail(id string, fp Fingerprint, line []byte) error {
 			return err
 		}
 	}
+	off := s.errs.off
+	if off > maxOffset {
+		return fmt.Errorf("checkpoint: %s has reached 1 TiB, the most the index addresses", s.errs.path)
+	}
 	werr := s.appendLocked(&s.errs, line, fp)
 	if werr != nil && werr.Op == "write" {
 		return werr
 	}
 	if id != "" {
 		s.setMu.Lock()
-		slot, existed := s.x.failed.put(k, fp, s.errs.lines)
-		s.x.failed.markSeen(slot)
-		if existed {
-			s.x.errStale = true
+		x := &s.x
+		if j, _ := x.findFailed(k, id); j >= 0 {
+			delete(x.failedFP, x.failed.offAt(j))
+			x.failed.setOff(j, off)
+			x.failed.markSeen(j)
+			x.errStale = true
+		} else {
+			x.failed.markSeen(x.failed.add(k, off))
 		}
 		s.setMu.Unlock()
 	}
@@ -584,6 +616,14 @@ func (s *Store) createErrorsLocked() error {
 		f.Close()
 		return &WriteError{Path: s.errs.path, Op: "write", Err: err, RolledBack: true}
 	}
+	r, err := openLineReader(s.errs.path)
+	if err != nil {
+		f.Close()
+		return &WriteError{Path: s.errs.path, Op: "write", Err: err, RolledBack: true}
+	}
+	s.setMu.Lock()
+	s.x.errR = r
+	s.setMu.Unlock()
 	s.errs.f = s.opts.wrap(f)
 	return nil
 }
@@ -794,6 +834,12 @@ func (s *Store) Close() error {
 
 	if err := errors.Join(errs...); err == nil && !broken {
 		errs = append(errs, s.compact())
+	}
+	for _, r := range []*lineReader{s.x.outR, s.x.errR} {
+		if r != nil && r.err != nil {
+			s.opts.Warn(fmt.Sprintf("checkpoint: reading back %s: %v; the requests it concerned were treated as not done", r.f.Name(), r.err))
+		}
+		errs = append(errs, r.close())
 	}
 
 	s.stMu.Lock()

@@ -859,7 +859,7 @@ func (s *Source) InputSet(fps *Fingerprinter) (checkpoint.InputSet, bool) {
 	if !s.hasSet || s.setRoute != fps.route.Sum64() {
 		return checkpoint.InputSet{}, false
 	}
-	return s.set, true
+	return s.set.WithIDs(s.eachID), true
 }
 
 // Each streams the file's requests to fn in file order, stopping at the

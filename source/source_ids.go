@@ -1,9 +1,14 @@
 package source
 
 import (
+	"bytes"
 	"fmt"
 	"hash/maphash"
+	"io"
 	"slices"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/llmrun/llmrun/internal/offheap"
 )
@@ -83,4 +88,52 @@ func (s *Source) duplicate(ids *idSet, suspects map[uint64]bool) error {
 		first[req.ID] = n
 		return nil
 	})
+}
+
+// eachID reads the checked input again for its requests' custom_ids alone,
+// in file order, each as Parse gives it (line-N for a line without one),
+// those of the source's shard only. It is what a rerun's SkipAll reads to
+// confirm, id by id, that its output answers them: a few hundred
+// nanoseconds a line, against microseconds for a parse that builds the
+// request. The input must not have changed since the check (as for Each).
+func (s *Source) eachID(yield func(id string) bool) error {
+	f, err := s.openVerified()
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	lr := s.records(f)
+	last := 0
+	for {
+		line, n, err := lr.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return s.readErr(err, last)
+		}
+		id, err := s.Parser.customID(line, n)
+		if err != nil {
+			return s.readErr(&InputError{Path: s.name(), Line: n, Msg: err.Error()}, last)
+		}
+		last = n
+		if s.Shard.Has(id) && !yield(id) {
+			return nil
+		}
+	}
+}
+
+// customID is the custom_id Parse gives line, without the rest of Parse.
+func (p *Parser) customID(line []byte, lineNo int) (string, error) {
+	if !utf8.Valid(line) {
+		if !p.LossyUTF8 {
+			return "", fmt.Errorf("invalid UTF-8 at byte %d", invalidUTF8At(line)+1)
+		}
+		line = bytes.ToValidUTF8(line, []byte("\uFFFD"))
+	}
+	var f lineFields
+	if f.id = gjson.GetBytes(line, "custom_id"); !f.id.Exists() {
+		f.key = gjson.GetBytes(line, "key")
+	}
+	return f.customID(lineNo)
 }
