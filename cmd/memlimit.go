@@ -20,15 +20,11 @@ func memoryLimit(concurrency int) int64 {
 	return memoryLimitBase + int64(max(concurrency, 1))*memoryLimitPerRequest
 }
 
-// setMemoryLimit returns what sets the process's soft memory limit (unless
-// GOMEMLIMIT already set one) and starts handing back the executable's
-// cold pages (see keepTrimmed); nil when GOMEMLIMIT is set.
+// setMemoryLimit returns what sets the process's soft memory limit, or nil
+// when GOMEMLIMIT already set one.
 func setMemoryLimit(getenv func(string) string) func(int64) {
 	if getenv("GOMEMLIMIT") != "" {
 		return nil
 	}
-	return func(n int64) {
-		debug.SetMemoryLimit(n)
-		keepTrimmed()
-	}
+	return func(n int64) { debug.SetMemoryLimit(n) }
 }
