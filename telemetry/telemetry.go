@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/metric"
@@ -151,16 +152,16 @@ func (t *Telemetry) traces(ctx context.Context, res *resource.Resource) error {
 	if err != nil {
 		return err
 	}
-	var exp sdktrace.SpanExporter
+	var client otlptrace.Client
 	if p == "grpc" {
-		exp, err = otlptracegrpc.New(ctx)
+		client = otlptracegrpc.NewClient()
 	} else {
-		exp, err = otlptracehttp.New(ctx)
+		client = otlptracehttp.NewClient()
 	}
-	if err != nil {
+	if err := client.Start(ctx); err != nil {
 		return fmt.Errorf("OTLP traces: %w", err)
 	}
-	t.tp = sdktrace.NewTracerProvider(sdktrace.WithBatcher(&spanExporter{exp, t}), sdktrace.WithResource(res))
+	t.tp = sdktrace.NewTracerProvider(sdktrace.WithBatcher(&spanExporter{client: client, t: t}), sdktrace.WithResource(res))
 	t.tracer = t.tp.Tracer(scope)
 	return nil
 }
@@ -238,20 +239,6 @@ func (t *Telemetry) warn(what string, err error) {
 			t.o.Warn(fmt.Sprintf("OpenTelemetry: exporting %s failed (the run goes on; later failures are not reported): %v", what, err))
 		}
 	})
-}
-
-// spanExporter reports a failed export once and hides it from the SDK,
-// whose global error handler would log every one.
-type spanExporter struct {
-	sdktrace.SpanExporter
-	t *Telemetry
-}
-
-func (e *spanExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
-	if err := e.SpanExporter.ExportSpans(ctx, spans); err != nil {
-		e.t.warn("spans", err)
-	}
-	return nil
 }
 
 // metricExporter is spanExporter's counterpart for metrics.
