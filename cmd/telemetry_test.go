@@ -343,8 +343,10 @@ func TestOTelPlainAndContent(t *testing.T) {
 	}
 	for _, s := range attempts {
 		if !strings.Contains(attrOf(s.Attributes, "gen_ai.input.messages").GetStringValue(), "fact number") ||
-			attrOf(s.Attributes, "gen_ai.output.messages").GetStringValue() == "" || attrOf(s.Attributes, "gen_ai.usage.output_tokens").GetIntValue() <= 0 {
-			t.Fatalf("span lacks content or usage: %v", s.Attributes)
+			attrOf(s.Attributes, "gen_ai.output.messages").GetStringValue() == "" || attrOf(s.Attributes, "gen_ai.usage.output_tokens").GetIntValue() <= 0 ||
+			attrOf(s.Attributes, "gen_ai.usage.input_tokens").GetIntValue() <= 0 || attrOf(s.Attributes, "gen_ai.request.model").GetStringValue() != "m" ||
+			len(attrOf(s.Attributes, "gen_ai.response.finish_reasons").GetArrayValue().GetValues()) == 0 {
+			t.Fatalf("span lacks content, usage, model or finish reasons: %v", s.Attributes)
 		}
 	}
 }

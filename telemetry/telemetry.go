@@ -129,8 +129,7 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 	if err != nil && res == nil {
 		return nil, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %w", err)
 	}
-	t := &Telemetry{o: o}
-	t.scratch.New = func() any { s := make([]attribute.KeyValue, 0, 16); return &s }
+	t := newTelemetry(o)
 	if err := t.traces(ctx, res); err != nil {
 		return nil, err
 	}
@@ -139,6 +138,13 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 		return nil, err
 	}
 	return t, t.instruments()
+}
+
+// newTelemetry is a Telemetry with no provider yet.
+func newTelemetry(o Options) *Telemetry {
+	t := &Telemetry{o: o}
+	t.scratch.New = func() any { s := make([]attribute.KeyValue, 0, 16); return &s }
+	return t
 }
 
 // traces builds the tracer provider, or a no-op tracer when only metrics
