@@ -29,6 +29,11 @@ type spanExporter struct {
 	client otlptrace.Client
 	t      *Telemetry
 
+	// busy holds slabs, reused batch after batch: the client has
+	// marshalled the messages when UploadTraces returns.
+	busy  sync.Mutex
+	slabs slabs
+
 	mu sync.Mutex
 	// resources are the OTLP messages of the resources seen (one, in
 	// practice), made once.
@@ -36,6 +41,10 @@ type spanExporter struct {
 }
 
 func (e *spanExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	e.busy.Lock()
+	defer e.busy.Unlock()
+	e.slabs.size(spans)
+	defer e.slabs.release()
 	rs := e.encode(spans)
 	if len(rs) == 0 {
 		return nil
@@ -59,7 +68,7 @@ type group struct {
 // encode makes the OTLP messages of spans, grouped by resource, then by
 // scope, in the order first seen.
 func (e *spanExporter) encode(spans []sdktrace.ReadOnlySpan) []*tracepb.ResourceSpans {
-	s := newSlabs(spans)
+	s := &e.slabs
 	var groups []group
 	var out []*tracepb.ResourceSpans
 	for _, sd := range spans {
@@ -139,8 +148,8 @@ func iterKeyValues(it attribute.Iterator) []*commonpb.KeyValue {
 }
 
 // slabs hold one batch's messages; each take is from a slab sized by a
-// first count, or a new allocation past its end (never needed for spans
-// as counted).
+// first count (size), or a new allocation past its end (never needed for
+// spans as counted). Their elements are zero beyond their lengths.
 type slabs struct {
 	spans  []tracepb.Span
 	status []tracepb.Status
@@ -155,8 +164,8 @@ type slabs struct {
 	bools  []commonpb.AnyValue_BoolValue
 }
 
-// newSlabs sizes the slabs for spans.
-func newSlabs(spans []sdktrace.ReadOnlySpan) *slabs {
+// size makes room in the slabs for spans.
+func (s *slabs) size(spans []sdktrace.ReadOnlySpan) {
 	var n, events, kvs, values int
 	for _, sd := range spans {
 		if sd == nil {
@@ -178,13 +187,46 @@ func newSlabs(spans []sdktrace.ReadOnlySpan) *slabs {
 			count(ev.Attributes)
 		}
 	}
-	return &slabs{
-		spans: make([]tracepb.Span, 0, n), status: make([]tracepb.Status, 0, n), events: make([]tracepb.Span_Event, 0, events),
-		ids: make([]byte, 0, n*32), kvs: make([]commonpb.KeyValue, 0, kvs), kvps: make([]*commonpb.KeyValue, 0, kvs),
-		anys: make([]commonpb.AnyValue, 0, values), strs: make([]commonpb.AnyValue_StringValue, 0, values),
-		ints: make([]commonpb.AnyValue_IntValue, 0, kvs), dbls: make([]commonpb.AnyValue_DoubleValue, 0, kvs),
-		bools: make([]commonpb.AnyValue_BoolValue, 0, kvs),
+	room(&s.spans, n)
+	room(&s.status, n)
+	room(&s.events, events)
+	room(&s.ids, n*32)
+	room(&s.kvs, kvs)
+	room(&s.kvps, kvs)
+	room(&s.anys, values)
+	room(&s.strs, values)
+	room(&s.ints, kvs)
+	room(&s.dbls, kvs)
+	room(&s.bools, kvs)
+}
+
+// room gives an empty slab a capacity of n at least.
+func room[T any](slab *[]T, n int) {
+	if cap(*slab) < n {
+		*slab = make([]T, 0, n)
 	}
+}
+
+// release empties the slabs, zeroing what the batch used: nothing of it
+// (strings of attributes) stays reachable, and take hands out zero
+// values.
+func (s *slabs) release() {
+	s.spans = zeroed(s.spans)
+	s.status = zeroed(s.status)
+	s.events = zeroed(s.events)
+	s.ids = s.ids[:0]
+	s.kvs = zeroed(s.kvs)
+	s.kvps = zeroed(s.kvps)
+	s.anys = zeroed(s.anys)
+	s.strs = zeroed(s.strs)
+	s.ints = zeroed(s.ints)
+	s.dbls = zeroed(s.dbls)
+	s.bools = zeroed(s.bools)
+}
+
+func zeroed[T any](slab []T) []T {
+	clear(slab)
+	return slab[:0]
 }
 
 // take returns a pointer to a new zero element of *slab, from its spare
