@@ -186,7 +186,7 @@ func TestOTelSpansPerAttempt(t *testing.T) {
 	}
 	checkAttemptSpans(t, run[0], reqs, attempts)
 	checkRequestSpans(t, reqs)
-	for _, name := range []string{"gen_ai.client.token.usage", "gen_ai.client.operation.duration"} {
+	for _, name := range []string{"gen_ai.client.token.usage", "gen_ai.client.operation.duration", "llmrun.queue.depth"} {
 		if metrics[name] == 0 {
 			t.Errorf("no %s exported (got %v)", name, metrics)
 		}
@@ -212,7 +212,7 @@ func checkAttemptSpans(t *testing.T, run *tracepb.Span, reqs, attempts []*tracep
 		if !reqIDs[string(s.ParentSpanId)] || s.Kind != tracepb.Span_SPAN_KIND_CLIENT {
 			t.Fatalf("attempt span %q not a client span under a request span", s.Name)
 		}
-		for k, want := range map[string]string{"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.system": "openai", "gen_ai.request.model": "m"} {
+		for k, want := range map[string]string{"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "m"} {
 			if got := attrOf(s.Attributes, k).GetStringValue(); got != want {
 				t.Fatalf("%s = %q, want %q", k, got, want)
 			}
@@ -220,8 +220,10 @@ func checkAttemptSpans(t *testing.T, run *tracepb.Span, reqs, attempts []*tracep
 		if attrOf(s.Attributes, "gen_ai.request.max_tokens").GetIntValue() != 40 {
 			t.Fatalf("attempt span lacks max_tokens: %v", s.Attributes)
 		}
-		if len(s.Events) == 0 || s.Events[0].Name != "llmrun.admission" {
-			t.Fatalf("no admission event: %v", s.Events)
+		for _, e := range s.Events {
+			if e.Name != "llmrun.admission" || attrOf(e.Attributes, "llmrun.admission.wait_seconds").GetDoubleValue() <= 0 {
+				t.Fatalf("admission event without a wait: %v", e)
+			}
 		}
 		if attrOf(s.Attributes, "gen_ai.input.messages") != nil {
 			t.Fatal("prompt text on a span without --otel-content")
@@ -287,6 +289,9 @@ func checkModelMetrics(t *testing.T, prom string) {
 	if ok+failed != 60 || failed == 0 {
 		t.Errorf("attempts-per-request histogram counts %v+%v requests, want 60 with some failed", ok, failed)
 	}
+	if v, ok := value(mfs, "llmrun_queue_depth", map[string]string{"priority": "0"}); !ok || v != 0 {
+		t.Errorf("no llmrun_queue_depth for priority 0 (or not 0 at the end: %v)", v)
+	}
 	if strings.Contains(string(b), `env="test"`) || strings.Contains(string(b), "tag_env") {
 		t.Error("a tag not opted in labels a metric")
 	}
@@ -338,8 +343,10 @@ func TestOTelPlainAndContent(t *testing.T) {
 	}
 	for _, s := range attempts {
 		if !strings.Contains(attrOf(s.Attributes, "gen_ai.input.messages").GetStringValue(), "fact number") ||
-			attrOf(s.Attributes, "gen_ai.output.messages").GetStringValue() == "" || attrOf(s.Attributes, "gen_ai.usage.output_tokens").GetIntValue() <= 0 {
-			t.Fatalf("span lacks content or usage: %v", s.Attributes)
+			attrOf(s.Attributes, "gen_ai.output.messages").GetStringValue() == "" || attrOf(s.Attributes, "gen_ai.usage.output_tokens").GetIntValue() <= 0 ||
+			attrOf(s.Attributes, "gen_ai.usage.input_tokens").GetIntValue() <= 0 || attrOf(s.Attributes, "gen_ai.request.model").GetStringValue() != "m" ||
+			len(attrOf(s.Attributes, "gen_ai.response.finish_reasons").GetArrayValue().GetValues()) == 0 {
+			t.Fatalf("span lacks content, usage, model or finish reasons: %v", s.Attributes)
 		}
 	}
 }
@@ -427,5 +434,42 @@ func TestOTelFlushOnAbort(t *testing.T) {
 	}
 	if len(attempts) == 0 || attrOf(attempts[0].Attributes, "error.type").GetStringValue() != "429" {
 		t.Fatalf("attempt spans %v", attempts)
+	}
+}
+
+// TestOTelConfigKeys: --otel-content and --metrics-tag are config-file
+// defaults like any flag: the file's values reach the spans and the
+// metrics' labels.
+func TestOTelConfigKeys(t *testing.T) {
+	rc, endpoint := newOTLPReceiver(t)
+	_, url := mockServer(t, mock.Config{Seed: 2})
+	in := taggedPromptFile(t, 6)
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "llmrun.yaml")
+	if err := os.WriteFile(conf, []byte("defaults:\n  otel-content: true\n  metrics-tag: [team]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := &cli{env: mockEnv(url)}
+	otelEnv(t, c.env, endpoint)
+	prom := filepath.Join(dir, "m.prom")
+	if code := c.run(t, "batch", in, "--config", conf, "--provider", "openai", "--model", "m", "-q", "--metrics-file", prom); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, c.stderr.String())
+	}
+	spans, _, _ := rc.snapshot()
+	_, _, attempts := spansByKind(spans)
+	if len(attempts) != 6 {
+		t.Fatalf("%d attempt spans, want 6", len(attempts))
+	}
+	for _, s := range attempts {
+		if !strings.Contains(attrOf(s.Attributes, "gen_ai.input.messages").GetStringValue(), "about the sea") {
+			t.Fatalf("otel-content: true in the config did not put the prompt on the span: %v", s.Attributes)
+		}
+	}
+	b, err := os.ReadFile(prom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := value(parseMetrics(t, string(b)), "llmrun_model_requests_total", map[string]string{"model": "m", "tag_team": "ads"}); v != 3 {
+		t.Errorf("metrics-tag: [team] in the config: %v requests of team ads labelled, want 3:\n%s", v, b)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -307,7 +308,7 @@ var (
 	descCost         = prometheus.NewDesc("llmrun_cost_usd_total", "Spend of this run's answers in US dollars, from the usage the providers reported (priced models only).", nil, nil)
 	descFellBack     = prometheus.NewDesc("llmrun_fell_back_total", "Requests answered by a fallback hop.", nil, nil)
 	descFallbackRate = prometheus.NewDesc("llmrun_fallback_ratio", "Share of the requests finished in this run that a fallback hop answered.", nil, nil)
-	descQueue        = prometheus.NewDesc("llmrun_queue_depth", "Attempts waiting for the key's budget now (all priority classes: the limiter does not split its queue's count by class).", []string{"key"}, nil)
+	descQueue        = prometheus.NewDesc("llmrun_queue_depth", "Attempts waiting for the key's budget now, by priority class (1 high, 0 normal, -1 low, or the lines' own).", []string{"key", "priority"}, nil)
 	descBudgetWait   = prometheus.NewDesc("llmrun_budget_wait_seconds_total", "Time attempts waited for the budget, summed over attempts, by key and by the dimension that held the queue.", []string{"key", "dimension"}, nil)
 	descLimit        = prometheus.NewDesc("llmrun_limit_per_minute", "Rate limit in force per key and dimension (given, or learned from headers and 429s).", []string{"key", "dimension", "learned"}, nil)
 	descConcurrency  = prometheus.NewDesc("llmrun_limit_concurrency", "Concurrency limit in force per key (the learned window in auto mode; 0: none).", []string{"key"}, nil)
@@ -390,7 +391,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(descConcurrency, float64(st.Effective.Concurrency), key)
 		counter(descKeyLimited, float64(st.RateLimited), key)
-		gauge(descQueue, float64(st.Waiting), key)
+	}
+	for _, q := range v.Queues() {
+		gauge(descQueue, float64(q.Waiting), redactKey(q.Key), strconv.Itoa(q.Priority))
 	}
 	for key, b := range v.Breakers(time.Now()) {
 		key = redactKey(key)

@@ -32,7 +32,9 @@ func (p *reservation) acquire(ctx context.Context) (func(attemptOutcome), error)
 	r, h := p.r, p.h
 	asked := time.Now()
 	h.reserved = r.cost(h.key, h.route, h.req, h.raw)
+	q := r.enqueue(h.key, h.req.Priority)
 	resv, err := r.cfg.Limiter.ReservePriority(ctx, h.key, h.reserved, h.req.Priority)
+	q.leave()
 	if err != nil {
 		return nil, &admitStop{out: r.refused(err), err: err}
 	}

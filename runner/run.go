@@ -157,6 +157,8 @@ type run struct {
 	spend *spendCap
 	// tags adds up the tagged requests for the summary.
 	tags tagBook
+	// queues counts the attempts waiting for admission (observe_queue.go).
+	queues queueBook
 
 	// results hands each line to the sink, unbuffered: a worker holds its
 	// run slot until the sink has taken its answer, so the answers a

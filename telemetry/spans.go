@@ -23,7 +23,7 @@ func (t *Telemetry) Start(v *runner.View) {
 	ctx, span := t.tracer.Start(context.Background(), "llmrun batch", trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(attribute.Int64("llmrun.requests", v.Counters().Total.Load())))
 	t.mu.Lock()
-	t.runCtx, t.runSpan = ctx, span
+	t.runCtx, t.runSpan, t.view = ctx, span, v
 	t.mu.Unlock()
 }
 
@@ -31,13 +31,13 @@ func (t *Telemetry) Start(v *runner.View) {
 // wait instead (an llmrun.admission event).
 func (t *Telemetry) AdmissionWait(string, time.Duration) {}
 
-// request is one request's span and its current attempt's.
+// request is one request's span. Its attributes are all set at its end,
+// in one call: each call copies the span's attributes.
 type request struct {
-	t       *Telemetry
-	ctx     context.Context
-	span    trace.Span
-	attempt trace.Span
-	tags    []attribute.KeyValue
+	t    *Telemetry
+	ctx  context.Context
+	span trace.Span
+	req  *providers.Request
 }
 
 // Request is runner.Observer's: the request's span begins, under the run's.
@@ -48,12 +48,8 @@ func (t *Telemetry) Request(req *providers.Request) runner.RequestObserver {
 	if parent == nil {
 		parent = context.Background()
 	}
-	r := &request{t: t}
-	for k, v := range req.Tags {
-		r.tags = append(r.tags, attribute.String("llmrun.tag."+k, v))
-	}
-	r.ctx, r.span = t.tracer.Start(parent, "llmrun request", trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(append([]attribute.KeyValue{attribute.String("llmrun.custom_id", req.ID)}, r.tags...)...))
+	r := &request{t: t, req: req}
+	r.ctx, r.span = t.tracer.Start(parent, "llmrun request")
 	return r
 }
 
@@ -77,30 +73,74 @@ func providerName(name string) string {
 	return name
 }
 
-// AttemptStart: the attempt's span begins, under the request's.
-func (r *request) AttemptStart(a *runner.Attempt) {
-	req := a.Request
-	op, prov := operation(req.Endpoint), providerName(a.Provider)
-	attrs := []attribute.KeyValue{
-		attribute.String("gen_ai.operation.name", op),
-		attribute.String("gen_ai.provider.name", prov),
-		attribute.String("gen_ai.system", prov),
-		attribute.String("gen_ai.request.model", req.Model),
-		attribute.Int("llmrun.attempt", a.Number),
-		attribute.Int("llmrun.hop", a.Hop),
-		attribute.Int64("llmrun.reserved.input_tokens", a.Reserved.Input),
-		attribute.Int64("llmrun.reserved.output_tokens", a.Reserved.Output),
+// AttemptStart does nothing: the attempt's span is made whole when the
+// attempt is over (AttemptEnd), from the times the Attempt carries, so
+// that its attributes are set in one call.
+func (r *request) AttemptStart(*runner.Attempt) {}
+
+// AttemptEnd: the attempt's span, from when it was sent to now, with the
+// request's model, the answer's model, usage and finish reasons, or the
+// failure's error.type; the GenAI metrics record it.
+func (r *request) AttemptEnd(a *runner.Attempt) {
+	t := r.t
+	m := t.model(a.Request.Endpoint, a.Provider, a.Request.Model)
+	bp := t.scratch.Get().(*[]attribute.KeyValue)
+	attrs := append((*bp)[:0], m.attrs...)
+	k := setKey{model: m}
+	if resp := a.End.Resp; resp != nil {
+		k.response = resp.Model
+		if k.response == "" {
+			k.response = a.Request.Model
+		}
+		attrs = t.answerAttrs(attrs, a, k.response)
+	} else {
+		k.errType = errorType(a.End)
+		attrs = append(attrs, attribute.String("error.type", k.errType))
 	}
-	if req.MaxTokens > 0 {
-		attrs = append(attrs, attribute.Int("gen_ai.request.max_tokens", req.MaxTokens))
+	if a.Request.MaxTokens > 0 {
+		attrs = append(attrs, attribute.Int("gen_ai.request.max_tokens", a.Request.MaxTokens))
 	}
-	if r.t.o.Content {
-		attrs = append(attrs, attribute.String("gen_ai.input.messages", inputMessages(req)))
+	if a.Hop > 0 {
+		attrs = append(attrs, attribute.Int("llmrun.hop", a.Hop))
 	}
-	_, r.attempt = r.t.tracer.Start(r.ctx, op+" "+req.Model, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithTimestamp(a.Sent), trace.WithAttributes(attrs...))
-	r.attempt.AddEvent("llmrun.admission", trace.WithTimestamp(a.Sent), trace.WithAttributes(
-		attribute.Float64("llmrun.admission.wait_seconds", a.Waited.Seconds()), attribute.String("llmrun.budget_key", a.Key)))
+	if t.o.Content {
+		attrs = append(attrs, attribute.String("gen_ai.input.messages", inputMessages(a.Request)))
+	}
+	_, span := t.tracer.Start(r.ctx, m.name, trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(a.Sent))
+	span.SetAttributes(attrs...)
+	if a.Waited > 0 {
+		span.AddEvent("llmrun.admission", trace.WithTimestamp(a.Sent), trace.WithAttributes(
+			attribute.Float64("llmrun.admission.wait_seconds", a.Waited.Seconds()), attribute.String("llmrun.budget_key", a.Key)))
+	}
+	if k.errType != "" {
+		span.SetStatus(codes.Error, k.errType)
+	}
+	span.End(trace.WithTimestamp(a.End.At))
+	clear(attrs)
+	*bp = attrs[:0]
+	t.scratch.Put(bp)
+	t.record(k, a)
+}
+
+// answerAttrs appends an answered attempt's attributes to attrs.
+func (t *Telemetry) answerAttrs(attrs []attribute.KeyValue, a *runner.Attempt, model string) []attribute.KeyValue {
+	resp := a.End.Resp
+	attrs = append(attrs, attribute.String("gen_ai.response.model", model),
+		attribute.Int64("gen_ai.usage.input_tokens", resp.Usage.InputTokens),
+		attribute.Int64("gen_ai.usage.output_tokens", resp.Usage.OutputTokens))
+	if fr := finishReasons(resp.Body); len(fr) > 0 {
+		attrs = append(attrs, attribute.StringSlice("gen_ai.response.finish_reasons", fr))
+	}
+	if resp.RequestID != "" {
+		attrs = append(attrs, attribute.String("gen_ai.response.id", resp.RequestID))
+	}
+	if a.End.Priced {
+		attrs = append(attrs, attribute.Float64("llmrun.cost_usd", a.End.CostUSD))
+	}
+	if t.o.Content {
+		attrs = append(attrs, attribute.String("gen_ai.output.messages", resp.Text))
+	}
+	return attrs
 }
 
 // inputMessages is what the request asks, for --otel-content: its
@@ -114,76 +154,68 @@ func inputMessages(req *providers.Request) string {
 	return ""
 }
 
-// AttemptEnd: the attempt's span ends with the answer's model, usage and
-// finish reasons, or the failure's error.type; the GenAI metrics record it.
-func (r *request) AttemptEnd(a *runner.Attempt) {
-	span := r.attempt
-	if span == nil {
-		return
+// modelKey names what the attempts of one operation, provider and model
+// share.
+type modelKey struct {
+	ep              providers.Endpoint
+	provider, model string
+}
+
+// model is what every attempt span and metric of one modelKey shares,
+// made once: the span's name and its constant attributes.
+type model struct {
+	op, provider, request string
+	name                  string
+	attrs                 []attribute.KeyValue
+}
+
+// model returns the shared part of the attempts of (ep, provider, name).
+func (t *Telemetry) model(ep providers.Endpoint, provider, name string) *model {
+	k := modelKey{ep, provider, name}
+	if m, ok := t.models.Load(k); ok {
+		return m.(*model)
 	}
-	r.attempt = nil
-	req := a.Request
-	op, prov := operation(req.Endpoint), providerName(a.Provider)
-	var k setKey
-	if resp := a.End.Resp; resp != nil {
-		model := resp.Model
-		if model == "" {
-			model = req.Model
-		}
-		k = setKey{op: op, provider: prov, model: req.Model, response: model}
-		span.SetAttributes(attribute.String("gen_ai.response.model", model),
-			attribute.Int64("gen_ai.usage.input_tokens", resp.Usage.InputTokens),
-			attribute.Int64("gen_ai.usage.output_tokens", resp.Usage.OutputTokens),
-			attribute.Int("http.response.status_code", resp.Status))
-		if fr := finishReasons(resp.Body); len(fr) > 0 {
-			span.SetAttributes(attribute.StringSlice("gen_ai.response.finish_reasons", fr))
-		}
-		if resp.RequestID != "" {
-			span.SetAttributes(attribute.String("gen_ai.response.id", resp.RequestID))
-		}
-		if a.End.Priced {
-			span.SetAttributes(attribute.Float64("llmrun.cost_usd", a.End.CostUSD))
-		}
-		if r.t.o.Content {
-			span.SetAttributes(attribute.String("gen_ai.output.messages", resp.Text))
-		}
-	} else {
-		k = setKey{op: op, provider: prov, model: req.Model, errType: errorType(a.End)}
-		span.SetAttributes(attribute.String("error.type", k.errType))
-		span.SetStatus(codes.Error, k.errType)
-	}
-	r.t.record(k, a)
-	span.End(trace.WithTimestamp(a.End.At))
+	op, prov := operation(ep), providerName(provider)
+	m := &model{op: op, provider: prov, request: name, name: op + " " + name, attrs: []attribute.KeyValue{
+		attribute.String("gen_ai.operation.name", op),
+		attribute.String("gen_ai.provider.name", prov),
+		attribute.String("gen_ai.request.model", name),
+	}}
+	v, _ := t.models.LoadOrStore(k, m)
+	return v.(*model)
 }
 
 // setKey names the attribute sets of one kind of attempt in the GenAI
 // metrics.
-type setKey struct{ op, provider, model, response, errType string }
+type setKey struct {
+	model             *model
+	response, errType string
+}
 
-// metricSets are one setKey's attribute sets: the duration's, and the
-// token usage's by token type.
-type metricSets struct{ duration, input, output attribute.Set }
+// metricSets are one setKey's record options: the duration's, and the
+// token usage's by token type, each an attribute set.
+type metricSets struct{ duration, input, output []metric.RecordOption }
 
-// sets returns k's attribute sets, made once: building a set sorts and
-// copies its attributes, which per attempt cost more than the recording.
+// sets returns k's record options, made once: building a set sorts and
+// copies its attributes, and an option or its slice made per call would
+// be allocations per attempt.
 func (t *Telemetry) sets(k setKey) *metricSets {
 	if s, ok := t.setCache.Load(k); ok {
 		return s.(*metricSets)
 	}
-	base := []attribute.KeyValue{
-		attribute.String("gen_ai.operation.name", k.op),
-		attribute.String("gen_ai.provider.name", k.provider),
-		attribute.String("gen_ai.request.model", k.model),
-	}
+	base := append([]attribute.KeyValue(nil), k.model.attrs...)
 	if k.response != "" {
 		base = append(base, attribute.String("gen_ai.response.model", k.response))
 	}
 	if k.errType != "" {
 		base = append(base, attribute.String("error.type", k.errType))
 	}
-	s := &metricSets{duration: attribute.NewSet(base...),
-		input:  attribute.NewSet(append(base[:len(base):len(base)], attribute.String("gen_ai.token.type", "input"))...),
-		output: attribute.NewSet(append(base[:len(base):len(base)], attribute.String("gen_ai.token.type", "output"))...)}
+	opts := func(kvs ...attribute.KeyValue) []metric.RecordOption {
+		return []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(kvs...))}
+	}
+	s := &metricSets{duration: opts(base...),
+		input:  opts(append(base[:len(base):len(base)], attribute.String("gen_ai.token.type", "input"))...),
+		output: opts(append(base[:len(base):len(base)], attribute.String("gen_ai.token.type", "output"))...)}
 	v, _ := t.setCache.LoadOrStore(k, s)
 	return v.(*metricSets)
 }
@@ -196,10 +228,10 @@ func (t *Telemetry) record(k setKey, a *runner.Attempt) {
 	}
 	s := t.sets(k)
 	ctx := context.Background()
-	t.duration.Record(ctx, a.End.At.Sub(a.Sent).Seconds(), metric.WithAttributeSet(s.duration))
+	t.duration.Record(ctx, a.End.At.Sub(a.Sent).Seconds(), s.duration...)
 	if resp := a.End.Resp; resp != nil {
-		t.tokens.Record(ctx, resp.Usage.InputTokens, metric.WithAttributeSet(s.input))
-		t.tokens.Record(ctx, resp.Usage.OutputTokens, metric.WithAttributeSet(s.output))
+		t.tokens.Record(ctx, resp.Usage.InputTokens, s.input...)
+		t.tokens.Record(ctx, resp.Usage.OutputTokens, s.output...)
 	}
 }
 
@@ -223,21 +255,24 @@ func errorType(e runner.AttemptEnd) string {
 }
 
 // finishReasons reads an answer's finish reasons in any of the wire
-// formats (OpenAI choices, Anthropic stop_reason, Gemini candidates,
-// Responses status).
+// formats (OpenAI choices, Gemini candidates, Anthropic stop_reason,
+// Responses status), walking each array once.
 func finishReasons(body []byte) []string {
-	for _, path := range []string{"choices.#.finish_reason", "candidates.#.finishReason"} {
-		if v := gjson.GetBytes(body, path); v.IsArray() && len(v.Array()) > 0 {
-			var out []string
-			for _, x := range v.Array() {
-				if x.Str != "" {
-					out = append(out, x.Str)
-				}
-			}
-			return out
+	for _, p := range [...]struct{ array, field string }{{"choices", "finish_reason"}, {"candidates", "finishReason"}} {
+		v := gjson.GetBytes(body, p.array)
+		if !v.IsArray() {
+			continue
 		}
+		var out []string
+		v.ForEach(func(_, x gjson.Result) bool {
+			if s := x.Get(p.field); s.Type == gjson.String && s.Str != "" {
+				out = append(out, s.Str)
+			}
+			return true
+		})
+		return out
 	}
-	for _, path := range []string{"stop_reason", "status"} {
+	for _, path := range [...]string{"stop_reason", "status"} {
 		if v := gjson.GetBytes(body, path); v.Type == gjson.String {
 			return []string{v.Str}
 		}
@@ -245,10 +280,20 @@ func finishReasons(body []byte) []string {
 	return nil
 }
 
-// End: the request's span ends with its outcome and attempts.
+// End: the request's span ends with its custom_id, outcome, attempts and
+// tags.
 func (r *request) End(e *runner.RequestEnd) {
-	r.span.SetAttributes(attribute.String("llmrun.outcome", e.Outcome), attribute.Int("llmrun.attempts", e.Attempts),
-		attribute.Bool("llmrun.fell_back", e.Hop > 0))
+	t := r.t
+	bp := t.scratch.Get().(*[]attribute.KeyValue)
+	attrs := append((*bp)[:0], attribute.String("llmrun.custom_id", r.req.ID),
+		attribute.String("llmrun.outcome", e.Outcome), attribute.Int("llmrun.attempts", e.Attempts))
+	if e.Hop > 0 {
+		attrs = append(attrs, attribute.Bool("llmrun.fell_back", true))
+	}
+	for k, v := range r.req.Tags {
+		attrs = append(attrs, t.tagKey(k).String(v))
+	}
+	r.span.SetAttributes(attrs...)
 	if e.Outcome == runner.OutcomeFailed {
 		msg := "failed"
 		if e.Err != nil {
@@ -257,4 +302,17 @@ func (r *request) End(e *runner.RequestEnd) {
 		r.span.SetStatus(codes.Error, msg)
 	}
 	r.span.End()
+	clear(attrs)
+	*bp = attrs[:0]
+	t.scratch.Put(bp)
+}
+
+// tagKey is the span attribute of a tag key, llmrun.tag.KEY, made once.
+func (t *Telemetry) tagKey(k string) attribute.Key {
+	if v, ok := t.tagKeys.Load(k); ok {
+		return v.(attribute.Key)
+	}
+	key := attribute.Key("llmrun.tag." + k)
+	t.tagKeys.Store(k, key)
+	return key
 }

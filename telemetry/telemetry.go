@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/metric"
@@ -29,6 +30,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/llmrun/llmrun/runner"
 )
 
 // DefaultFlushTimeout bounds the last export at the end of a run: an
@@ -62,12 +65,18 @@ type Telemetry struct {
 	tokens   metric.Int64Histogram
 	duration metric.Float64Histogram
 	warnOnce sync.Once
-	// setCache holds the metrics' attribute sets by setKey.
-	setCache sync.Map
+	// setCache holds the metrics' attribute sets by setKey; models the
+	// attempts' shared attributes by modelKey; tagKeys the tags'
+	// attribute keys by tag key.
+	setCache, models, tagKeys sync.Map
+	// scratch holds *[]attribute.KeyValue to build a span's attributes
+	// in: the SDK copies them.
+	scratch sync.Pool
 
 	mu      sync.Mutex
 	runCtx  context.Context
 	runSpan trace.Span
+	view    *runner.View
 	done    bool
 }
 
@@ -120,7 +129,7 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 	if err != nil && res == nil {
 		return nil, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %w", err)
 	}
-	t := &Telemetry{o: o}
+	t := newTelemetry(o)
 	if err := t.traces(ctx, res); err != nil {
 		return nil, err
 	}
@@ -129,6 +138,13 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 		return nil, err
 	}
 	return t, t.instruments()
+}
+
+// newTelemetry is a Telemetry with no provider yet.
+func newTelemetry(o Options) *Telemetry {
+	t := &Telemetry{o: o}
+	t.scratch.New = func() any { s := make([]attribute.KeyValue, 0, 16); return &s }
+	return t
 }
 
 // traces builds the tracer provider, or a no-op tracer when only metrics
@@ -142,16 +158,16 @@ func (t *Telemetry) traces(ctx context.Context, res *resource.Resource) error {
 	if err != nil {
 		return err
 	}
-	var exp sdktrace.SpanExporter
+	var client otlptrace.Client
 	if p == "grpc" {
-		exp, err = otlptracegrpc.New(ctx)
+		client = otlptracegrpc.NewClient()
 	} else {
-		exp, err = otlptracehttp.New(ctx)
+		client = otlptracehttp.NewClient()
 	}
-	if err != nil {
+	if err := client.Start(ctx); err != nil {
 		return fmt.Errorf("OTLP traces: %w", err)
 	}
-	t.tp = sdktrace.NewTracerProvider(sdktrace.WithBatcher(&spanExporter{exp, t}), sdktrace.WithResource(res))
+	t.tp = sdktrace.NewTracerProvider(sdktrace.WithBatcher(&spanExporter{client: client, t: t}), sdktrace.WithResource(res))
 	t.tracer = t.tp.Tracer(scope)
 	return nil
 }
@@ -197,7 +213,28 @@ func (t *Telemetry) instruments() (err error) {
 	t.duration, err = m.Float64Histogram("gen_ai.client.operation.duration", metric.WithUnit("s"),
 		metric.WithDescription("GenAI operation duration."),
 		metric.WithExplicitBucketBoundaries(0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92))
+	if err != nil {
+		return err
+	}
+	_, err = m.Int64ObservableGauge("llmrun.queue.depth", metric.WithUnit("{attempt}"),
+		metric.WithDescription("Attempts waiting for the budget's admission, by budget key and priority class."),
+		metric.WithInt64Callback(t.observeQueues))
 	return err
+}
+
+// observeQueues reads the run's admission queues, at each export: it
+// costs the run nothing between exports.
+func (t *Telemetry) observeQueues(_ context.Context, o metric.Int64Observer) error {
+	t.mu.Lock()
+	v := t.view
+	t.mu.Unlock()
+	if v == nil {
+		return nil
+	}
+	for _, q := range v.Queues() {
+		o.Observe(q.Waiting, metric.WithAttributes(attribute.String("llmrun.budget_key", q.Key), attribute.Int("llmrun.priority", q.Priority)))
+	}
+	return nil
 }
 
 // warn says once that the collector could not be reached; later failures
@@ -208,20 +245,6 @@ func (t *Telemetry) warn(what string, err error) {
 			t.o.Warn(fmt.Sprintf("OpenTelemetry: exporting %s failed (the run goes on; later failures are not reported): %v", what, err))
 		}
 	})
-}
-
-// spanExporter reports a failed export once and hides it from the SDK,
-// whose global error handler would log every one.
-type spanExporter struct {
-	sdktrace.SpanExporter
-	t *Telemetry
-}
-
-func (e *spanExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
-	if err := e.SpanExporter.ExportSpans(ctx, spans); err != nil {
-		e.t.warn("spans", err)
-	}
-	return nil
 }
 
 // metricExporter is spanExporter's counterpart for metrics.
