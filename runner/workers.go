@@ -18,13 +18,19 @@ type work struct {
 // a goroutine per request grew a fresh stack through the HTTP client's
 // depth every time (3% of a plain request's CPU).
 type workers struct {
-	r    *run
+	do   func(work)
 	g    *errgroup.Group
 	jobs chan work
+	// started counts the workers started (the producer's alone).
+	started int
 }
 
 func (r *run) newWorkers(g *errgroup.Group) *workers {
-	return &workers{r: r, g: g, jobs: make(chan work)}
+	return newWorkers(g, func(w work) { r.process(w.req, w.fp) })
+}
+
+func newWorkers(g *errgroup.Group, do func(work)) *workers {
+	return &workers{do: do, g: g, jobs: make(chan work)}
 }
 
 // hand gives w to an idle worker, or starts one; at the group's limit it
@@ -36,15 +42,17 @@ func (ws *workers) hand(w work) {
 	default:
 	}
 	started := ws.g.TryGo(func() error {
-		ws.r.process(w.req, w.fp)
+		ws.do(w)
 		for next := range ws.jobs {
-			ws.r.process(next.req, next.fp)
+			ws.do(next)
 		}
 		return nil
 	})
 	if !started {
 		ws.jobs <- w
+		return
 	}
+	ws.started++
 }
 
 // close lets the workers end once the requests handed out are done.
