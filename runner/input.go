@@ -27,7 +27,9 @@ func (r *run) fillInput(h *hop) {
 	if h.rawExact {
 		return
 	}
-	if r.needsInput(h) {
+	// Without a tokenizer the count is bytes/4 of the prompt, cheap: it is
+	// kept, so the key's calibration goes on as before.
+	if r.needsInput(h) || !r.cfg.Estimator.HasTokenizer(h.req.Model) {
 		r.exactInput(h)
 		return
 	}

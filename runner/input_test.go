@@ -78,3 +78,23 @@ func TestTokenizerOnlyWhereACountIsRead(t *testing.T) {
 		})
 	}
 }
+
+// TestUntokenizedModelStillCalibrates: a model without a tokenizer is
+// counted as bytes/4 of its prompt, cheap, so it is counted, and the
+// key's calibration learns from its answers even while no limit binds.
+func TestUntokenizedModelStillCalibrates(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &slowProvider{latency: 10 * time.Millisecond}
+		cfg, store := testRun(t, t.TempDir(), 4, p, func(c *Config) {
+			c.Limiter = limiter.AsBudget(limiter.New(limiter.Options{Defaults: limiter.Limits{Auto: true}}))
+		})
+		defer store.Close()
+		if sum, err := Run(context.Background(), cfg); err != nil || sum.Succeeded != 4 {
+			t.Fatalf("run: %v, %+v", err, sum)
+		}
+		// "p0" is 1 token by bytes/4; the answers report 3.
+		if r := cfg.Estimator.Ratio("fake|http://fake|m"); r == 1 {
+			t.Fatal("the calibration learned nothing from the answers")
+		}
+	})
+}
