@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tiktoken-go/tokenizer"
 )
@@ -46,6 +47,8 @@ const (
 type Estimator struct {
 	o200k, cl100k lazyCodec
 	keys          sync.Map // string → *estKey
+	// tokenized counts the texts a tokenizer counted (Tokenized).
+	tokenized atomic.Int64
 }
 
 type lazyCodec struct {
@@ -128,6 +131,7 @@ func (e *Estimator) RawInputTokens(model string, text []byte) int64 {
 				prefix = prefix[:len(prefix)-256+i] // do not split a word
 			}
 		}
+		e.tokenized.Add(1)
 		n, err := c.get().Count(string(prefix))
 		if err == nil {
 			if len(prefix) < len(text) && len(prefix) > 0 {
@@ -138,6 +142,10 @@ func (e *Estimator) RawInputTokens(model string, text []byte) int64 {
 	}
 	return int64((len(text) + bytesPerToken - 1) / bytesPerToken)
 }
+
+// Tokenized is how many texts RawInputTokens has run a tokenizer over:
+// the costly path, which the runner takes only where a count is read.
+func (e *Estimator) Tokenized() int64 { return e.tokenized.Load() }
 
 // InputTokens estimates the input tokens of text sent to model under key:
 // Calibrate(key, RawInputTokens(model, text)).

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -43,6 +44,9 @@ type Days struct {
 	now      func() time.Time
 	mu       sync.Mutex
 	keys     map[string]*dayKey
+	// tokenWindows: some key's provider has said a per-day token limit
+	// (CountsTokens).
+	tokenWindows atomic.Bool
 }
 
 // NewDays returns the per-day budgets o describes.
@@ -301,6 +305,7 @@ func (d *Days) observe(now time.Time, k *dayKey, o DayObservation, after [2]floa
 		c := &k.seen[i]
 		if w.Limit > 0 {
 			c.limit = float64(w.Limit)
+			d.tokenWindows.Store(d.tokenWindows.Load() || i == 1)
 		}
 		if w.Remaining >= 0 && c.limit > 0 {
 			c.used = max(c.limit-float64(w.Remaining)+k.cum[i]-after[i], 0)

@@ -3,6 +3,7 @@ package limiter
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -78,6 +79,9 @@ type keyState struct {
 	overloaded   int64
 	pauseClamped int64
 	learnedAny   bool
+	// inputOn mirrors whether an input or combined-token bucket is in
+	// force, for CountsInput to read without the lock.
+	inputOn atomic.Bool
 }
 
 func newKeyState(name string, lim Limits, now time.Time) *keyState {
@@ -220,6 +224,7 @@ func (k *keyState) applyLimits() {
 			b.level = b.cap
 		}
 	}
+	k.inputOn.Store(k.b[1].on() || k.b[3].on())
 }
 
 // concLimit is the number of attempts that may be in flight; 0 = unlimited.

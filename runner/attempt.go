@@ -68,9 +68,10 @@ type hop struct {
 	route Route
 	key   string
 	br    Breaker
-	// raw is the uncalibrated input estimate, tokenized once per hop: it
-	// is the costliest step per request.
-	raw int64
+	// raw is the uncalibrated input estimate, tokenized once per hop
+	// when something reads it (rawExact), else a placeholder (input.go).
+	raw      int64
+	rawExact bool
 	// start is when the deadline counts from; time held by an open
 	// breaker moves it on.
 	start time.Time
@@ -158,8 +159,8 @@ func (r *run) tryRoute(t *task, i int, req *providers.Request) hopResult {
 		h.res.out = outSucceeded
 		return h.res
 	}
-	h.raw = r.cfg.Estimator.RawInputTokens(req.Model, route.Admission.PromptText(req))
 	for {
+		r.fillInput(h)
 		p, out, err := r.admit(h)
 		if p == nil {
 			h.res.out, h.res.err = out, cmpErr(err, h.res.err)

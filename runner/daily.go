@@ -32,6 +32,9 @@ const minDayBlock = time.Second
 // base URL taken out, since the day is written to the checkpoint state
 // and named in messages.
 func dayKey(key string) string {
+	if !strings.ContainsAny(key, "@?") {
+		return key // nothing to take out: no url.Parse on every admission
+	}
 	parts := strings.Split(key, "|")
 	for i, p := range parts {
 		if strings.Contains(p, "://") {

@@ -31,10 +31,7 @@ type reservation struct {
 func (p *reservation) acquire(ctx context.Context) (func(attemptOutcome), error) {
 	r, h := p.r, p.h
 	asked := time.Now()
-	h.reserved = r.cost(h.key, h.route, h.req, h.raw)
-	q := r.enqueue(h.key, h.req.Priority)
-	resv, err := r.cfg.Limiter.ReservePriority(ctx, h.key, h.reserved, h.req.Priority)
-	q.leave()
+	resv, err := p.reserve(ctx)
 	if err != nil {
 		return nil, &admitStop{out: r.refused(err), err: err}
 	}
@@ -58,6 +55,25 @@ func (p *reservation) acquire(ctx context.Context) (func(attemptOutcome), error)
 		r.observeSetup(h, o)
 		r.freeSlot()
 	}, nil
+}
+
+// reserve takes h's cost from the budget. Its input is a placeholder
+// unless something reads the count (fillInput); a token limit learned
+// while it waited (the first answers' headers) makes it give the
+// reservation back and reserve the tokenizer's count instead.
+func (p *reservation) reserve(ctx context.Context) (limiter.Ticket, error) {
+	r, h := p.r, p.h
+	for {
+		r.fillInput(h)
+		h.reserved = r.cost(h.key, h.route, h.req, h.raw)
+		q := r.enqueue(h.key, h.req.Priority)
+		resv, err := r.cfg.Limiter.ReservePriority(ctx, h.key, h.reserved, h.req.Priority)
+		q.leave()
+		if err != nil || h.rawExact || !r.needsInput(h) {
+			return resv, err
+		}
+		resv.Cancel()
+	}
 }
 
 // end reconciles the reservation with o.
@@ -84,7 +100,7 @@ func (p *reservation) settle(o attemptOutcome) {
 	p.resv.Observe(observation(o.resp.Limits), o.sent.Add(o.resp.TTFT))
 	r.c.InputTokens.Add(u.InputTokens)
 	r.c.OutputTokens.Add(u.OutputTokens)
-	if !u.Estimated { // our own estimate calibrates nothing
+	if !u.Estimated && h.rawExact { // our own estimate, a placeholder, calibrate nothing
 		r.cfg.Estimator.ObserveInput(h.key, h.raw, u.InputTokens)
 	}
 	r.cfg.Estimator.ObserveOutput(h.key, u.OutputTokens)

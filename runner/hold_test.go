@@ -119,9 +119,9 @@ func TestHoldsOrder(t *testing.T) {
 	at := func(match func(hold) bool) int {
 		return slices.IndexFunc(hs, match)
 	}
-	hearing := at(func(h hold) bool { _, ok := h.(hearingHold); return ok })
+	hearing := at(func(h hold) bool { _, ok := h.(*hearingHold); return ok })
 	resv := at(func(h hold) bool { _, ok := h.(*reservation); return ok })
-	gate := at(func(h hold) bool { _, ok := h.(gateHold); return ok })
+	gate := at(func(h hold) bool { _, ok := h.(*gateHold); return ok })
 	breaker := at(func(h hold) bool { _, ok := h.(*breakerHold); return ok })
 	day := at(func(h hold) bool { _, ok := h.(*dayHold); return ok })
 	switch {

@@ -80,13 +80,15 @@ var errReadmit = errors.New("admission lapsed: start over")
 // it and releases it in one place (a defer around the send).
 type permit struct {
 	releases []func(attemptOutcome)
+	buf      [8]func(attemptOutcome) // releases' array for up to eight holds
 }
 
 // acquirePermit acquires holds in order. If one fails, those acquired are
 // released (as never sent) and the error is returned; if all are held but
 // one has lapsed meanwhile, all are released and errReadmit returned.
 func acquirePermit(ctx context.Context, holds []hold) (*permit, error) {
-	p := &permit{releases: make([]func(attemptOutcome), 0, len(holds))}
+	p := &permit{}
+	p.releases = p.buf[:0]
 	for _, h := range holds {
 		rel, err := h.acquire(ctx)
 		if err != nil {
@@ -176,16 +178,27 @@ func (r *run) admit(h *hop) (*permit, outcome, error) {
 // outcome, released first so what it decides (a stop) binds before any
 // other hold lets the next attempt in.
 func (r *run) holds(h *hop) []hold {
-	return []hold{
-		dayOpenHold{r, h},
-		&failFastHold{r: r},
-		&breakerHold{r: r, h: h},
-		gateHold{r, h.key},
-		spendHold{r, h},
-		&dayHold{r: r, h: h},
-		&reservation{r: r, h: h},
-		hearingHold{r, h},
+	s := &holdSet{
+		dayOpen: dayOpenHold{r, h}, failFast: failFastHold{r: r}, breaker: breakerHold{r: r, h: h},
+		gate: gateHold{r, h.key}, spend: spendHold{r, h}, day: dayHold{r: r, h: h},
+		resv: reservation{r: r, h: h}, hearing: hearingHold{r, h},
 	}
+	s.list = [...]hold{&s.dayOpen, &s.failFast, &s.breaker, &s.gate, &s.spend, &s.day, &s.resv, &s.hearing}
+	return s.list[:]
+}
+
+// holdSet is one admission's holds in one allocation (boxing each into a
+// hold was eight, for every attempt).
+type holdSet struct {
+	dayOpen  dayOpenHold
+	failFast failFastHold
+	breaker  breakerHold
+	gate     gateHold
+	spend    spendHold
+	day      dayHold
+	resv     reservation
+	hearing  hearingHold
+	list     [8]hold
 }
 
 // refused says what a budget's refusal means for the request: too large

@@ -299,6 +299,7 @@ func (r *run) produce() error {
 	// goroutine stack and its request, so a pool of twice the cap waiting
 	// for slots cost a 512-wide run about 4 MB for nothing.
 	g.SetLimit(2*r.cfg.Concurrency + 8)
+	w := r.newWorkers(g)
 	fps := source.NewFingerprinter(r.cfg.Routes[0])
 	if set, ok := r.cfg.Source.InputSet(fps); ok && set.Len() == r.cfg.Total && r.cfg.Store.SkipAll(set) {
 		// The output answers exactly the checked requests: a rerun of a
@@ -326,12 +327,10 @@ func (r *run) produce() error {
 			<-r.ready
 			return errStopAdmitting
 		}
-		g.Go(func() error {
-			r.process(req, fp)
-			return nil
-		})
+		w.hand(work{req, fp})
 		return nil
 	})
+	w.close()
 	if err == nil {
 		// Every request was classified: an id the checkpoint holds and the
 		// input no longer has has left it.

@@ -57,7 +57,7 @@ func (p *slowProvider) Send(ctx context.Context, req *providers.Request) (*provi
 }
 
 // testRun builds a run of n simple requests against p, checkpointed in dir.
-func testRun(t *testing.T, dir string, n int, p providers.Provider, mutate func(*Config)) (Config, *checkpoint.Store) {
+func testRun(t testing.TB, dir string, n int, p providers.Provider, mutate func(*Config)) (Config, *checkpoint.Store) {
 	t.Helper()
 	var b strings.Builder
 	for i := range n {

@@ -12,7 +12,7 @@ func (r *run) estimateUsage(h *hop, resp *providers.Response) {
 	if u.InputTokens != 0 || u.OutputTokens != 0 || u.CacheReadTokens != 0 {
 		return
 	}
-	u.InputTokens = h.raw
+	u.InputTokens = r.exactInput(h)
 	if resp.Text != "" {
 		u.OutputTokens = r.cfg.Estimator.RawInputTokens(h.req.Model, []byte(resp.Text))
 	}
