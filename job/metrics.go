@@ -81,7 +81,7 @@ func (b *batch) observer() runner.Observer {
 	if b.telemetry != nil {
 		t = b.telemetry
 	}
-	return runner.Observers(m, t)
+	return observers(m, t)
 }
 
 // finishMetrics records how the run ended in the metrics, writes them a

@@ -1,6 +1,7 @@
 package providers
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -263,4 +264,34 @@ func (l *ChargeLearner) winner() ChargeRule {
 		}
 	}
 	return ChargeUnknown
+}
+
+// Tight max_tokens note: once a key whose requests reserve their whole
+// max_tokens has tightAnswers answers averaging under tightShare of it,
+// the run says so once.
+const (
+	tightAnswers = 50
+	tightShare   = 0.25
+)
+
+// ChargeCounter is the window whose drops the learner reads: the combined
+// tokens counter, else (Anthropic) the output tokens one, the counter a
+// max_tokens charge would show in; output reports the latter.
+func ChargeCounter(l RateLimits) (w Window, output bool) {
+	if l.Tokens.Known() && !l.InputTokens.Known() {
+		return l.Tokens, false
+	}
+	return l.OutputTokens, true
+}
+
+// TightNote is the note on answers much shorter than the max_tokens each
+// reserves, and whether it is due.
+func TightNote(answers int, outSum, capSum, outMax int64) (string, bool) {
+	if answers < tightAnswers || float64(outSum) >= tightShare*float64(capSum) {
+		return "", false
+	}
+	mean, capMean := outSum/int64(answers), capSum/int64(answers)
+	suggest := int64(math.Ceil(float64(outMax)*1.25/50)) * 50
+	return fmt.Sprintf("answers average %d output tokens, %.0f%% of the max_tokens %d each request reserves (%d answers): the run holds token budget it never uses; a max_tokens of about %d would cover every answer so far",
+		mean, 100*float64(outSum)/float64(capSum), capMean, answers, suggest), true
 }

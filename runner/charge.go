@@ -2,22 +2,12 @@ package runner
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
-	"math"
 	"sync"
 	"time"
 
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/providers"
-)
-
-// Tight max_tokens note: once a key whose requests reserve their whole
-// max_tokens has tightAnswers answers averaging under tightShare of it,
-// the run says so once.
-const (
-	tightAnswers = 50
-	tightShare   = 0.25
 )
 
 // chargeState is one key's reservation rule: the registry's until the
@@ -108,7 +98,7 @@ func (p *reservation) chargeEnded(o attemptOutcome) {
 		charged = charged && pe.Class != providers.ClassRateLimited // refused: nothing taken
 	}
 	c.learner.Ended(p.chargeID, o.sent, time.Now(), in, out, charged)
-	if w, output := tokenCounter(limits); w.Remaining >= 0 {
+	if w, output := providers.ChargeCounter(limits); w.Remaining >= 0 {
 		if output && !c.learner.OutputOnly {
 			// Anthropic's counters: remaining is rounded to the thousand.
 			c.learner.OutputOnly, c.learner.Noise = true, 500
@@ -121,16 +111,6 @@ func (p *reservation) chargeEnded(o attemptOutcome) {
 	}
 	c.learner = nil
 	c.adopt(r.cfg.Log, h, rule)
-}
-
-// tokenCounter is the window whose drops the learner reads: the combined
-// tokens counter, else (Anthropic) the output tokens one, the counter a
-// max_tokens charge would show in; output reports the latter.
-func tokenCounter(l providers.RateLimits) (w providers.Window, output bool) {
-	if l.Tokens.Known() && !l.InputTokens.Known() {
-		return l.Tokens, false
-	}
-	return l.OutputTokens, true
 }
 
 // adopt makes rule, which the headers showed, key's reservation rule and
@@ -182,22 +162,10 @@ func (c *chargeState) noteAnswer(log *slog.Logger, h *hop, out int64) {
 	c.outSum += out
 	c.capSum += capTokens
 	c.outMax = max(c.outMax, out)
-	msg, ok := tightNote(c.answers, c.outSum, c.capSum, c.outMax)
+	msg, ok := providers.TightNote(c.answers, c.outSum, c.capSum, c.outMax)
 	if !ok {
 		return
 	}
 	c.noted = true
 	log.Warn(msg, "provider", h.route.Provider.Name(), "model", h.req.Model)
-}
-
-// tightNote is the note on answers much shorter than the max_tokens each
-// reserves, and whether it is due.
-func tightNote(answers int, outSum, capSum, outMax int64) (string, bool) {
-	if answers < tightAnswers || float64(outSum) >= tightShare*float64(capSum) {
-		return "", false
-	}
-	mean, capMean := outSum/int64(answers), capSum/int64(answers)
-	suggest := int64(math.Ceil(float64(outMax)*1.25/50)) * 50
-	return fmt.Sprintf("answers average %d output tokens, %.0f%% of the max_tokens %d each request reserves (%d answers): the run holds token budget it never uses; a max_tokens of about %d would cover every answer so far",
-		mean, 100*float64(outSum)/float64(capSum), capMean, answers, suggest), true
 }

@@ -78,7 +78,7 @@ func TestTightMaxTokensNote(t *testing.T) {
 		{50, 50 * 36, 50 * 400, 80, "answers average 36 output tokens, 9% of the max_tokens 400 each request reserves (50 answers)"},
 		{200, 200 * 36, 200 * 400, 80, "a max_tokens of about 100 would cover every answer so far"},
 	} {
-		msg, ok := tightNote(tc.answers, tc.outSum, tc.capSum, tc.outMax)
+		msg, ok := providers.TightNote(tc.answers, tc.outSum, tc.capSum, tc.outMax)
 		if ok != (tc.want != "") || !strings.Contains(msg, tc.want) {
 			t.Errorf("%d answers, %d of %d: note %q (%v), want %q", tc.answers, tc.outSum, tc.capSum, msg, ok, tc.want)
 		}

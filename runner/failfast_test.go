@@ -156,7 +156,7 @@ func TestRateLimitDimension(t *testing.T) {
 		{none, "slow down", "unknown"},
 	} {
 		pe := &providers.Error{Class: providers.ClassRateLimited, Status: 429, Limits: tc.limits, Message: tc.msg}
-		if got := rateLimitDimension(pe); got != tc.want {
+		if got := pe.RateLimitDimension(); got != tc.want {
 			t.Errorf("%q %+v: %q, want %q", tc.msg, tc.limits, got, tc.want)
 		}
 	}

@@ -68,7 +68,7 @@ func (p *reservation) reserve(ctx context.Context) (limiter.Ticket, error) {
 		h.reserved = r.cost(h.key, h.route, h.req, h.raw)
 		q := r.enqueue(h.key, h.req.Priority)
 		resv, err := r.cfg.Limiter.ReservePriority(ctx, h.key, h.reserved, h.req.Priority)
-		q.leave()
+		q.Leave()
 		if err != nil || h.rawExact || !r.needsInput(h) {
 			return resv, err
 		}
@@ -128,7 +128,7 @@ func (p *reservation) observeFailure(o attemptOutcome) {
 	case providers.ClassRateLimited, providers.ClassOverloaded:
 		if pe.Class == providers.ClassRateLimited {
 			p.r.c.RateLimited.Add(1)
-			p.r.c.rateLimitedOn(rateLimitDimension(pe))
+			p.r.c.rateLimitedOn(pe.RateLimitDimension())
 		}
 		d, ok := o.retryAfter()
 		p.resv.Refused(refusal(pe, d, ok))

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"strings"
 	"time"
 
 	"github.com/llmrun/llmrun/limiter"
@@ -109,33 +108,4 @@ func (v *View) Breakers(now time.Time) map[string]retry.BreakerStats {
 		out[k] = b.Stats(now)
 	}
 	return out
-}
-
-// rateLimitDimension is what a 429 was about, as far as it says: the
-// window its headers show exhausted, else its message's words, else
-// "unknown".
-func rateLimitDimension(pe *providers.Error) string {
-	l := pe.Limits
-	switch {
-	case l.Requests.Remaining == 0:
-		return "requests"
-	case l.InputTokens.Remaining == 0:
-		return "input_tokens"
-	case l.OutputTokens.Remaining == 0:
-		return "output_tokens"
-	case l.Tokens.Remaining == 0:
-		return "tokens"
-	}
-	msg := strings.ToLower(pe.Message)
-	switch {
-	case strings.Contains(msg, "input tokens"):
-		return "input_tokens"
-	case strings.Contains(msg, "output tokens"):
-		return "output_tokens"
-	case strings.Contains(msg, "tokens per"):
-		return "tokens"
-	case strings.Contains(msg, "requests per"):
-		return "requests"
-	}
-	return "unknown"
 }

@@ -1,10 +1,7 @@
 package runner
 
 import (
-	"reflect"
 	"time"
-
-	"github.com/llmrun/llmrun/providers"
 )
 
 // The runner's side of Observer: each hook costs a nil check when no
@@ -65,75 +62,4 @@ func (r *run) endRequest(t *task) {
 		e.Outcome = OutcomeFailed
 	}
 	t.obs.End(e)
-}
-
-// Observers is one Observer that tells each of obs (nil ones skipped); nil
-// when none is left, so that an unwatched run pays nothing.
-func Observers(obs ...Observer) Observer {
-	var m multiObserver
-	for _, o := range obs {
-		if o != nil && !isNilObserver(o) {
-			m = append(m, o)
-		}
-	}
-	switch len(m) {
-	case 0:
-		return nil
-	case 1:
-		return m[0]
-	}
-	return m
-}
-
-// isNilObserver catches a typed nil pointer in the interface.
-func isNilObserver(o Observer) bool {
-	v := reflect.ValueOf(o)
-	return v.Kind() == reflect.Pointer && v.IsNil()
-}
-
-type multiObserver []Observer
-
-func (m multiObserver) Start(v *View) {
-	for _, o := range m {
-		o.Start(v)
-	}
-}
-
-func (m multiObserver) AdmissionWait(key string, d time.Duration) {
-	for _, o := range m {
-		o.AdmissionWait(key, d)
-	}
-}
-
-func (m multiObserver) Request(req *providers.Request) RequestObserver {
-	var rs multiRequest
-	for _, o := range m {
-		if r := o.Request(req); r != nil {
-			rs = append(rs, r)
-		}
-	}
-	if len(rs) == 0 {
-		return nil
-	}
-	return rs
-}
-
-type multiRequest []RequestObserver
-
-func (m multiRequest) AttemptStart(a *Attempt) {
-	for _, r := range m {
-		r.AttemptStart(a)
-	}
-}
-
-func (m multiRequest) AttemptEnd(a *Attempt) {
-	for _, r := range m {
-		r.AttemptEnd(a)
-	}
-}
-
-func (m multiRequest) End(e *RequestEnd) {
-	for _, r := range m {
-		r.End(e)
-	}
 }

@@ -1,79 +1,17 @@
 package runner
 
-import (
-	"cmp"
-	"slices"
-	"sync"
-	"sync/atomic"
-)
-
-// QueueDepth is how many attempts of one priority class wait for one
-// budget key's admission now.
-type QueueDepth struct {
-	Key      string
-	Priority int
-	Waiting  int64
-}
-
-// queueKey names one queue: a budget key and a priority class.
-type queueKey struct {
-	key      string
-	priority int
-}
-
-// queueBook counts the attempts waiting for admission by key and
-// priority class, for the observers: the budget (local or shared) keeps
-// one queue per key, and says only its length. Only watched runs count.
-type queueBook struct {
-	mu sync.Mutex
-	m  map[queueKey]*atomic.Int64
-}
-
-// queued is one attempt's place in the count; leave takes it out (the
-// zero value counts nothing).
-type queued struct{ n *atomic.Int64 }
-
-func (q queued) leave() {
-	if q.n != nil {
-		q.n.Add(-1)
-	}
-}
+import "github.com/llmrun/llmrun/report"
 
 // enqueue counts an attempt of priority p waiting for key's admission,
-// when an observer watches the run.
-func (r *run) enqueue(key string, p int) queued {
+// when an observer watches the run (only watched runs count).
+func (r *run) enqueue(key string, p int) report.Queued {
 	if r.cfg.Observer == nil {
-		return queued{}
+		return report.Queued{}
 	}
-	b := &r.queues
-	k := queueKey{key, p}
-	b.mu.Lock()
-	n := b.m[k]
-	if n == nil {
-		if b.m == nil {
-			b.m = make(map[queueKey]*atomic.Int64)
-		}
-		n = new(atomic.Int64)
-		b.m[k] = n
-	}
-	b.mu.Unlock()
-	n.Add(1)
-	return queued{n}
+	return r.queues.Enter(key, p)
 }
 
 // Queues are the attempts waiting for admission now, by budget key and
 // priority class (every pair the run has used, 0 when none waits),
 // sorted by key, then priority from the highest.
-func (v *View) Queues() []QueueDepth {
-	b := &v.r.queues
-	b.mu.Lock()
-	out := make([]QueueDepth, 0, len(b.m))
-	for k, n := range b.m {
-		out = append(out, QueueDepth{Key: k.key, Priority: k.priority, Waiting: n.Load()})
-	}
-	b.mu.Unlock()
-	slices.SortFunc(out, func(a, b QueueDepth) int {
-		return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(b.Priority, a.Priority))
-	})
-	return out
-}
+func (v *View) Queues() []report.QueueDepth { return v.r.queues.Depths() }

@@ -19,7 +19,7 @@ func refusal(pe *providers.Error, retryAfter time.Duration, hinted bool) limiter
 		RetryAfter:    retryAfter,
 		HasRetryAfter: hinted,
 		Described:     l.Requests.Known() || l.Tokens.Known() || l.InputTokens.Known() || l.OutputTokens.Known(),
-		Dimension:     refusalDimension(rateLimitDimension(pe)),
+		Dimension:     refusalDimension(pe.RateLimitDimension()),
 		Ramp:          isRamp(pe),
 	}
 }
@@ -35,7 +35,7 @@ func isRamp(pe *providers.Error) bool {
 	return pe.Type == "rate_limit_error" && strings.Contains(strings.ToLower(pe.Message), "acceleration limit")
 }
 
-// refusalDimension maps rateLimitDimension's words to the budget's.
+// refusalDimension maps providers.Error.RateLimitDimension's words to the budget's.
 func refusalDimension(s string) limiter.Dimension {
 	switch s {
 	case "requests":

@@ -25,6 +25,7 @@ import (
 	"github.com/llmrun/llmrun/ending"
 	"github.com/llmrun/llmrun/estimate"
 	"github.com/llmrun/llmrun/internal/ctxsleep"
+	"github.com/llmrun/llmrun/internal/workpool"
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/providers"
@@ -158,7 +159,7 @@ type run struct {
 	// tags adds up the tagged requests for the summary.
 	tags tagBook
 	// queues counts the attempts waiting for admission (observe_queue.go).
-	queues queueBook
+	queues report.Queues
 
 	// results hands each line to the sink, unbuffered: a worker holds its
 	// run slot until the sink has taken its answer, so the answers a
@@ -299,7 +300,7 @@ func (r *run) produce() error {
 	// goroutine stack and its request, so a pool of twice the cap waiting
 	// for slots cost a 512-wide run about 4 MB for nothing.
 	g.SetLimit(2*r.cfg.Concurrency + 8)
-	w := r.newWorkers(g)
+	w := workpool.New(g, func(w work) { r.process(w.req, w.fp) })
 	fps := source.NewFingerprinter(r.cfg.Routes[0])
 	if set, ok := r.cfg.Source.InputSet(fps); ok && set.Len() == r.cfg.Total && r.cfg.Store.SkipAll(set) {
 		// The output answers exactly the checked requests: a rerun of a
@@ -327,10 +328,10 @@ func (r *run) produce() error {
 			<-r.ready
 			return errStopAdmitting
 		}
-		w.hand(work{req, fp})
+		w.Hand(work{req, fp})
 		return nil
 	})
-	w.close()
+	w.Close()
 	if err == nil {
 		// Every request was classified: an id the checkpoint holds and the
 		// input no longer has has left it.
@@ -460,3 +461,9 @@ func (r *run) int64n(n int64) int64 {
 
 // sleep waits d or until ctx ends; it reports whether the full wait elapsed.
 func sleep(ctx context.Context, d time.Duration) bool { return ctxsleep.For(ctx, d) }
+
+// work is one request handed to a worker.
+type work struct {
+	req *providers.Request
+	fp  checkpoint.Fingerprint
+}

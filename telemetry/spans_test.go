@@ -58,7 +58,7 @@ func TestAttemptAndRequestSpans(t *testing.T) {
 	}
 	ra := attrs(request.Attributes)
 	if ra["llmrun.custom_id"].AsString() != "r1" || ra["llmrun.outcome"].AsString() != "succeeded" || ra["llmrun.attempts"].AsInt64() != 2 ||
-		ra["llmrun.tag.team"].AsString() != "search" || ra["llmrun.fell_back"].Type() != attribute.INVALID {
+		ra["llmrun.tag.team"].AsString() != "search" || !absent(ra, "llmrun.fell_back") {
 		t.Errorf("request span attributes %v", ra)
 	}
 	fa := attrs(failed.Attributes)
@@ -70,7 +70,7 @@ func TestAttemptAndRequestSpans(t *testing.T) {
 	aa := attrs(answered.Attributes)
 	if aa["gen_ai.request.model"].AsString() != "m" || aa["gen_ai.response.model"].AsString() != "m-001" || aa["gen_ai.usage.input_tokens"].AsInt64() != 7 ||
 		aa["gen_ai.usage.output_tokens"].AsInt64() != 9 || len(aa["gen_ai.response.finish_reasons"].AsStringSlice()) != 1 ||
-		aa["gen_ai.response.id"].AsString() != "id-1" || aa["error.type"].Type() != attribute.INVALID || aa["gen_ai.input.messages"].Type() != attribute.INVALID {
+		aa["gen_ai.response.id"].AsString() != "id-1" || !absent(aa, "error.type") || !absent(aa, "gen_ai.input.messages") {
 		t.Errorf("answered attempt span %v", aa)
 	}
 	if len(answered.Events) != 1 || attrs(answered.Events[0].Attributes)["llmrun.admission.wait_seconds"].AsFloat64() != 2 {
@@ -79,4 +79,10 @@ func TestAttemptAndRequestSpans(t *testing.T) {
 	if err := tp.Shutdown(context.Background()); err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
 	}
+}
+
+// absent reports whether the attribute k is not set in m.
+func absent(m map[string]attribute.Value, k string) bool {
+	_, ok := m[k]
+	return !ok
 }

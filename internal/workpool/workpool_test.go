@@ -1,4 +1,4 @@
-package runner
+package workpool
 
 import (
 	"sync"
@@ -7,11 +7,9 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
-
-	"github.com/llmrun/llmrun/providers"
 )
 
-// TestWorkersReused: requests handed faster than they finish start workers
+// TestWorkersReused: jobs handed faster than they finish start workers
 // only up to the group's limit, and each worker goes on to the next
 // request; every request is done exactly once. A goroutine per request
 // (errgroup.Go) started one for each.
@@ -22,21 +20,21 @@ func TestWorkersReused(t *testing.T) {
 		done := map[string]int{}
 		g := new(errgroup.Group)
 		g.SetLimit(limit)
-		ws := newWorkers(g, func(w work) {
+		ws := New(g, func(id string) {
 			time.Sleep(time.Second)
 			mu.Lock()
-			done[w.req.ID]++
+			done[id]++
 			mu.Unlock()
 		})
 		for i := range n {
-			ws.hand(work{req: &providers.Request{ID: string(rune('a' + i))}})
+			ws.Hand(string(rune('a' + i)))
 		}
-		ws.close()
+		ws.Close()
 		if err := g.Wait(); err != nil {
 			t.Fatal(err)
 		}
-		if ws.started != limit {
-			t.Errorf("started %d workers for %d requests, want %d", ws.started, n, limit)
+		if ws.Started() != limit {
+			t.Errorf("started %d workers for %d requests, want %d", ws.Started(), n, limit)
 		}
 		for id, c := range done {
 			if c != 1 {
@@ -49,7 +47,7 @@ func TestWorkersReused(t *testing.T) {
 	})
 }
 
-// TestWorkersIdleOneTakesIt: requests that come slower than they finish
+// TestWorkersIdleOneTakesIt: jobs that come slower than they finish
 // are all taken by the one worker already started.
 func TestWorkersIdleOneTakesIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -57,15 +55,15 @@ func TestWorkersIdleOneTakesIt(t *testing.T) {
 		g.SetLimit(8)
 		var mu sync.Mutex
 		n := 0
-		ws := newWorkers(g, func(work) { mu.Lock(); n++; mu.Unlock() })
+		ws := New(g, func(string) { mu.Lock(); n++; mu.Unlock() })
 		for range 10 {
-			ws.hand(work{req: &providers.Request{}})
+			ws.Hand("")
 			synctest.Wait() // the worker is idle again
 		}
-		ws.close()
+		ws.Close()
 		g.Wait()
-		if ws.started != 1 || n != 10 {
-			t.Fatalf("started %d workers, did %d requests; want 1 and 10", ws.started, n)
+		if ws.Started() != 1 || n != 10 {
+			t.Fatalf("started %d workers, did %d requests; want 1 and 10", ws.Started(), n)
 		}
 	})
 }
