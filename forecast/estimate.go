@@ -179,35 +179,7 @@ func RunEstimate(cfg EstimateConfig) (*Estimate, error) {
 	if cfg.Prices != nil {
 		est.PricesDate = cfg.Prices.Date()
 	}
-	byModel := map[string]*ModelEstimate{}
-	err := cfg.Source.Each(func(req *providers.Request) error {
-		if cfg.Recorded != nil {
-			if _, done := cfg.Recorded.Done[req.ID]; done {
-				est.AlreadyDone++
-				return nil
-			}
-		}
-		if cfg.Cache.Holds(req) {
-			est.CacheHits++
-			return nil
-		}
-		m := byModel[req.Model]
-		if m == nil {
-			m = newModelEstimate(cfg, req.Model)
-			byModel[req.Model] = m
-		}
-		text := cfg.Admission.PromptText(req)
-		in := int64(len(text)+3) / 4
-		if !cfg.Fast {
-			in = cfg.Estimator.RawInputTokens(req.Model, text)
-		}
-		if c := cfg.Calibration[req.Model]; c != nil {
-			m.localIn += in
-			in = int64(math.Round(float64(in) * c.Ratio))
-		}
-		m.add(in, cfg.Admission.OutputCap(req))
-		return nil
-	})
+	byModel, err := est.read(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -254,6 +226,41 @@ func RunEstimate(cfg EstimateConfig) (*Estimate, error) {
 	est.BatchCostUSDExpected = bexp.USDOrNull(allPriced && allBatch && allExpected)
 	est.wall(cfg)
 	return est, nil
+}
+
+// read counts the input's requests by model: those already answered and
+// those the cache holds apart, each other's tokens estimated.
+func (est *Estimate) read(cfg EstimateConfig) (map[string]*ModelEstimate, error) {
+	byModel := map[string]*ModelEstimate{}
+	err := cfg.Source.Each(func(req *providers.Request) error {
+		if cfg.Recorded != nil {
+			if _, done := cfg.Recorded.Done[req.ID]; done {
+				est.AlreadyDone++
+				return nil
+			}
+		}
+		if cfg.Cache.Holds(req) {
+			est.CacheHits++
+			return nil
+		}
+		m := byModel[req.Model]
+		if m == nil {
+			m = newModelEstimate(cfg, req.Model)
+			byModel[req.Model] = m
+		}
+		text := cfg.Admission.PromptText(req)
+		in := int64(len(text)+3) / 4
+		if !cfg.Fast {
+			in = cfg.Estimator.RawInputTokens(req.Model, text)
+		}
+		if c := cfg.Calibration[req.Model]; c != nil {
+			m.localIn += in
+			in = int64(math.Round(float64(in) * c.Ratio))
+		}
+		m.add(in, cfg.Admission.OutputCap(req))
+		return nil
+	})
+	return byModel, err
 }
 
 func newModelEstimate(cfg EstimateConfig, model string) *ModelEstimate {
