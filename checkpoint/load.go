@@ -74,7 +74,7 @@ func (x *loaded) loadOutput(r io.Reader, size int64) error {
 			return nil
 		}
 		if l.Off > maxOffset {
-			return fmt.Errorf("checkpoint: %s: line %d is past 1 TiB, the most the index addresses", x.output, l.No)
+			return fmt.Errorf("checkpoint: %s: line %d is past 256 GiB, the most the index addresses", x.output, l.No)
 		}
 		if i, old := x.findDone(l.Key, string(l.ID)); i >= 0 {
 			x.outStale++
@@ -112,7 +112,7 @@ func (x *loaded) loadErrors(r io.Reader, size int64) error {
 			return nil
 		}
 		if l.Off > maxOffset {
-			return fmt.Errorf("checkpoint: %s: line %d is past 1 TiB, the most the index addresses", x.errors, l.No)
+			return fmt.Errorf("checkpoint: %s: line %d is past 256 GiB, the most the index addresses", x.errors, l.No)
 		}
 		id := string(l.ID)
 		if i, fp := x.findDone(l.Key, id); i >= 0 && sameRequest(fp, l.FP) {

@@ -515,13 +515,9 @@ func (s *Store) Answer(id string, fp Fingerprint, line []byte) error {
 	if err := s.notAnswered(k, id, fp); err != nil {
 		return err
 	}
-	off := s.out.off
-	if off > maxOffset {
-		return fmt.Errorf("checkpoint: %s has reached 1 TiB, the most the index addresses", s.out.path)
-	}
-	werr := s.appendLocked(&s.out, line, fp)
-	if werr != nil && werr.Op == "write" {
-		return werr
+	off, werr, err := s.appendAt(&s.out, line, fp)
+	if err != nil {
+		return err
 	}
 	// The line is in the file; a failed fsync does not take it back.
 	s.setMu.Lock()
@@ -582,13 +578,9 @@ func (s *Store) Fail(id string, fp Fingerprint, line []byte) error {
 			return err
 		}
 	}
-	off := s.errs.off
-	if off > maxOffset {
-		return fmt.Errorf("checkpoint: %s has reached 1 TiB, the most the index addresses", s.errs.path)
-	}
-	werr := s.appendLocked(&s.errs, line, fp)
-	if werr != nil && werr.Op == "write" {
-		return werr
+	off, werr, err := s.appendAt(&s.errs, line, fp)
+	if err != nil {
+		return err
 	}
 	if id != "" {
 		s.setMu.Lock()
@@ -660,6 +652,21 @@ func validLine(id string, line []byte, checkID bool, fp Fingerprint) error {
 		return fmt.Errorf("%w: %q: a line with a fingerprint must end with an object member (the llmrun object), compact", ErrBadLine, id)
 	}
 	return nil
+}
+
+// appendAt appends line to a where the index can address it: the line's
+// offset and a failed fsync (the line is in the file all the same), or
+// the error that kept the line out of the file.
+func (s *Store) appendAt(a *appendFile, line []byte, fp Fingerprint) (int64, *WriteError, error) {
+	off := a.off
+	if off > maxOffset {
+		return 0, nil, fmt.Errorf("checkpoint: %s has reached 256 GiB, the most the index addresses", a.path)
+	}
+	werr := s.appendLocked(a, line, fp)
+	if werr != nil && werr.Op == "write" {
+		return 0, nil, werr
+	}
+	return off, werr, nil
 }
 
 // appendLocked writes line, sealed with fp, and '\n' with one write call,

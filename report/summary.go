@@ -262,20 +262,28 @@ func learnedString(k KeyLimits) string {
 	return strings.Join(parts, ", ")
 }
 
+// causeCount is one cause of failed requests and how many it failed.
+type causeCount struct {
+	cause string
+	n     int64
+}
+
+// causesByCount are the failures by cause, commonest first (ties by name).
+func (s *Summary) causesByCount() []causeCount {
+	all := make([]causeCount, 0, len(s.FailuresByCause))
+	for c, n := range s.FailuresByCause {
+		all = append(all, causeCount{c, n})
+	}
+	slices.SortFunc(all, func(a, b causeCount) int { return cmp.Or(cmp.Compare(b.n, a.n), strings.Compare(a.cause, b.cause)) })
+	return all
+}
+
 // causesString names the commonest causes of the failed requests.
 func (s *Summary) causesString() string {
-	type kv struct {
-		cause string
-		n     int64
-	}
-	var all []kv
-	for c, n := range s.FailuresByCause {
-		all = append(all, kv{c, n})
-	}
+	all := s.causesByCount()
 	if len(all) == 0 {
 		return ""
 	}
-	slices.SortFunc(all, func(a, b kv) int { return cmp.Or(cmp.Compare(b.n, a.n), strings.Compare(a.cause, b.cause)) })
 	var parts []string
 	for _, e := range all[:min(len(all), 2)] {
 		parts = append(parts, fmt.Sprintf("%s (%d)", e.cause, e.n))

@@ -1,9 +1,7 @@
 package report
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 )
@@ -99,15 +97,7 @@ func (s *Summary) waitsLine() string {
 // causes are the failures by cause, commonest first, three at most and
 // a line for the rest.
 func (s *Summary) causes() []string {
-	type kv struct {
-		cause string
-		n     int64
-	}
-	var all []kv
-	for c, n := range s.FailuresByCause {
-		all = append(all, kv{c, n})
-	}
-	slices.SortFunc(all, func(a, b kv) int { return cmp.Or(cmp.Compare(b.n, a.n), strings.Compare(a.cause, b.cause)) })
+	all := s.causesByCount()
 	var out []string
 	for i, e := range all {
 		if i == 3 {

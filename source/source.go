@@ -865,6 +865,20 @@ func (s *Source) InputSet(fps *Fingerprinter) (checkpoint.InputSet, bool) {
 // Each streams the file's requests to fn in file order, stopping at the
 // first error fn returns.
 func (s *Source) Each(fn func(*providers.Request) error) error {
+	return walk(s, func(line []byte, n int) (*providers.Request, string, error) {
+		req, err := s.Parser.Parse(line, n)
+		if err != nil {
+			return nil, "", err
+		}
+		return req, req.ID, nil
+	}, func(req *providers.Request) (bool, error) { return true, fn(req) })
+}
+
+// walk reads the checked input again in file order and hands fn what read
+// makes of each line of the source's shard (read also says the line's
+// custom_id), until fn says stop or fails. A line read refuses is an
+// InputError naming the file and line.
+func walk[T any](s *Source, read func(line []byte, n int) (T, string, error), fn func(T) (bool, error)) error {
 	f, err := s.openVerified()
 	if err != nil {
 		return err
@@ -880,15 +894,15 @@ func (s *Source) Each(fn func(*providers.Request) error) error {
 		if err != nil {
 			return s.readErr(err, last)
 		}
-		req, err := s.Parser.Parse(line, n)
+		v, id, err := read(line, n)
 		if err != nil {
 			return s.readErr(&InputError{Path: s.name(), Line: n, Msg: err.Error()}, last)
 		}
 		last = n
-		if !s.Shard.Has(req.ID) {
+		if !s.Shard.Has(id) {
 			continue
 		}
-		if err := fn(req); err != nil {
+		if more, err := fn(v); err != nil || !more {
 			return err
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"hash/maphash"
-	"io"
 	"slices"
 	"unicode/utf8"
 
@@ -97,30 +96,10 @@ func (s *Source) duplicate(ids *idSet, suspects map[uint64]bool) error {
 // nanoseconds a line, against microseconds for a parse that builds the
 // request. The input must not have changed since the check (as for Each).
 func (s *Source) eachID(yield func(id string) bool) error {
-	f, err := s.openVerified()
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	lr := s.records(f)
-	last := 0
-	for {
-		line, n, err := lr.next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return s.readErr(err, last)
-		}
+	return walk(s, func(line []byte, n int) (string, string, error) {
 		id, err := s.Parser.customID(line, n)
-		if err != nil {
-			return s.readErr(&InputError{Path: s.name(), Line: n, Msg: err.Error()}, last)
-		}
-		last = n
-		if s.Shard.Has(id) && !yield(id) {
-			return nil
-		}
-	}
+		return id, id, err
+	}, func(id string) (bool, error) { return yield(id), nil })
 }
 
 // customID is the custom_id Parse gives line, without the rest of Parse.
