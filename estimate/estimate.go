@@ -140,8 +140,14 @@ func (e *Estimator) RawInputTokens(model string, text []byte) int64 {
 			return int64(n)
 		}
 	}
-	return int64((len(text) + bytesPerToken - 1) / bytesPerToken)
+	return ByBytes(len(text))
 }
+
+// ByBytes is the estimate of n bytes of text without a tokenizer:
+// ceil(n/4). Where no limit reads an exact count, the runner reserves
+// it for a whole body; the forecast uses it to see whether a prompt is
+// near a limit before tokenizing it.
+func ByBytes(n int) int64 { return int64((n + bytesPerToken - 1) / bytesPerToken) }
 
 // Tokenized is how many texts RawInputTokens has run a tokenizer over:
 // the costly path, which the runner takes only where a count is read.

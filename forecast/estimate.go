@@ -249,7 +249,7 @@ func (est *Estimate) read(cfg EstimateConfig) (map[string]*ModelEstimate, error)
 			byModel[req.Model] = m
 		}
 		text := cfg.Admission.PromptText(req)
-		in := int64(len(text)+3) / 4
+		in := estimate.ByBytes(len(text))
 		if !cfg.Fast {
 			in = cfg.Estimator.RawInputTokens(req.Model, text)
 		}

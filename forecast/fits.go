@@ -19,7 +19,7 @@ func FitsLimits(lim limiter.Limits, est *estimate.Estimator, rule providers.Admi
 		var in int64
 		if lim.ITPM > 0 || lim.TPM > 0 { // else the prompt's size matters to no limit
 			text := rule.PromptText(req)
-			in = int64(len(text)+3) / 4
+			in = estimate.ByBytes(len(text))
 			near := func(limit float64) bool { return limit > 0 && float64(in) > limit/2 }
 			if near(lim.ITPM) || near(lim.TPM) {
 				in = est.RawInputTokens(req.Model, text)

@@ -202,7 +202,7 @@ func (r *run) dayRefused(h *hop, pe *providers.Error) {
 }
 
 // restoreDays takes up the daily counts an earlier run on this output
-// left; saveDays leaves them for the next run.
+// left.
 func (r *run) restoreDays() error {
 	if r.cfg.Days == nil || r.cfg.Store == nil {
 		return nil
@@ -210,6 +210,7 @@ func (r *run) restoreDays() error {
 	return r.cfg.Days.Load(r.cfg.Store, dayStateKey)
 }
 
+// saveDays leaves the daily counts for the next run.
 func (r *run) saveDays() error {
 	if r.cfg.Days == nil || r.cfg.Store == nil {
 		return nil

@@ -1,5 +1,7 @@
 package runner
 
+import "github.com/llmrun/llmrun/estimate"
+
 // inputCounter is a budget that says whether a key's admissions read the
 // input count (limiter.Limiter's does); a budget that does not say (a
 // shared one) is taken to read it.
@@ -33,7 +35,7 @@ func (r *run) fillInput(h *hop) {
 		r.exactInput(h)
 		return
 	}
-	h.raw = int64(len(h.req.Body)+3) / 4
+	h.raw = estimate.ByBytes(len(h.req.Body))
 }
 
 // exactInput returns h's input estimate by the model's tokenizer (bytes/4
