@@ -95,9 +95,11 @@ func (p *reservation) end(o attemptOutcome) {
 // teaches the estimator.
 func (p *reservation) settle(o attemptOutcome) {
 	r, h, u := p.r, p.h, o.resp.Usage
-	p.resv.Settle(limiter.Cost{Requests: 1, Input: h.route.Admission.InputCharged(u), Output: p.settleOutput(u)})
-	// The headers came before the first token at the latest.
+	// The headers came before the first token at the latest. They are
+	// taken before the settle frees the slot, so the attempt admitted next
+	// sees the limits they teach (a token limit turns counting on).
 	p.resv.Observe(observation(o.resp.Limits), o.sent.Add(o.resp.TTFT))
+	p.resv.Settle(limiter.Cost{Requests: 1, Input: h.route.Admission.InputCharged(u), Output: p.settleOutput(u)})
 	r.c.InputTokens.Add(u.InputTokens)
 	r.c.OutputTokens.Add(u.OutputTokens)
 	if !u.Estimated && h.rawExact { // our own estimate, a placeholder, calibrate nothing
