@@ -19,7 +19,7 @@ import (
 const answerBody = `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m-2026","choices":[{"index":0,"message":{"role":"assistant","content":"The number 7 is prime and the fourth prime."},"finish_reason":"stop"}],"usage":{"prompt_tokens":14,"completion_tokens":11,"total_tokens":25}}`
 
 // BenchmarkRequest is the telemetry's work for one answered request of
-// one attempt (three spans, the GenAI metrics), exported to a receiver
+// one attempt (its two spans, the GenAI metrics), exported to a receiver
 // in the process that discards: what tracing adds to a request.
 func BenchmarkRequest(b *testing.B) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/llmrun/llmrun/providers"
 	"github.com/llmrun/llmrun/runner"
@@ -20,36 +22,76 @@ var _ runner.Observer = (*Telemetry)(nil)
 
 // Start is runner.Observer's: the run's span begins.
 func (t *Telemetry) Start(v *runner.View) {
-	ctx, span := t.tracer.Start(context.Background(), "llmrun batch", trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(attribute.Int64("llmrun.requests", v.Counters().Total.Load())))
 	t.mu.Lock()
-	t.runCtx, t.runSpan, t.view = ctx, span, v
+	t.view = v
 	t.mu.Unlock()
+	t.startRun(v.Counters().Total.Load())
+}
+
+// startRun begins the run's span, an SDK span, whose trace the requests'
+// spans join.
+func (t *Telemetry) startRun(requests int64) {
+	_, span := t.tracer.Start(context.Background(), "llmrun batch", trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithAttributes(attribute.Int64("llmrun.requests", requests)))
+	sc := span.SpanContext()
+	t.mu.Lock()
+	t.runSpan = span
+	t.mu.Unlock()
+	if sc.IsValid() {
+		t.run.Store(&runInfo{traceID: sc.TraceID(), spanID: sc.SpanID(), traceState: sc.TraceState().String(),
+			sampled: sc.IsSampled(), flags: spanFlags(sc.TraceFlags(), trace.SpanContext{})})
+	}
+}
+
+// runInfo is what the requests' spans take from the run's.
+type runInfo struct {
+	traceID    trace.TraceID
+	spanID     trace.SpanID
+	traceState string
+	sampled    bool
+	flags      uint32
 }
 
 // AdmissionWait is runner.Observer's; the attempt's span records the
 // wait instead (an llmrun.admission event).
 func (t *Telemetry) AdmissionWait(string, time.Duration) {}
 
-// request is one request's span. Its attributes are all set at its end,
-// in one call: each call copies the span's attributes.
+// request is one request's observation. Its span and its attempts' are
+// not the SDK's: each is written as an OTLP message whole at its end
+// (wire.go) into buf, then copied to the queue; the SDK's span start and
+// end, its attribute copies and de-duplication, and its processor's
+// channel hand-off per span were most of tracing's cost. Requests are
+// pooled, their buffers with them.
 type request struct {
-	t    *Telemetry
-	ctx  context.Context
-	span trace.Span
-	req  *providers.Request
+	t   *Telemetry
+	req *providers.Request
+	// head is the request span's: its trace, ID, parent and start;
+	// record says whether spans are recorded (traces on, the run
+	// sampled).
+	head   spanHead
+	flags  uint32
+	record bool
+	buf    []byte
 }
 
 // Request is runner.Observer's: the request's span begins, under the run's.
 func (t *Telemetry) Request(req *providers.Request) runner.RequestObserver {
-	t.mu.Lock()
-	parent := t.runCtx
-	t.mu.Unlock()
-	if parent == nil {
-		parent = context.Background()
+	r := t.reqs.Get().(*request)
+	r.req = req
+	if t.spans == nil {
+		return r
 	}
-	r := &request{t: t, req: req}
-	r.ctx, r.span = t.tracer.Start(parent, "llmrun request")
+	run := t.run.Load()
+	r.record = run == nil || run.sampled
+	if !r.record {
+		return r
+	}
+	r.head = spanHead{name: "llmrun request", kind: trace.SpanKindInternal, spanID: t.ids.span(), start: time.Now().UnixNano()}
+	if run != nil {
+		r.head.traceID, r.head.parent, r.head.traceState, r.flags = run.traceID, run.spanID, run.traceState, run.flags
+	} else { // no run span: each request is a trace of its own
+		r.head.traceID, r.flags = t.ids.trace(), spanFlags(trace.FlagsSampled, trace.SpanContext{})
+	}
 	return r
 }
 
@@ -73,9 +115,8 @@ func providerName(name string) string {
 	return name
 }
 
-// AttemptStart does nothing: the attempt's span is made whole when the
-// attempt is over (AttemptEnd), from the times the Attempt carries, so
-// that its attributes are set in one call.
+// AttemptStart does nothing: the attempt's span is written when the
+// attempt is over (AttemptEnd), from the times the Attempt carries.
 func (r *request) AttemptStart(*runner.Attempt) {}
 
 // AttemptEnd: the attempt's span, from when it was sent to now, with the
@@ -84,63 +125,90 @@ func (r *request) AttemptStart(*runner.Attempt) {}
 func (r *request) AttemptEnd(a *runner.Attempt) {
 	t := r.t
 	m := t.model(a.Request.Endpoint, a.Provider, a.Request.Model)
-	bp := t.scratch.Get().(*[]attribute.KeyValue)
-	attrs := append((*bp)[:0], m.attrs...)
 	k := setKey{model: m}
 	if resp := a.End.Resp; resp != nil {
 		k.response = resp.Model
 		if k.response == "" {
 			k.response = a.Request.Model
 		}
-		attrs = t.answerAttrs(attrs, a, k.response)
 	} else {
 		k.errType = errorType(a.End)
-		attrs = append(attrs, attribute.String("error.type", k.errType))
 	}
-	if a.Request.MaxTokens > 0 {
-		attrs = append(attrs, attribute.Int("gen_ai.request.max_tokens", a.Request.MaxTokens))
+	if r.record {
+		r.attemptSpan(a, m, k)
 	}
-	if a.Hop > 0 {
-		attrs = append(attrs, attribute.Int("llmrun.hop", a.Hop))
-	}
-	if t.o.Content {
-		attrs = append(attrs, attribute.String("gen_ai.input.messages", inputMessages(a.Request)))
-	}
-	_, span := t.tracer.Start(r.ctx, m.name, trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(a.Sent))
-	span.SetAttributes(attrs...)
-	if a.Waited > 0 {
-		span.AddEvent("llmrun.admission", trace.WithTimestamp(a.Sent), trace.WithAttributes(
-			attribute.Float64("llmrun.admission.wait_seconds", a.Waited.Seconds()), attribute.String("llmrun.budget_key", a.Key)))
-	}
-	if k.errType != "" {
-		span.SetStatus(codes.Error, k.errType)
-	}
-	span.End(trace.WithTimestamp(a.End.At))
-	clear(attrs)
-	*bp = attrs[:0]
-	t.scratch.Put(bp)
 	t.record(k, a)
 }
 
-// answerAttrs appends an answered attempt's attributes to attrs.
-func (t *Telemetry) answerAttrs(attrs []attribute.KeyValue, a *runner.Attempt, model string) []attribute.KeyValue {
-	resp := a.End.Resp
-	attrs = append(attrs, attribute.String("gen_ai.response.model", model),
-		attribute.Int64("gen_ai.usage.input_tokens", resp.Usage.InputTokens),
-		attribute.Int64("gen_ai.usage.output_tokens", resp.Usage.OutputTokens))
-	if fr := finishReasons(resp.Body); len(fr) > 0 {
-		attrs = append(attrs, attribute.StringSlice("gen_ai.response.finish_reasons", fr))
+// attemptSpan writes a's span, a client span under the request's, and
+// queues it.
+func (r *request) attemptSpan(a *runner.Attempt, m *model, k setKey) {
+	t := r.t
+	b, s := openSpan(r.buf[:0], &spanHead{traceID: r.head.traceID, spanID: t.ids.span(), traceState: r.head.traceState,
+		parent: r.head.spanID, name: m.name, kind: trace.SpanKindClient, start: a.Sent.UnixNano(), end: a.End.At.UnixNano()})
+	b = append(b, m.enc...)
+	code := codes.Unset
+	if a.End.Resp != nil {
+		b = t.answerAttrs(b, a, k.response)
+	} else {
+		b, code = appendStrAttr(b, fSpanAttrs, "error.type", k.errType), codes.Error
 	}
-	if resp.RequestID != "" {
-		attrs = append(attrs, attribute.String("gen_ai.response.id", resp.RequestID))
+	if a.Request.MaxTokens > 0 {
+		b = appendIntAttr(b, fSpanAttrs, "gen_ai.request.max_tokens", int64(a.Request.MaxTokens))
 	}
-	if a.End.Priced {
-		attrs = append(attrs, attribute.Float64("llmrun.cost_usd", a.End.CostUSD))
+	if a.Hop > 0 {
+		b = appendIntAttr(b, fSpanAttrs, "llmrun.hop", int64(a.Hop))
 	}
 	if t.o.Content {
-		attrs = append(attrs, attribute.String("gen_ai.output.messages", resp.Text))
+		b = appendStrAttr(b, fSpanAttrs, "gen_ai.input.messages", inputMessages(a.Request))
 	}
-	return attrs
+	if a.Waited > 0 {
+		var e int
+		b, e = openEvent(b, a.Sent.UnixNano(), "llmrun.admission")
+		b = appendFloatAttr(b, fEventAttrs, "llmrun.admission.wait_seconds", a.Waited.Seconds())
+		b = closeMsg(appendStrAttr(b, fEventAttrs, "llmrun.budget_key", a.Key), e)
+	}
+	r.buf = closeSpan(b, s, code, k.errType, r.flags)
+	t.spans.add(r.buf)
+}
+
+// answerAttrs appends an answered attempt's attributes to b.
+func (t *Telemetry) answerAttrs(b []byte, a *runner.Attempt, model string) []byte {
+	resp := a.End.Resp
+	b = appendStrAttr(b, fSpanAttrs, "gen_ai.response.model", model)
+	b = appendIntAttr(b, fSpanAttrs, "gen_ai.usage.input_tokens", resp.Usage.InputTokens)
+	b = appendIntAttr(b, fSpanAttrs, "gen_ai.usage.output_tokens", resp.Usage.OutputTokens)
+	b = appendFinishReasons(b, resp.Body)
+	if resp.RequestID != "" {
+		b = appendStrAttr(b, fSpanAttrs, "gen_ai.response.id", resp.RequestID)
+	}
+	if a.End.Priced {
+		b = appendFloatAttr(b, fSpanAttrs, "llmrun.cost_usd", a.End.CostUSD)
+	}
+	if t.o.Content {
+		b = appendStrAttr(b, fSpanAttrs, "gen_ai.output.messages", resp.Text)
+	}
+	return b
+}
+
+// appendFinishReasons appends gen_ai.response.finish_reasons, a string
+// array, if the answer gives any.
+func appendFinishReasons(b, body []byte) []byte {
+	mark := len(b)
+	b, kv := openMsg(b, fSpanAttrs)
+	b = appendStr(b, fKey, "gen_ai.response.finish_reasons")
+	b, v := openMsg(b, fValue)
+	b, arr := openMsg(b, fArray)
+	items := len(b)
+	eachFinishReason(body, func(reason string) {
+		var it int
+		b, it = openMsg(b, fListItems)
+		b = closeMsg(protowire.AppendString(protowire.AppendTag(b, fString, protowire.BytesType), reason), it)
+	})
+	if len(b) == items {
+		return b[:mark]
+	}
+	return closeMsg(closeMsg(closeMsg(b, arr), v), kv)
 }
 
 // inputMessages is what the request asks, for --otel-content: its
@@ -167,6 +235,8 @@ type model struct {
 	op, provider, request string
 	name                  string
 	attrs                 []attribute.KeyValue
+	// enc is attrs as a span's attribute fields.
+	enc []byte
 }
 
 // model returns the shared part of the attempts of (ep, provider, name).
@@ -181,6 +251,7 @@ func (t *Telemetry) model(ep providers.Endpoint, provider, name string) *model {
 		attribute.String("gen_ai.provider.name", prov),
 		attribute.String("gen_ai.request.model", name),
 	}}
+	m.enc = appendKeyValues(nil, fSpanAttrs, m.attrs)
 	v, _ := t.models.LoadOrStore(k, m)
 	return v.(*model)
 }
@@ -254,65 +325,77 @@ func errorType(e runner.AttemptEnd) string {
 	return "unknown"
 }
 
-// finishReasons reads an answer's finish reasons in any of the wire
-// formats (OpenAI choices, Gemini candidates, Anthropic stop_reason,
-// Responses status), walking each array once.
-func finishReasons(body []byte) []string {
+// eachFinishReason calls f with each of an answer's finish reasons (for
+// the call only: they are body's bytes) in
+// any of the wire formats (OpenAI choices, Gemini candidates, Anthropic
+// stop_reason, Responses status), walking each array once.
+func eachFinishReason(body []byte, f func(string)) {
+	// A view of body, not a copy: the strings f is given are
+	// borrowed, as gjson.GetBytes's would not be.
+	doc := unsafe.String(unsafe.SliceData(body), len(body))
 	for _, p := range [...]struct{ array, field string }{{"choices", "finish_reason"}, {"candidates", "finishReason"}} {
-		v := gjson.GetBytes(body, p.array)
+		v := gjson.Get(doc, p.array)
 		if !v.IsArray() {
 			continue
 		}
-		var out []string
 		v.ForEach(func(_, x gjson.Result) bool {
 			if s := x.Get(p.field); s.Type == gjson.String && s.Str != "" {
-				out = append(out, s.Str)
+				f(s.Str)
 			}
 			return true
 		})
-		return out
+		return
 	}
 	for _, path := range [...]string{"stop_reason", "status"} {
-		if v := gjson.GetBytes(body, path); v.Type == gjson.String {
-			return []string{v.Str}
+		if v := gjson.Get(doc, path); v.Type == gjson.String {
+			f(v.Str)
+			return
 		}
 	}
-	return nil
 }
 
 // End: the request's span ends with its custom_id, outcome, attempts and
-// tags.
+// tags; the request goes back to the pool.
 func (r *request) End(e *runner.RequestEnd) {
 	t := r.t
-	bp := t.scratch.Get().(*[]attribute.KeyValue)
-	attrs := append((*bp)[:0], attribute.String("llmrun.custom_id", r.req.ID),
-		attribute.String("llmrun.outcome", e.Outcome), attribute.Int("llmrun.attempts", e.Attempts))
-	if e.Hop > 0 {
-		attrs = append(attrs, attribute.Bool("llmrun.fell_back", true))
-	}
-	for k, v := range r.req.Tags {
-		attrs = append(attrs, t.tagKey(k).String(v))
-	}
-	r.span.SetAttributes(attrs...)
-	if e.Outcome == runner.OutcomeFailed {
-		msg := "failed"
-		if e.Err != nil {
-			msg = providers.Cause(e.Err)
+	if r.record {
+		r.head.end = time.Now().UnixNano()
+		b, s := openSpan(r.buf[:0], &r.head)
+		b = appendStrAttr(b, fSpanAttrs, "llmrun.custom_id", r.req.ID)
+		b = appendStrAttr(b, fSpanAttrs, "llmrun.outcome", e.Outcome)
+		b = appendIntAttr(b, fSpanAttrs, "llmrun.attempts", int64(e.Attempts))
+		if e.Hop > 0 {
+			b = appendBoolAttr(b, fSpanAttrs, "llmrun.fell_back", true)
 		}
-		r.span.SetStatus(codes.Error, msg)
+		for k, v := range r.req.Tags {
+			b = appendStrAttr(b, fSpanAttrs, t.tagKey(k), v)
+		}
+		code, msg := codes.Unset, ""
+		if e.Outcome == runner.OutcomeFailed {
+			code, msg = codes.Error, "failed"
+			if e.Err != nil {
+				msg = providers.Cause(e.Err)
+			}
+		}
+		r.buf = closeSpan(b, s, code, msg, r.flags)
+		t.spans.add(r.buf)
 	}
-	r.span.End()
-	clear(attrs)
-	*bp = attrs[:0]
-	t.scratch.Put(bp)
+	r.req, r.record = nil, false
+	if cap(r.buf) > maxPooledBuf {
+		r.buf = nil // a span with content attributes: not kept
+	}
+	t.reqs.Put(r)
 }
 
+// maxPooledBuf bounds the span buffer a pooled request keeps.
+const maxPooledBuf = 16 << 10
+
 // tagKey is the span attribute of a tag key, llmrun.tag.KEY, made once.
-func (t *Telemetry) tagKey(k string) attribute.Key {
+func (t *Telemetry) tagKey(k string) string {
 	if v, ok := t.tagKeys.Load(k); ok {
-		return v.(attribute.Key)
+		return v.(string)
 	}
-	key := attribute.Key("llmrun.tag." + k)
+	key := "llmrun.tag." + k
 	t.tagKeys.Store(k, key)
 	return key
 }

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -24,6 +25,7 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -69,12 +71,16 @@ type Telemetry struct {
 	// attempts' shared attributes by modelKey; tagKeys the tags'
 	// attribute keys by tag key.
 	setCache, models, tagKeys sync.Map
-	// scratch holds *[]attribute.KeyValue to build a span's attributes
-	// in: the SDK copies them.
-	scratch sync.Pool
+
+	// spans queues the request and attempt spans for export (nil:
+	// traces off); ids makes their IDs; run is the run span's trace
+	// (nil until Start); reqs pools *request.
+	spans *spanQueue
+	ids   *ids
+	run   atomic.Pointer[runInfo]
+	reqs  sync.Pool
 
 	mu      sync.Mutex
-	runCtx  context.Context
 	runSpan trace.Span
 	view    *runner.View
 	done    bool
@@ -143,7 +149,7 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 // newTelemetry is a Telemetry with no provider yet.
 func newTelemetry(o Options) *Telemetry {
 	t := &Telemetry{o: o}
-	t.scratch.New = func() any { s := make([]attribute.KeyValue, 0, 16); return &s }
+	t.reqs.New = func() any { return &request{t: t} }
 	return t
 }
 
@@ -167,9 +173,23 @@ func (t *Telemetry) traces(ctx context.Context, res *resource.Resource) error {
 	if err := client.Start(ctx); err != nil {
 		return fmt.Errorf("OTLP traces: %w", err)
 	}
-	t.tp = sdktrace.NewTracerProvider(sdktrace.WithBatcher(&spanExporter{client: client, t: t}), sdktrace.WithResource(res))
-	t.tracer = t.tp.Tracer(scope)
+	t.tracing(client, res)
 	return nil
+}
+
+// tracing sets up the export of spans through client: the run's span is
+// the SDK's, through its batch processor; the requests' and attempts'
+// are this package's, with the same resource (the SDK merges the
+// environment's in, as here) and scope.
+func (t *Telemetry) tracing(client otlptrace.Client, res *resource.Resource) {
+	if merged, err := resource.Merge(resource.Environment(), res); err == nil {
+		res = merged
+	}
+	exp := &spanExporter{client: client, t: t}
+	t.tp = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	t.tracer = t.tp.Tracer(scope)
+	exp.queue = newSpanQueue(exp, res, instrumentation.Scope{Name: scope}, queueConfigFrom(t.o.Getenv))
+	t.spans, t.ids = exp.queue, newIDs()
 }
 
 // metrics builds the meter provider, if metrics are asked for.

@@ -54,7 +54,9 @@ func TestFinishReasons(t *testing.T) {
 		`{"status":"completed"}`:                                            "completed",
 		`{"data":[]}`:                                                       "",
 	} {
-		if got := strings.Join(finishReasons([]byte(body)), ","); got != want {
+		var got []string
+		eachFinishReason([]byte(body), func(s string) { got = append(got, s) })
+		if got := strings.Join(got, ","); got != want {
 			t.Errorf("%s: %q, want %q", body, got, want)
 		}
 	}
