@@ -107,11 +107,14 @@ func (q *spanQueue) rotate() bool {
 	if q.waiting+q.fill.n > q.cfg.max {
 		return false
 	}
+	size := cap(q.fill.b)
 	q.ready = append(q.ready, q.fill)
 	q.waiting += q.fill.n
 	q.fill = batch{}
 	if n := len(q.free); n > 0 {
 		q.fill.b, q.free = q.free[n-1], q.free[:n-1]
+	} else {
+		q.fill.b = make([]byte, 0, size) // not grown span by span again
 	}
 	select {
 	case q.wake <- struct{}{}:

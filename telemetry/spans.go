@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -237,6 +238,15 @@ type model struct {
 	attrs                 []attribute.KeyValue
 	// enc is attrs as a span's attribute fields.
 	enc []byte
+	// answered are the metric sets of the last answer's model, looked
+	// up without hashing.
+	answered atomic.Pointer[answeredSets]
+}
+
+// answeredSets are the metric sets of answers from one response model.
+type answeredSets struct {
+	response string
+	sets     *metricSets
 }
 
 // model returns the shared part of the attempts of (ep, provider, name).
@@ -271,6 +281,20 @@ type metricSets struct{ duration, input, output []metric.RecordOption }
 // copies its attributes, and an option or its slice made per call would
 // be allocations per attempt.
 func (t *Telemetry) sets(k setKey) *metricSets {
+	if k.errType != "" {
+		return t.setsOf(k)
+	}
+	if a := k.model.answered.Load(); a != nil && a.response == k.response {
+		return a.sets
+	}
+	s := t.setsOf(k)
+	k.model.answered.Store(&answeredSets{k.response, s})
+	return s
+}
+
+// setsOf returns k's record options from the cache, making them the
+// first time.
+func (t *Telemetry) setsOf(k setKey) *metricSets {
 	if s, ok := t.setCache.Load(k); ok {
 		return s.(*metricSets)
 	}

@@ -27,6 +27,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/sdk/instrumentation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/exemplar"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -210,7 +211,14 @@ func (t *Telemetry) metrics(ctx context.Context, res *resource.Resource) error {
 	if err != nil {
 		return fmt.Errorf("OTLP metrics: %w", err)
 	}
-	t.mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(&metricExporter{exp, t})), sdkmetric.WithResource(res))
+	opts := []sdkmetric.Option{sdkmetric.WithReader(sdkmetric.NewPeriodicReader(&metricExporter{exp, t})), sdkmetric.WithResource(res)}
+	if strings.TrimSpace(t.o.Getenv("OTEL_METRICS_EXEMPLAR_FILTER")) == "" {
+		// The default, trace_based, never keeps one here (nothing is
+		// recorded within a sampled span's context) but costs each
+		// recording a look for one.
+		opts = append(opts, sdkmetric.WithExemplarFilter(exemplar.AlwaysOffFilter))
+	}
+	t.mp = sdkmetric.NewMeterProvider(opts...)
 	return nil
 }
 

@@ -51,18 +51,36 @@ func openMsg(b []byte, num protowire.Number) ([]byte, int) {
 	return append(b, 0), len(b) + 1
 }
 
-// closeMsg writes the length of the message opened at start, moving its
-// content up when the length takes more than the byte reserved.
+// openLong is openMsg for a message likely to take 128 to 16383 bytes
+// (a span): two bytes for its length, so that closeMsg moves nothing.
+func openLong(b []byte, num protowire.Number) ([]byte, int) {
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	return append(b, 0x80, 0), len(b) + 2
+}
+
+// closeMsg writes the length of the message opened at start into the
+// bytes reserved before it, moving the content when the length takes
+// more or fewer. openLong's reservation is told from openMsg's by its
+// 0x80: the byte before openMsg's is a tag's last, always below 0x80.
 func closeMsg(b []byte, start int) []byte {
 	n := len(b) - start
-	if n < 0x80 {
+	reserved := 1
+	if b[start-2] == 0x80 {
+		reserved = 2
+	}
+	if n < 0x80 && reserved == 1 {
 		b[start-1] = byte(n)
 		return b
 	}
-	extra := protowire.SizeVarint(uint64(n)) - 1
-	b = append(b, make([]byte, extra)...) // the compiler's zero extension: no temporary
-	copy(b[start+extra:], b[start:start+n])
-	protowire.AppendVarint(b[:start-1], uint64(n))
+	switch size := protowire.SizeVarint(uint64(n)); {
+	case size > reserved:
+		b = append(b, make([]byte, size-reserved)...) // the compiler's zero extension: no temporary
+		copy(b[start+size-reserved:], b[start:start+n])
+	case size < reserved:
+		copy(b[start-1:], b[start:start+n])
+		b = b[:len(b)-1]
+	}
+	protowire.AppendVarint(b[:start-reserved], uint64(n))
 	return b
 }
 
@@ -248,7 +266,7 @@ type spanHead struct {
 // fields between (attributes, events, links, dropped counts) go in
 // between, in field order.
 func openSpan(b []byte, h *spanHead) ([]byte, int) {
-	b, s := openMsg(b, fGroupItems)
+	b, s := openLong(b, fGroupItems)
 	b = appendID(b, fSpanTraceID, h.traceID[:])
 	b = appendID(b, fSpanID, h.spanID[:])
 	b = appendStr(b, fSpanTraceState, h.traceState)
