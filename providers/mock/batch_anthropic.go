@@ -21,8 +21,8 @@ const anthropicTime = "2006-01-02T15:04:05.000000Z07:00"
 
 func (s *Server) handleANBatchCreate(w http.ResponseWriter, r *http.Request) {
 	d := anthropic{}
-	reqID := s.batchReqID()
-	if !s.batchPrelude(w, r, d, reqID, true) {
+	reqID, ok := s.batchPrelude(w, r, d, true)
+	if !ok {
 		return
 	}
 	maxItems, maxBytes := s.batchLimits(anthropicBatchMaxItems, anthropicBatchMaxBytes)

@@ -38,8 +38,8 @@ const (
 // handleGMBatchCreate serves POST models/{model}:batchGenerateContent.
 func (s *Server) handleGMBatchCreate(w http.ResponseWriter, r *http.Request, model string) {
 	d := gemini{model: model}
-	reqID := s.batchReqID()
-	if !s.batchPrelude(w, r, d, reqID, true) {
+	reqID, ok := s.batchPrelude(w, r, d, true)
+	if !ok {
 		return
 	}
 	maxItems, maxBytes := s.batchLimits(geminiBatchMaxItems, geminiBatchMaxBytes)
@@ -185,8 +185,8 @@ func (s *Server) gmBatch(w http.ResponseWriter, r *http.Request, id string, canc
 // 50, at most 1000) at a time, the next page's pageToken the last id.
 func (s *Server) handleGMBatchList(w http.ResponseWriter, r *http.Request) {
 	d := gemini{}
-	reqID := s.batchReqID()
-	if !s.batchPrelude(w, r, d, reqID, false) {
+	reqID, ok := s.batchPrelude(w, r, d, false)
+	if !ok {
 		return
 	}
 	size := 50

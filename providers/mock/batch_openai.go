@@ -22,8 +22,8 @@ const multipartSlack = 1 << 20
 
 func (s *Server) handleFileUpload(w http.ResponseWriter, r *http.Request) {
 	d := openAI{}
-	reqID := s.batchReqID()
-	if !s.batchPrelude(w, r, d, reqID, false) {
+	reqID, ok := s.batchPrelude(w, r, d, false)
+	if !ok {
 		return
 	}
 	_, maxBytes := s.batchLimits(openAIBatchMaxItems, openAIBatchMaxBytes)
@@ -95,8 +95,8 @@ func (s *Server) handleFileUpload(w http.ResponseWriter, r *http.Request) {
 // 10,000) and after.
 func (s *Server) handleFileList(w http.ResponseWriter, r *http.Request) {
 	d := openAI{}
-	reqID := s.batchReqID()
-	if !s.batchPrelude(w, r, d, reqID, false) {
+	reqID, ok := s.batchPrelude(w, r, d, false)
+	if !ok {
 		return
 	}
 	q := r.URL.Query()
@@ -198,8 +198,8 @@ func (s *Server) handleFileContent(w http.ResponseWriter, r *http.Request) {
 
 // fileOf returns the file named in the path or writes the failure.
 func (s *Server) fileOf(w http.ResponseWriter, r *http.Request) (*mfile, bool) {
-	reqID := s.batchReqID()
-	if !s.batchPrelude(w, r, openAI{}, reqID, false) {
+	reqID, ok := s.batchPrelude(w, r, openAI{}, false)
+	if !ok {
 		return nil, false
 	}
 	id := r.PathValue("id")
@@ -216,8 +216,8 @@ func (s *Server) fileOf(w http.ResponseWriter, r *http.Request) (*mfile, bool) {
 
 func (s *Server) handleOABatchCreate(w http.ResponseWriter, r *http.Request) {
 	d := openAI{}
-	reqID := s.batchReqID()
-	if !s.batchPrelude(w, r, d, reqID, true) {
+	reqID, ok := s.batchPrelude(w, r, d, true)
+	if !ok {
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
