@@ -122,26 +122,33 @@ type lineFields struct {
 	shaped [len(registry.LineShapes{})]gjson.Result
 }
 
-// read fills f from root's members: each is looked up among the members
-// every line may have, then among the line shapes' requests.
+// read fills f from root's members.
 func (f *lineFields) read(root gjson.Result) {
 	f.shapes = registry.Lines()
-	named := [...]struct {
-		key string
-		dst *gjson.Result
-	}{
-		{"custom_id", &f.id}, {"key", &f.key}, {"method", &f.method}, {"url", &f.url}, {"prompt", &f.prompt},
-		{"system", &f.system}, {"model", &f.model}, {"max_tokens", &f.maxTokens}, {"priority", &f.priority}, {"tags", &f.tags},
-	}
 	root.ForEach(func(k, v gjson.Result) bool {
 		var dst *gjson.Result
-		for i := range named {
-			if named[i].key == k.Str {
-				dst = named[i].dst
-				break
-			}
-		}
-		if dst == nil {
+		switch k.Str {
+		case "custom_id":
+			dst = &f.id
+		case "key":
+			dst = &f.key
+		case "method":
+			dst = &f.method
+		case "url":
+			dst = &f.url
+		case "prompt":
+			dst = &f.prompt
+		case "system":
+			dst = &f.system
+		case "model":
+			dst = &f.model
+		case "max_tokens":
+			dst = &f.maxTokens
+		case "priority":
+			dst = &f.priority
+		case "tags":
+			dst = &f.tags
+		default:
 			if dst = f.shapeMember(k.Str); dst == nil {
 				return true
 			}
