@@ -467,28 +467,23 @@ func (s *Server) appendOABatch(b []byte, m *mbatch, now time.Time, fresh bool) [
 	b = appendNullString(b, m.outFile)
 	b = append(b, `,"error_file_id":`...)
 	b = appendNullString(b, m.errFile)
-	b = append(b, `,"created_at":`...)
-	b = strconv.AppendInt(b, m.created.Unix(), 10)
-	b = append(b, `,"in_progress_at":`...)
-	b = appendUnixOrNull(b, v.inProgressAt)
-	b = append(b, `,"expires_at":`...)
-	b = strconv.AppendInt(b, m.created.Add(batchWindow).Unix(), 10)
-	b = append(b, `,"finalizing_at":`...)
-	b = appendUnixOrNull(b, v.finalizingAt)
-	b = append(b, `,"completed_at":`...)
-	b = appendUnixOrNull(b, v.completedAt)
-	b = append(b, `,"failed_at":`...)
-	b = appendUnixOrNull(b, v.failedAt)
-	b = append(b, `,"expired_at":`...)
-	b = appendUnixOrNull(b, v.expiredAt)
-	b = append(b, `,"cancelling_at":`...)
+	// The timestamps: Unix seconds, null until their moment came (a
+	// fresh batch is not cancelling yet).
+	cancelling := m.cancelAt
 	if fresh {
-		b = append(b, "null"...)
-	} else {
-		b = appendUnixOrNull(b, m.cancelAt)
+		cancelling = time.Time{}
 	}
-	b = append(b, `,"cancelled_at":`...)
-	b = appendUnixOrNull(b, v.cancelledAt)
+	for _, at := range [...]struct {
+		member string
+		t      time.Time
+	}{
+		{`,"created_at":`, m.created}, {`,"in_progress_at":`, v.inProgressAt}, {`,"expires_at":`, m.created.Add(batchWindow)},
+		{`,"finalizing_at":`, v.finalizingAt}, {`,"completed_at":`, v.completedAt}, {`,"failed_at":`, v.failedAt},
+		{`,"expired_at":`, v.expiredAt}, {`,"cancelling_at":`, cancelling}, {`,"cancelled_at":`, v.cancelledAt},
+	} {
+		b = append(b, at.member...)
+		b = appendUnixOrNull(b, at.t)
+	}
 	b = append(b, `,"request_counts":{"total":`...)
 	b = appendInt(b, total)
 	b = append(b, `,"completed":`...)
