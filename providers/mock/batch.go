@@ -505,6 +505,24 @@ func listLimit(r *http.Request, def, max int) (int, *apiError) {
 	return n, nil
 }
 
+// batchGetOrCancel answers a GET of batch id of dialect d (what names it
+// in a 404) or, with cancel, cancels it first: one that has ended cannot
+// be, and is answered with ended's 400; one already cancelling is answered
+// again. render makes the answer, under the batches' lock.
+func (s *Server) batchGetOrCancel(w http.ResponseWriter, r *http.Request, d dialect, id, what string, cancel bool,
+	ended func(*mbatch) *apiError, render func(*mbatch, time.Time) []byte) {
+	b, reqID, now, ok := s.lockBatch(w, r, d, id, what)
+	if !ok {
+		return
+	}
+	defer s.batches.mu.Unlock()
+	if cancel && !s.cancel(b, now) && b.ended {
+		s.badRequest(w, d, reqID, ended(b))
+		return
+	}
+	writeJSON(w, render(b, now))
+}
+
 // lockBatch starts a call on one batch: the prelude, then the batch id of
 // dialect d, settled at now (what names it in a 404). On success it returns
 // with s.batches.mu held, for the caller to release; on failure it has

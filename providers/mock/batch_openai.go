@@ -342,20 +342,11 @@ func parseOpenAIInput(data []byte, endpoint string, maxItems int) ([]bitem, []li
 }
 
 func (s *Server) oaBatch(w http.ResponseWriter, r *http.Request, cancel bool) {
-	d, id := openAI{}, r.PathValue("id")
-	b, reqID, now, ok := s.lockBatch(w, r, d, id, "batch")
-	if !ok {
-		return
-	}
-	defer s.batches.mu.Unlock()
-	if cancel && !s.cancel(b, now) {
-		if b.ended {
-			s.badRequest(w, d, reqID, errInvalid("", "Cannot cancel a batch with status '"+b.endState+"'."))
-			return
-		}
-		// Already cancelling: the same answer again.
-	}
-	writeJSON(w, s.appendOABatch(nil, b, now, false))
+	s.batchGetOrCancel(w, r, openAI{}, r.PathValue("id"), "batch", cancel,
+		func(b *mbatch) *apiError {
+			return errInvalid("", "Cannot cancel a batch with status '"+b.endState+"'.")
+		},
+		func(b *mbatch, now time.Time) []byte { return s.appendOABatch(nil, b, now, false) })
 }
 
 func (s *Server) handleOABatchGet(w http.ResponseWriter, r *http.Request)    { s.oaBatch(w, r, false) }
