@@ -38,8 +38,11 @@ func (p Prompt) Build(f Format) ([]byte, error) {
 func (p Prompt) AppendBody(dst []byte, f Format) []byte {
 	b := append(dst, `{"model":`...)
 	b = appendSJSONString(b, p.Model)
-	b = f.rules().prompt(b, p)
-	return append(b, '}')
+	members := f.rules().prompt
+	if members == nil { // a format that declares none takes Chat Completions'
+		members = appendOpenAIPrompt
+	}
+	return append(members(b, p), '}')
 }
 
 // appendGeminiPrompt appends the members of a generateContent body after
