@@ -22,15 +22,14 @@ const (
 	FsyncNever
 )
 
+// fsyncNames are the flag spellings of the modes, by FsyncMode: String
+// writes them and ParseFsyncMode reads them. A read-only table.
+var fsyncNames = [...]string{FsyncBatch: "batch", FsyncAlways: "always", FsyncNever: "never"}
+
 // String returns the flag spelling of m: "batch", "always" or "never".
 func (m FsyncMode) String() string {
-	switch m {
-	case FsyncBatch:
-		return "batch"
-	case FsyncAlways:
-		return "always"
-	case FsyncNever:
-		return "never"
+	if m >= 0 && int(m) < len(fsyncNames) {
+		return fsyncNames[m]
 	}
 	return fmt.Sprintf("FsyncMode(%d)", int(m))
 }
@@ -38,13 +37,14 @@ func (m FsyncMode) String() string {
 // ParseFsyncMode parses a --fsync flag value: "batch" (or ""), "always" or
 // "never", case-insensitively.
 func ParseFsyncMode(s string) (FsyncMode, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "", "batch":
+	name := strings.ToLower(strings.TrimSpace(s))
+	if name == "" {
 		return FsyncBatch, nil
-	case "always":
-		return FsyncAlways, nil
-	case "never":
-		return FsyncNever, nil
+	}
+	for m, n := range fsyncNames {
+		if name == n {
+			return FsyncMode(m), nil
+		}
 	}
 	return 0, fmt.Errorf("checkpoint: unknown fsync mode %q (want batch, always or never)", s)
 }

@@ -503,7 +503,14 @@ func (s *Store) IndexBytes() int {
 // answers this request, a wrapped ErrBadLine if line does not fit, and a
 // *WriteError if the write or a due fsync fails.
 func (s *Store) Answer(id string, fp Fingerprint, line []byte) error {
-	if err := validLine(id, line, true, fp); err != nil {
+	return s.record(id, fp, line, true, func(k idKey) error { return s.answerLocked(k, id, fp, line) })
+}
+
+// record checks line and, under the write lock of a usable store, refuses
+// request fp of id when the output answers it already (if checkID), then
+// writes it with write: Answer's and Fail's common part.
+func (s *Store) record(id string, fp Fingerprint, line []byte, checkID bool, write func(k idKey) error) error {
+	if err := validLine(id, line, checkID, fp); err != nil {
 		return err
 	}
 	k := keyOfString(id)
@@ -512,9 +519,16 @@ func (s *Store) Answer(id string, fp Fingerprint, line []byte) error {
 	if err := s.usableLocked(); err != nil {
 		return err
 	}
-	if err := s.notAnswered(k, id, fp); err != nil {
-		return err
+	if checkID {
+		if err := s.notAnswered(k, id, fp); err != nil {
+			return err
+		}
 	}
+	return write(k)
+}
+
+// answerLocked is Answer's write, under s.ioMu.
+func (s *Store) answerLocked(k idKey, id string, fp Fingerprint, line []byte) error {
 	off, werr, err := s.appendAt(&s.out, line, fp)
 	if err != nil {
 		return err
@@ -559,20 +573,11 @@ func (s *Store) notAnswered(k idKey, id string, fp Fingerprint) error {
 // failure that has no custom_id; otherwise the line's "custom_id" must be
 // id. Errors are as for Answer.
 func (s *Store) Fail(id string, fp Fingerprint, line []byte) error {
-	if err := validLine(id, line, id != "", fp); err != nil {
-		return err
-	}
-	k := keyOfString(id)
-	s.ioMu.Lock()
-	defer s.ioMu.Unlock()
-	if err := s.usableLocked(); err != nil {
-		return err
-	}
-	if id != "" {
-		if err := s.notAnswered(k, id, fp); err != nil {
-			return err
-		}
-	}
+	return s.record(id, fp, line, id != "", func(k idKey) error { return s.failLocked(k, id, fp, line) })
+}
+
+// failLocked is Fail's write, under s.ioMu.
+func (s *Store) failLocked(k idKey, id string, fp Fingerprint, line []byte) error {
 	if s.errs.f == nil {
 		if err := s.createErrorsLocked(); err != nil {
 			return err

@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"github.com/llmrun/llmrun/job"
@@ -8,10 +10,9 @@ import (
 
 func newExportCmd(io *IO) *cobra.Command {
 	o := job.ExportOptions{}
-	c := &cobra.Command{
-		Use:   "export OUTPUT",
-		Short: "Write a run's results as a table (CSV, Parquet or JSONL): one row per request",
-		Long: `Export reads a run's output and errors file (without changing them) and writes one row per
+	c := outputCmd("export OUTPUT",
+		"Write a run's results as a table (CSV, Parquet or JSONL): one row per request",
+		`Export reads a run's output and errors file (without changing them) and writes one row per
 request: custom_id, status (succeeded, failed, pending), prompt (with --input), answer (an embeddings
 request's vectors instead: a list column in Parquet, JSON text in CSV), model, provider, finish
 reason, input and output tokens, cost in USD, latency in ms, attempts and error: the table to load
@@ -20,12 +21,10 @@ pending row for each request not yet answered or failed; answers of ids no longe
 
 The table goes to OUTPUT with .out.jsonl replaced by .csv, .parquet or .table.jsonl, or to -o
 (- for standard output). Memory stays bounded: rows are streamed, Parquet in row groups.`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			o.Output = args[0]
+		func(_ context.Context, output string) error {
+			o.Output = output
 			return job.Export(io, o)
-		},
-	}
+		})
 	f := c.Flags()
 	f.StringVar(&o.Format, "format", "csv", "csv, parquet or jsonl")
 	f.StringVar(&o.Input, "input", "", "the run's input (- for standard input): prompts, input order, pending requests")

@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"github.com/llmrun/llmrun/job"
@@ -8,18 +10,15 @@ import (
 
 func newRepairCmd(io *IO) *cobra.Command {
 	var errorsPath string
-	c := &cobra.Command{
-		Use:   "repair OUTPUT",
-		Short: "Move malformed lines of a checkpoint aside, so that the next run redoes their requests",
-		Long: `Repair moves the malformed lines of OUTPUT and of its errors file (bytes cut out, NULs, a
+	c := outputCmd("repair OUTPUT",
+		"Move malformed lines of a checkpoint aside, so that the next run redoes their requests",
+		`Repair moves the malformed lines of OUTPUT and of its errors file (bytes cut out, NULs, a
 line changed after llmrun wrote it, a torn last line) to OUTPUT.rejected and ERRORS.rejected,
 keeping every well-formed line. Rerun the batch afterwards: the requests of the moved lines are
 sent again. It takes the checkpoint's lock, so it fails while a run is using OUTPUT.`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			return job.Repair(io.Out, args[0], errorsPath)
-		},
-	}
+		func(_ context.Context, output string) error {
+			return job.Repair(io.Out, output, errorsPath)
+		})
 	c.Flags().StringVar(&errorsPath, "errors", "", "errors file (default: the one the checkpoint's state file records)")
 	return c
 }

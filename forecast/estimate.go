@@ -114,7 +114,22 @@ type Estimate struct {
 	Requests    int64 `json:"requests"`
 	AlreadyDone int64 `json:"already_done"`
 	// CacheHits counts the requests the --cache answers: free.
-	CacheHits   int64 `json:"cache_hits,omitempty"`
+	CacheHits int64 `json:"cache_hits,omitempty"`
+	Amounts
+	// WallSeconds is the time the binding limit implies for the live
+	// route (null when no limits are given); BoundBy names that limit.
+	WallSeconds *float64 `json:"wall_seconds"`
+	BoundBy     string   `json:"bound_by,omitempty"`
+	PricesDate  string   `json:"prices_date"`
+	Unpriced    []string `json:"unpriced_models,omitempty"`
+
+	Models []ModelEstimate `json:"models"`
+}
+
+// Amounts are the tokens and money an Estimate counts, for all the
+// requests and for each model's: one type, so the total and its parts
+// name, print and sum the same members.
+type Amounts struct {
 	InputTokens int64 `json:"input_tokens"`
 	// InputApproximate: some model has no known tokenizer, so its input
 	// is counted as bytes/4.
@@ -130,28 +145,13 @@ type Estimate struct {
 	CostUSDExpected      *float64 `json:"cost_usd_expected"`
 	BatchCostUSDMax      *float64 `json:"batch_cost_usd_max"`
 	BatchCostUSDExpected *float64 `json:"batch_cost_usd_expected"`
-	// WallSeconds is the time the binding limit implies for the live
-	// route (null when no limits are given); BoundBy names that limit.
-	WallSeconds *float64 `json:"wall_seconds"`
-	BoundBy     string   `json:"bound_by,omitempty"`
-	PricesDate  string   `json:"prices_date"`
-	Unpriced    []string `json:"unpriced_models,omitempty"`
-
-	Models []ModelEstimate `json:"models"`
 }
 
 // ModelEstimate is one model's part of an Estimate.
 type ModelEstimate struct {
-	Model                string   `json:"model"`
-	Requests             int64    `json:"requests"`
-	InputTokens          int64    `json:"input_tokens"`
-	InputApproximate     bool     `json:"input_tokens_approximate"`
-	OutputTokensMax      int64    `json:"output_tokens_max"`
-	OutputTokensExpected *int64   `json:"output_tokens_expected"`
-	CostUSDMax           *float64 `json:"cost_usd_max"`
-	CostUSDExpected      *float64 `json:"cost_usd_expected"`
-	BatchCostUSDMax      *float64 `json:"batch_cost_usd_max"`
-	BatchCostUSDExpected *float64 `json:"batch_cost_usd_expected"`
+	Model    string `json:"model"`
+	Requests int64  `json:"requests"`
+	Amounts
 	// PricedAs is the price list's name for the model ("" if unpriced).
 	PricedAs string `json:"priced_as,omitempty"`
 	// PricedProvider is the provider the price list has that price under.
@@ -264,7 +264,8 @@ func (est *Estimate) read(cfg EstimateConfig) (map[string]*ModelEstimate, error)
 }
 
 func newModelEstimate(cfg EstimateConfig, model string) *ModelEstimate {
-	m := &ModelEstimate{Model: model, InputApproximate: cfg.Fast || !cfg.Estimator.HasTokenizer(model), meanOut: -1}
+	m := &ModelEstimate{Model: model, meanOut: -1}
+	m.InputApproximate = cfg.Fast || !cfg.Estimator.HasTokenizer(model)
 	if cfg.Prices != nil {
 		if p, ok := cfg.Prices.Lookup(cfg.Provider, model); ok {
 			m.p, m.priced, m.PricedAs, m.PricedProvider = &p, true, p.Model, p.Provider

@@ -3,6 +3,7 @@ package providers
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/tidwall/gjson"
 )
@@ -26,6 +27,12 @@ type formatRules struct {
 	// chat and embeddings are the format's conversions to and from the
 	// pivot (pivot.go); zero for none.
 	chat, embeddings pivotConv
+	// prompt appends the members a simple prompt becomes after the body's
+	// model (Prompt.AppendBody); fingerprints hash these bytes.
+	prompt func(b []byte, p Prompt) []byte
+	// ramp is how the format words a refusal for acceleration (a sharp
+	// increase) rather than for the rate; zero when it documents none.
+	ramp rampWords
 }
 
 // formats holds each format's rules, indexed by Format; a read-only table.
@@ -33,15 +40,20 @@ var formats = [...]formatRules{
 	FormatOpenAI: {
 		turns: "messages", turn: "message", completionTokens: true,
 		chat: identity, embeddings: identity,
+		prompt: appendOpenAIPrompt,
+		ramp:   rampWords{code: "slow_down"}, // as a 429 or a 503
 	},
 	FormatAnthropic: {
 		turns: "messages", turn: "message", requiredMaxTokens: DefaultMaxTokens,
-		chat: pivotConv{toPivot: anthropicToPivot, fromPivot: anthropicFromPivot},
+		chat:   pivotConv{toPivot: anthropicToPivot, fromPivot: anthropicFromPivot},
+		prompt: appendAnthropicPrompt,
+		ramp:   rampWords{typ: "rate_limit_error", message: "acceleration limit"},
 	},
 	FormatGemini: {
 		turns: "contents", turn: "turn", checkEmbeddings: CheckGeminiEmbeddings,
 		chat:       pivotConv{toPivot: geminiToPivot, fromPivot: geminiFromPivot},
 		embeddings: pivotConv{toPivot: geminiEmbeddingsToPivot, fromPivot: geminiEmbeddingsFromPivot},
+		prompt:     appendGeminiPrompt, // and no ramp: Gemini documents none (wire-formats)
 	},
 }
 
@@ -70,6 +82,20 @@ func (f Format) RequiredMaxTokens() int { return f.rules().requiredMaxTokens }
 // their cap as max_completion_tokens (Chat Completions), which some model
 // families require.
 func (f Format) TakesCompletionTokens() bool { return f.rules().completionTokens }
+
+// rampWords are how a format words a refusal for acceleration: an error
+// code, or an error type whose message names the limit.
+type rampWords struct{ code, typ, message string }
+
+// IsRamp reports whether pe, an error of format f, refuses a sharp
+// increase in traffic (an acceleration limit), whatever the limits.
+func (f Format) IsRamp(pe *Error) bool {
+	w := f.rules().ramp
+	if w.code != "" && pe.Code == w.code {
+		return true
+	}
+	return w.typ != "" && pe.Type == w.typ && strings.Contains(strings.ToLower(pe.Message), w.message)
+}
 
 // CheckBody rejects a body of format f its endpoint would answer with a
 // 400 for want of what it is about: messages (Gemini's contents), an

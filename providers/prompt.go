@@ -33,55 +33,72 @@ func (p Prompt) Build(f Format) ([]byte, error) {
 	return p.AppendBody(make([]byte, 0, 128+len(p.Prompt)+len(p.System)+len(p.Model)), f), nil
 }
 
-// AppendBody appends the body Build returns to dst.
+// AppendBody appends the body Build returns to dst: the model, then the
+// members format f writes a prompt as (its row of formats).
 func (p Prompt) AppendBody(dst []byte, f Format) []byte {
 	b := append(dst, `{"model":`...)
 	b = appendSJSONString(b, p.Model)
-	switch f {
-	case FormatGemini:
-		if p.System != "" {
-			b = append(b, `,"systemInstruction":{"parts":[{"text":`...)
-			b = appendSJSONString(b, p.System)
-			b = append(b, `}]}`...)
-		}
-		b = append(b, `,"contents":[{"parts":[{"text":`...)
-		b = AppendJSONString(b, p.Prompt)
-		b = append(b, `}],"role":"user"}]`...)
-		if p.MaxTokens > 0 {
-			b = append(b, `,"generationConfig":{"maxOutputTokens":`...)
-			b = strconv.AppendInt(b, int64(p.MaxTokens), 10)
-			b = append(b, '}')
-		}
-	case FormatAnthropic:
-		b = append(b, `,"max_tokens":`...)
-		b = strconv.AppendInt(b, int64(p.MaxTokens), 10)
-		if p.System != "" {
-			b = append(b, `,"system":`...)
-			b = appendSJSONString(b, p.System)
-		}
-		b = append(b, `,"messages":[{"content":`...)
-		b = AppendJSONString(b, p.Prompt)
-		b = append(b, `,"role":"user"}]`...)
-	default:
-		b = append(b, `,"messages":[`...)
-		if p.System != "" {
-			b = append(b, `{"content":`...)
-			b = AppendJSONString(b, p.System)
-			b = append(b, `,"role":"system"},`...)
-		}
-		b = append(b, `{"content":`...)
-		b = AppendJSONString(b, p.Prompt)
-		b = append(b, `,"role":"user"}]`...)
-		if p.MaxTokens > 0 {
-			if p.CompletionTokens {
-				b = append(b, `,"max_completion_tokens":`...)
-			} else {
-				b = append(b, `,"max_tokens":`...)
-			}
-			b = strconv.AppendInt(b, int64(p.MaxTokens), 10)
-		}
+	members := f.rules().prompt
+	if members == nil { // a format that declares none takes Chat Completions'
+		members = appendOpenAIPrompt
 	}
-	return append(b, '}')
+	return append(members(b, p), '}')
+}
+
+// appendGeminiPrompt appends the members of a generateContent body after
+// its model.
+func appendGeminiPrompt(b []byte, p Prompt) []byte {
+	if p.System != "" {
+		b = append(b, `,"systemInstruction":{"parts":[{"text":`...)
+		b = appendSJSONString(b, p.System)
+		b = append(b, `}]}`...)
+	}
+	b = append(b, `,"contents":[{"parts":[{"text":`...)
+	b = AppendJSONString(b, p.Prompt)
+	b = append(b, `}],"role":"user"}]`...)
+	if p.MaxTokens > 0 {
+		b = append(b, `,"generationConfig":{"maxOutputTokens":`...)
+		b = strconv.AppendInt(b, int64(p.MaxTokens), 10)
+		b = append(b, '}')
+	}
+	return b
+}
+
+// appendAnthropicPrompt appends the members of a Messages body after its
+// model; max_tokens always, as the API requires it.
+func appendAnthropicPrompt(b []byte, p Prompt) []byte {
+	b = append(b, `,"max_tokens":`...)
+	b = strconv.AppendInt(b, int64(p.MaxTokens), 10)
+	if p.System != "" {
+		b = append(b, `,"system":`...)
+		b = appendSJSONString(b, p.System)
+	}
+	b = append(b, `,"messages":[{"content":`...)
+	b = AppendJSONString(b, p.Prompt)
+	return append(b, `,"role":"user"}]`...)
+}
+
+// appendOpenAIPrompt appends the members of a Chat Completions body after
+// its model.
+func appendOpenAIPrompt(b []byte, p Prompt) []byte {
+	b = append(b, `,"messages":[`...)
+	if p.System != "" {
+		b = append(b, `{"content":`...)
+		b = AppendJSONString(b, p.System)
+		b = append(b, `,"role":"system"},`...)
+	}
+	b = append(b, `{"content":`...)
+	b = AppendJSONString(b, p.Prompt)
+	b = append(b, `,"role":"user"}]`...)
+	if p.MaxTokens > 0 {
+		if p.CompletionTokens {
+			b = append(b, `,"max_completion_tokens":`...)
+		} else {
+			b = append(b, `,"max_tokens":`...)
+		}
+		b = strconv.AppendInt(b, int64(p.MaxTokens), 10)
+	}
+	return b
 }
 
 // appendSJSONString appends s as sjson writes a string value: verbatim in

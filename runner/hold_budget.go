@@ -133,7 +133,7 @@ func (p *reservation) observeFailure(o attemptOutcome) {
 			p.r.c.rateLimitedOn(pe.RateLimitDimension())
 		}
 		d, ok := o.retryAfter()
-		p.resv.Refused(refusal(pe, d, ok))
+		p.resv.Refused(refusal(pe, p.h.route.Provider.Format(), d, ok))
 	default:
 		p.resv.Fail()
 	}

@@ -67,15 +67,9 @@ func (h *Health) Down() bool {
 // failed marks the connection down; the first failure after success is
 // told.
 func (h *Health) failed(cause string) {
-	h.mu.Lock()
-	if h.down {
-		h.mu.Unlock()
-		return
+	if _, news := h.change(true, 0); news {
+		h.tell(fmt.Sprintf("redis %s: unreachable: %s", h.name, cause))
 	}
-	h.down, h.since = true, h.now()
-	h.epoch++
-	h.mu.Unlock()
-	h.tell(fmt.Sprintf("redis %s: unreachable: %s", h.name, cause))
 }
 
 // begin is the epoch a call starts in, for ok.
@@ -89,15 +83,27 @@ func (h *Health) begin() uint64 {
 // success after a failure is told. A success of a call that began before
 // the failure (it was answered just before Redis went away) is not news.
 func (h *Health) ok(epoch uint64) {
-	h.mu.Lock()
-	if !h.down || epoch != h.epoch {
-		h.mu.Unlock()
-		return
+	if d, news := h.change(false, epoch); news {
+		h.tell(fmt.Sprintf("redis %s: reachable again after %v", h.name, d.Round(time.Millisecond)))
 	}
-	h.down = false
-	d := h.now().Sub(h.since)
-	h.mu.Unlock()
-	h.tell(fmt.Sprintf("redis %s: reachable again after %v", h.name, d.Round(time.Millisecond)))
+}
+
+// change moves the state to down, or up for a call that began in epoch,
+// and reports whether that is news (then the caller tells it, outside the
+// lock) and, coming up, how long the connection was down.
+func (h *Health) change(down bool, epoch uint64) (time.Duration, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.down == down || !down && epoch != h.epoch {
+		return 0, false
+	}
+	h.down = down
+	if down {
+		h.since = h.now()
+		h.epoch++
+		return 0, true
+	}
+	return h.now().Sub(h.since), true
 }
 
 // tell masks the secrets in msg and passes it on.

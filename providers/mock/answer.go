@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/llmrun/llmrun/internal/utf8cut"
 )
 
 // CountTokens is the mock's token counting rule: one token per started group
@@ -77,7 +79,7 @@ func answer(prompt string, maxTokens, nWords int) (string, bool) {
 	} else {
 		head := strings.Join(words[:min(5, len(words))], " ")
 		b.WriteString("Answer to ")
-		b.WriteString(cutBytes(head, 40))
+		b.WriteString(utf8cut.Prefix(head, 40))
 		b.WriteString(": ")
 	}
 	n := 8 + rng.IntN(17)
@@ -93,21 +95,9 @@ func answer(prompt string, maxTokens, nWords int) (string, bool) {
 	b.WriteByte('.')
 	text := b.String()
 	if maxTokens > 0 && CountTokens(text) > maxTokens {
-		return cutBytes(text, maxTokens*4), true
+		return utf8cut.Prefix(text, maxTokens*4), true
 	}
 	return text, false
-}
-
-// cutBytes returns the longest prefix of s of at most n bytes that ends on a
-// UTF-8 boundary.
-func cutBytes(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // pieces splits text into the units a stream sends: runs of about four

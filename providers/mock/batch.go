@@ -190,13 +190,6 @@ func (bs *batchStore) nextID(prefix string) string {
 	return prefix + hex.EncodeToString(sum[:12])
 }
 
-// batchReqID is the request id of a batch API call.
-func (s *Server) batchReqID() string {
-	s.batches.mu.Lock()
-	defer s.batches.mu.Unlock()
-	return s.batches.nextID("req_")
-}
-
 // register stores b under a fresh id and counts it. Requires bs.mu.
 func (s *Server) register(b *mbatch, prefix string) {
 	bs := &s.batches
@@ -374,29 +367,34 @@ func (s *Server) batchFails(it *bitem) bool {
 	return float64(x>>11)/(1<<53) < s.cfg.BatchFailRate
 }
 
-// batchPrelude applies what every API request faces first: Outage, APIKey
-// and SpendCap. It writes the failure and reports false when one applies.
-func (s *Server) batchPrelude(w http.ResponseWriter, r *http.Request, d dialect, reqID string, spends bool) bool {
+// batchPrelude starts every batch API call: it gives the call its request
+// id (in d's header) and applies what every API request faces first:
+// Outage, APIKey and SpendCap. It writes the failure and reports false
+// when one applies.
+func (s *Server) batchPrelude(w http.ResponseWriter, r *http.Request, d dialect, spends bool) (reqID string, ok bool) {
 	s.bump(&s.stats.BatchCalls)
+	s.batches.mu.Lock()
+	reqID = s.batches.nextID("req_")
+	s.batches.mu.Unlock()
 	w.Header().Set(d.requestIDHeader(), reqID)
 	if s.cfg.Outage {
 		s.bump(&s.stats.ServerErrors)
 		s.fail(w, d, reqID, errOutage())
-		return false
+		return reqID, false
 	}
 	if s.cfg.APIKey != "" {
 		if sent := sentKey(r); sent != s.cfg.APIKey {
 			s.bump(&s.stats.Unauthorized)
 			s.fail(w, d, reqID, errAuth(sent))
-			return false
+			return reqID, false
 		}
 	}
 	if spends && s.cfg.SpendCap {
 		s.bump(&s.stats.SpendCapped)
 		s.fail(w, d, reqID, errQuota())
-		return false
+		return reqID, false
 	}
-	return true
+	return reqID, true
 }
 
 func errNoSuch(what, id string) *apiError {
@@ -443,8 +441,8 @@ func (s *Server) registerBatchRoutes() {
 // query parameter after, the list opened by head and each batch rendered
 // by render.
 func (s *Server) listBatches(w http.ResponseWriter, r *http.Request, d dialect, maxLimit int, after, head string, render func([]byte, *mbatch, time.Time) []byte) {
-	reqID := s.batchReqID()
-	if !s.batchPrelude(w, r, d, reqID, false) {
+	reqID, ok := s.batchPrelude(w, r, d, false)
+	if !ok {
 		return
 	}
 	limit, aerr := listLimit(r, 20, maxLimit)
@@ -507,13 +505,30 @@ func listLimit(r *http.Request, def, max int) (int, *apiError) {
 	return n, nil
 }
 
+// batchGetOrCancel answers a GET of batch id of dialect d (what names it
+// in a 404) or, with cancel, cancels it first: one that has ended cannot
+// be, and is answered with ended's 400; one already cancelling is answered
+// again. render makes the answer, under the batches' lock.
+func (s *Server) batchGetOrCancel(w http.ResponseWriter, r *http.Request, d dialect, id, what string, cancel bool,
+	ended func(*mbatch) *apiError, render func(*mbatch, time.Time) []byte) {
+	b, reqID, now, ok := s.lockBatch(w, r, d, id, what)
+	if !ok {
+		return
+	}
+	defer s.batches.mu.Unlock()
+	if cancel && !s.cancel(b, now) && b.ended {
+		s.badRequest(w, d, reqID, ended(b))
+		return
+	}
+	writeJSON(w, render(b, now))
+}
+
 // lockBatch starts a call on one batch: the prelude, then the batch id of
 // dialect d, settled at now (what names it in a 404). On success it returns
 // with s.batches.mu held, for the caller to release; on failure it has
 // released it and answered.
 func (s *Server) lockBatch(w http.ResponseWriter, r *http.Request, d dialect, id, what string) (b *mbatch, reqID string, now time.Time, ok bool) {
-	reqID = s.batchReqID()
-	if !s.batchPrelude(w, r, d, reqID, false) {
+	if reqID, ok = s.batchPrelude(w, r, d, false); !ok {
 		return nil, reqID, now, false
 	}
 	now = s.now()

@@ -21,8 +21,8 @@ const anthropicTime = "2006-01-02T15:04:05.000000Z07:00"
 
 func (s *Server) handleANBatchCreate(w http.ResponseWriter, r *http.Request) {
 	d := anthropic{}
-	reqID := s.batchReqID()
-	if !s.batchPrelude(w, r, d, reqID, true) {
+	reqID, ok := s.batchPrelude(w, r, d, true)
+	if !ok {
 		return
 	}
 	maxItems, maxBytes := s.batchLimits(anthropicBatchMaxItems, anthropicBatchMaxBytes)
@@ -102,17 +102,12 @@ func resultsBase(r *http.Request) string {
 }
 
 func (s *Server) anBatch(w http.ResponseWriter, r *http.Request, cancel bool) {
-	d, id := anthropic{}, r.PathValue("id")
-	b, reqID, now, ok := s.lockBatch(w, r, d, id, "message batch")
-	if !ok {
-		return
-	}
-	defer s.batches.mu.Unlock()
-	if cancel && !s.cancel(b, now) && b.ended {
-		s.badRequest(w, d, reqID, errInvalid("", "Batch "+id+" has already ended and cannot be canceled."))
-		return
-	}
-	writeJSON(w, s.appendANBatch(nil, b, now, resultsBase(r)))
+	id := r.PathValue("id")
+	s.batchGetOrCancel(w, r, anthropic{}, id, "message batch", cancel,
+		func(*mbatch) *apiError {
+			return errInvalid("", "Batch "+id+" has already ended and cannot be canceled.")
+		},
+		func(b *mbatch, now time.Time) []byte { return s.appendANBatch(nil, b, now, resultsBase(r)) })
 }
 
 func (s *Server) handleANBatchGet(w http.ResponseWriter, r *http.Request)    { s.anBatch(w, r, false) }

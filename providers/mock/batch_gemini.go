@@ -38,8 +38,8 @@ const (
 // handleGMBatchCreate serves POST models/{model}:batchGenerateContent.
 func (s *Server) handleGMBatchCreate(w http.ResponseWriter, r *http.Request, model string) {
 	d := gemini{model: model}
-	reqID := s.batchReqID()
-	if !s.batchPrelude(w, r, d, reqID, true) {
+	reqID, ok := s.batchPrelude(w, r, d, true)
+	if !ok {
 		return
 	}
 	maxItems, maxBytes := s.batchLimits(geminiBatchMaxItems, geminiBatchMaxBytes)
@@ -162,31 +162,26 @@ func (s *Server) handleGMBatchCancel(w http.ResponseWriter, r *http.Request) {
 
 // gmBatch answers a batch, or with cancel cancels it and answers {}.
 func (s *Server) gmBatch(w http.ResponseWriter, r *http.Request, id string, cancel bool) {
-	d := gemini{}
-	b, reqID, now, ok := s.lockBatch(w, r, d, id, "batch")
-	if !ok {
-		return
-	}
-	defer s.batches.mu.Unlock()
-	if !cancel {
-		writeJSON(w, s.appendGMOperation(nil, b, now))
-		return
-	}
-	if !s.cancel(b, now) && b.ended {
-		e := errInvalid("", "Batch "+id+" is in a terminal state and cannot be cancelled.")
-		e.gmStatus = "FAILED_PRECONDITION"
-		s.badRequest(w, d, reqID, e)
-		return
-	}
-	writeJSON(w, []byte(`{}`))
+	s.batchGetOrCancel(w, r, gemini{}, id, "batch", cancel,
+		func(*mbatch) *apiError {
+			e := errInvalid("", "Batch "+id+" is in a terminal state and cannot be cancelled.")
+			e.gmStatus = "FAILED_PRECONDITION"
+			return e
+		},
+		func(b *mbatch, now time.Time) []byte {
+			if cancel {
+				return []byte(`{}`)
+			}
+			return s.appendGMOperation(nil, b, now)
+		})
 }
 
 // handleGMBatchList answers GET batches: newest first, pageSize (default
 // 50, at most 1000) at a time, the next page's pageToken the last id.
 func (s *Server) handleGMBatchList(w http.ResponseWriter, r *http.Request) {
 	d := gemini{}
-	reqID := s.batchReqID()
-	if !s.batchPrelude(w, r, d, reqID, false) {
+	reqID, ok := s.batchPrelude(w, r, d, false)
+	if !ok {
 		return
 	}
 	size := 50

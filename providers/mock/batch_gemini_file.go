@@ -32,8 +32,8 @@ type gmUpload struct {
 // resumable upload, or (with upload_id) its bytes.
 func (s *Server) handleGMUpload(w http.ResponseWriter, r *http.Request) {
 	d := gemini{}
-	reqID := s.batchReqID()
-	if !s.batchPrelude(w, r, d, reqID, false) {
+	reqID, ok := s.batchPrelude(w, r, d, false)
+	if !ok {
 		return
 	}
 	if id := r.URL.Query().Get("upload_id"); id != "" {
@@ -132,8 +132,8 @@ func (bs *batchStore) putGMFile(name string, data []byte) {
 // "{id}:download" with alt=media: the file's bytes.
 func (s *Server) handleGMDownload(w http.ResponseWriter, r *http.Request) {
 	d := gemini{}
-	reqID := s.batchReqID()
-	if !s.batchPrelude(w, r, d, reqID, false) {
+	reqID, ok := s.batchPrelude(w, r, d, false)
+	if !ok {
 		return
 	}
 	id, method, _ := strings.Cut(r.PathValue("call"), ":")

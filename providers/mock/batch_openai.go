@@ -22,8 +22,8 @@ const multipartSlack = 1 << 20
 
 func (s *Server) handleFileUpload(w http.ResponseWriter, r *http.Request) {
 	d := openAI{}
-	reqID := s.batchReqID()
-	if !s.batchPrelude(w, r, d, reqID, false) {
+	reqID, ok := s.batchPrelude(w, r, d, false)
+	if !ok {
 		return
 	}
 	_, maxBytes := s.batchLimits(openAIBatchMaxItems, openAIBatchMaxBytes)
@@ -95,8 +95,8 @@ func (s *Server) handleFileUpload(w http.ResponseWriter, r *http.Request) {
 // 10,000) and after.
 func (s *Server) handleFileList(w http.ResponseWriter, r *http.Request) {
 	d := openAI{}
-	reqID := s.batchReqID()
-	if !s.batchPrelude(w, r, d, reqID, false) {
+	reqID, ok := s.batchPrelude(w, r, d, false)
+	if !ok {
 		return
 	}
 	q := r.URL.Query()
@@ -198,8 +198,8 @@ func (s *Server) handleFileContent(w http.ResponseWriter, r *http.Request) {
 
 // fileOf returns the file named in the path or writes the failure.
 func (s *Server) fileOf(w http.ResponseWriter, r *http.Request) (*mfile, bool) {
-	reqID := s.batchReqID()
-	if !s.batchPrelude(w, r, openAI{}, reqID, false) {
+	reqID, ok := s.batchPrelude(w, r, openAI{}, false)
+	if !ok {
 		return nil, false
 	}
 	id := r.PathValue("id")
@@ -216,8 +216,8 @@ func (s *Server) fileOf(w http.ResponseWriter, r *http.Request) (*mfile, bool) {
 
 func (s *Server) handleOABatchCreate(w http.ResponseWriter, r *http.Request) {
 	d := openAI{}
-	reqID := s.batchReqID()
-	if !s.batchPrelude(w, r, d, reqID, true) {
+	reqID, ok := s.batchPrelude(w, r, d, true)
+	if !ok {
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
@@ -342,20 +342,11 @@ func parseOpenAIInput(data []byte, endpoint string, maxItems int) ([]bitem, []li
 }
 
 func (s *Server) oaBatch(w http.ResponseWriter, r *http.Request, cancel bool) {
-	d, id := openAI{}, r.PathValue("id")
-	b, reqID, now, ok := s.lockBatch(w, r, d, id, "batch")
-	if !ok {
-		return
-	}
-	defer s.batches.mu.Unlock()
-	if cancel && !s.cancel(b, now) {
-		if b.ended {
-			s.badRequest(w, d, reqID, errInvalid("", "Cannot cancel a batch with status '"+b.endState+"'."))
-			return
-		}
-		// Already cancelling: the same answer again.
-	}
-	writeJSON(w, s.appendOABatch(nil, b, now, false))
+	s.batchGetOrCancel(w, r, openAI{}, r.PathValue("id"), "batch", cancel,
+		func(b *mbatch) *apiError {
+			return errInvalid("", "Cannot cancel a batch with status '"+b.endState+"'.")
+		},
+		func(b *mbatch, now time.Time) []byte { return s.appendOABatch(nil, b, now, false) })
 }
 
 func (s *Server) handleOABatchGet(w http.ResponseWriter, r *http.Request)    { s.oaBatch(w, r, false) }
@@ -467,28 +458,23 @@ func (s *Server) appendOABatch(b []byte, m *mbatch, now time.Time, fresh bool) [
 	b = appendNullString(b, m.outFile)
 	b = append(b, `,"error_file_id":`...)
 	b = appendNullString(b, m.errFile)
-	b = append(b, `,"created_at":`...)
-	b = strconv.AppendInt(b, m.created.Unix(), 10)
-	b = append(b, `,"in_progress_at":`...)
-	b = appendUnixOrNull(b, v.inProgressAt)
-	b = append(b, `,"expires_at":`...)
-	b = strconv.AppendInt(b, m.created.Add(batchWindow).Unix(), 10)
-	b = append(b, `,"finalizing_at":`...)
-	b = appendUnixOrNull(b, v.finalizingAt)
-	b = append(b, `,"completed_at":`...)
-	b = appendUnixOrNull(b, v.completedAt)
-	b = append(b, `,"failed_at":`...)
-	b = appendUnixOrNull(b, v.failedAt)
-	b = append(b, `,"expired_at":`...)
-	b = appendUnixOrNull(b, v.expiredAt)
-	b = append(b, `,"cancelling_at":`...)
+	// The timestamps: Unix seconds, null until their moment came (a
+	// fresh batch is not cancelling yet).
+	cancelling := m.cancelAt
 	if fresh {
-		b = append(b, "null"...)
-	} else {
-		b = appendUnixOrNull(b, m.cancelAt)
+		cancelling = time.Time{}
 	}
-	b = append(b, `,"cancelled_at":`...)
-	b = appendUnixOrNull(b, v.cancelledAt)
+	for _, at := range [...]struct {
+		member string
+		t      time.Time
+	}{
+		{`,"created_at":`, m.created}, {`,"in_progress_at":`, v.inProgressAt}, {`,"expires_at":`, m.created.Add(batchWindow)},
+		{`,"finalizing_at":`, v.finalizingAt}, {`,"completed_at":`, v.completedAt}, {`,"failed_at":`, v.failedAt},
+		{`,"expired_at":`, v.expiredAt}, {`,"cancelling_at":`, cancelling}, {`,"cancelled_at":`, v.cancelledAt},
+	} {
+		b = append(b, at.member...)
+		b = appendUnixOrNull(b, at.t)
+	}
 	b = append(b, `,"request_counts":{"total":`...)
 	b = appendInt(b, total)
 	b = append(b, `,"completed":`...)

@@ -36,14 +36,10 @@ func (openAI) parse(body []byte) (*request, *apiError) {
 	req := &request{model: in.Model, stream: in.Stream}
 	var prompt []byte // the messages as the prompt cache sees them
 	for i, m := range in.Messages {
-		text, err := contentText(m.Content)
-		if err != nil {
-			return nil, errInvalid("messages."+strconv.Itoa(i)+".content", "Invalid content: "+err.Error())
+		var e *apiError
+		if prompt, e = req.message(prompt, "messages."+strconv.Itoa(i), m.Role, m.Content); e != nil {
+			return nil, e
 		}
-		if m.Role == "user" {
-			req.prompt = text
-		}
-		prompt = req.turn(prompt, m.Role, text)
 	}
 	req.prefixes = openAIPrefixes(in.Model, prompt)
 	switch {
@@ -62,6 +58,20 @@ func (openAI) parse(body []byte) (*request, *apiError) {
 		req.includeUsage = in.StreamOptions.IncludeUsage
 	}
 	return req, nil
+}
+
+// message reads one message of an OpenAI conversation at path (Chat
+// Completions' messages, a Responses input item) onto prompt, as turn
+// does; a user message's text is the prompt the answer echoes.
+func (req *request) message(prompt []byte, path, role string, content json.RawMessage) ([]byte, *apiError) {
+	text, err := contentText(content)
+	if err != nil {
+		return nil, errInvalid(path+".content", "Invalid content: "+err.Error())
+	}
+	if role == "user" {
+		req.prompt = text
+	}
+	return req.turn(prompt, role, text), nil
 }
 
 func (openAI) errorStatus(e *apiError) int { return e.status }

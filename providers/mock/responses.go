@@ -60,14 +60,10 @@ func (responses) parse(body []byte) (*request, *apiError) {
 			if it.Type != "" && it.Type != "message" {
 				continue // tool calls and outputs: no text the mock reads
 			}
-			text, err := contentText(outputTextAsText(it.Content))
-			if err != nil {
-				return nil, errInvalid("input."+strconv.Itoa(i)+".content", "Invalid content: "+err.Error())
+			var e *apiError
+			if prompt, e = req.message(prompt, "input."+strconv.Itoa(i), it.Role, outputTextAsText(it.Content)); e != nil {
+				return nil, e
 			}
-			if it.Role == "user" {
-				req.prompt = text
-			}
-			prompt = req.turn(prompt, it.Role, text)
 		}
 	}
 	req.prefixes = openAIPrefixes(in.Model, prompt)

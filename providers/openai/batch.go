@@ -18,6 +18,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/llmrun/llmrun/internal/utf8cut"
 	"github.com/llmrun/llmrun/providers"
 )
 
@@ -195,7 +196,7 @@ func (b *Batch) Submit(ctx context.Context, items []providers.BatchItem, label p
 	meta := map[string]string{"created_by": "llmrun"}
 	for k, v := range map[string]string{"llmrun_job": label.Job, "llmrun_tag": label.Tag, "llmrun_input": label.Input} {
 		if v != "" {
-			meta[k] = truncateUTF8(v, providers.MaxLabelValue)
+			meta[k] = utf8cut.Prefix(v, providers.MaxLabelValue)
 		}
 	}
 	req, _ := json.Marshal(map[string]any{
@@ -253,17 +254,6 @@ func (b *Batch) findFile(ctx context.Context, name string, size int) (string, er
 		}
 	}
 	return "", nil
-}
-
-// truncateUTF8 cuts s to at most n bytes without splitting a character.
-func truncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // List implements providers.BatchClient: GET /batches, newest first, 100 a

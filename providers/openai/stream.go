@@ -81,6 +81,15 @@ func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 func keep(dst []byte, raw string) []byte { return append(dst[:0], raw...) }
 
+// keepSet is keep for a member whose null says "not in this chunk": dst
+// then stays as an earlier chunk set it.
+func keepSet(dst []byte, raw string) []byte {
+	if raw == "null" {
+		return dst
+	}
+	return keep(dst, raw)
+}
+
 // chunk applies one data event. An "error" member ends the stream.
 func (a *assembler) chunk(data []byte) *providers.Error {
 	s := view(data)
@@ -153,9 +162,7 @@ func (a *assembler) topLevel(k, v string) bool {
 	case `"choices"`:
 		providers.EachElement(v, a.choice)
 	case `"usage"`:
-		if v != "null" {
-			a.usage = keep(a.usage, v)
-		}
+		a.usage = keepSet(a.usage, v)
 	case `"error"`:
 		if v == "null" {
 			return true
@@ -192,9 +199,7 @@ func (a *assembler) choiceField(k, v string) bool {
 	case `"delta"`:
 		providers.EachMember(v, a.deltaField)
 	case `"finish_reason"`:
-		if v != "null" {
-			ch.finish = keep(ch.finish, v)
-		}
+		ch.finish = keepSet(ch.finish, v)
 	case `"logprobs"`:
 		if v != "null" {
 			ch.logprobs.seen = true
@@ -235,9 +240,7 @@ func (a *assembler) deltaField(k, v string) bool {
 	ch := a.scratch
 	switch k {
 	case `"role"`:
-		if v != "null" {
-			ch.role = keep(ch.role, v)
-		}
+		ch.role = keepSet(ch.role, v)
 	case `"tool_calls"`:
 		providers.EachElement(v, a.toolCall)
 	default:
