@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/llmrun/llmrun/providers/mock"
+	"github.com/tidwall/gjson"
 )
 
 // TestMain lets the crash tests run llmrun as a real subprocess: the test
@@ -210,7 +211,7 @@ func TestKill9LosesAtMostTheConcurrency(t *testing.T) {
 				}
 			}
 			completed := m.Stats().Completed - base
-			written := int64(len(readLines(t, out)))
+			written := int64(len(readLinesAfterKill(t, out)))
 			lost := completed - written
 			t.Logf("--fsync %s, killed after %d completions: %d completed, %d written, %d lost", fsync, killAfter, completed, written, lost)
 			if lost > concurrency+1 {
@@ -218,4 +219,27 @@ func TestKill9LosesAtMostTheConcurrency(t *testing.T) {
 			}
 		}
 	}
+}
+
+// readLinesAfterKill is readLines for an output a kill -9 cut off: the
+// kernel may stop a large group-commit write at a page boundary when the
+// signal arrives, leaving a last line without its newline. That tail was
+// never acknowledged (the next run repairs it: checkpoint's torn-tail
+// tests), so it is dropped here; every complete line must still be
+// valid and unique.
+func readLinesAfterKill(t *testing.T, path string) map[string]gjson.Result {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	whole := b[:bytes.LastIndexByte(b, '\n')+1]
+	if len(whole) < len(b) {
+		t.Logf("%s: a torn last line of %d bytes (never acknowledged)", path, len(b)-len(whole))
+	}
+	cut := filepath.Join(t.TempDir(), "whole.jsonl")
+	if err := os.WriteFile(cut, whole, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return readLines(t, cut)
 }
