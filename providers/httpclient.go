@@ -34,7 +34,7 @@ func NewHTTPClient(conns int) *http.Client {
 		TLSHandshakeTimeout: fallback.TLSHandshakeTimeout,
 		IdleConnTimeout:     fallback.IdleConnTimeout,
 		MaxIdleConnsPerHost: conns,
-		ReadBufferSize:      4 << 10,
+		ReadBufferSize:      2 << 10, // as net/http's below: see there
 		Proxy:               fallback.Proxy,
 		Fallback:            fallback,
 	}

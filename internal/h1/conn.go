@@ -107,16 +107,20 @@ func (c *conn) alive() bool {
 func (c *conn) roundTrip(ctx context.Context, req *http.Request, w *write) (resp *http.Response, retry bool, err error) {
 	stop := context.AfterFunc(ctx, c.interrupt)
 	n, err := c.c.Write(*w.buf)
+	local := false
 	if err == nil {
-		err = w.stream(c.c)
+		local, err = w.stream(c.c)
 	} else if n == 0 && c.reused && stop() {
 		c.close()
 		return nil, true, nil
 	}
-	if err != nil && w.n == 0 {
+	if err != nil && (w.n == 0 || local) {
 		stop()
 		c.close()
 		return nil, false, canceled(ctx, err)
+	}
+	if !replayable(req) {
+		w.release() // not needed again: no buffer waits with the request
 	}
 	// A server refusing a large upload may have answered before it
 	// stopped reading: its answer explains more than the broken write.

@@ -574,4 +574,42 @@ func TestRequestBodyLength(t *testing.T) {
 	if got := <-bodies; got != big {
 		t.Errorf("server got %d bytes of %d", len(got), len(big))
 	}
+	// A large body shorter than announced fails at once; the server,
+	// still waiting for the rest, is not waited for.
+	held := rawServer(t, func(_ int, c net.Conn, br *bufio.Reader) { io.Copy(io.Discard, br) })
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, held, strings.NewReader(big))
+	req.ContentLength = int64(len(big)) + 1
+	if _, err := tr.RoundTrip(req); err == nil || !strings.Contains(err.Error(), "ContentLength=") {
+		t.Errorf("short large body: err %v", err)
+	}
+}
+
+// TestNoBodyAnswers: a HEAD's Content-Length and a 204 or 304 announce no
+// body to read; the connection serves the next request at once.
+func TestNoBodyAnswers(t *testing.T) {
+	for _, tc := range []struct{ method, answer string }{
+		{http.MethodHead, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n"},
+		{http.MethodPost, "HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n"},
+		{http.MethodGet, "HTTP/1.1 304 Not Modified\r\n\r\n"},
+	} {
+		tr, dials, _ := newTransport(t)
+		url := rawServer(t, serveN(tc.answer, nil))
+		for range 2 {
+			req, _ := http.NewRequestWithContext(t.Context(), tc.method, url, nil)
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatalf("%s %q: %v", tc.method, tc.answer, err)
+			}
+			if b, err := io.ReadAll(resp.Body); len(b) != 0 || err != nil {
+				t.Errorf("%s: body %q, %v", tc.method, b, err)
+			}
+			resp.Body.Close()
+			if tc.method == http.MethodHead && resp.ContentLength != 10 {
+				t.Errorf("HEAD: ContentLength %d", resp.ContentLength)
+			}
+		}
+		if dials.Load() != 1 {
+			t.Errorf("%s %q: %d dials, want 1", tc.method, tc.answer, dials.Load())
+		}
+	}
 }

@@ -132,11 +132,11 @@ func (t *Transport) handles(req *http.Request) bool {
 	return true
 }
 
-// asciiHost reports whether h is printable ASCII without spaces, the
-// only hosts written as they are.
+// asciiHost reports whether h is printable ASCII without spaces or an
+// IPv6 zone, the only hosts written as they are.
 func asciiHost(h string) bool {
 	for i := 0; i < len(h); i++ {
-		if h[i] <= ' ' || h[i] >= 0x7f {
+		if h[i] <= ' ' || h[i] >= 0x7f || h[i] == '%' {
 			return false
 		}
 	}

@@ -72,19 +72,37 @@ func (w *write) inline(b []byte, req *http.Request) ([]byte, error) {
 	return b, nil
 }
 
-// stream copies the body larger than maxInline after the head.
-func (w *write) stream(dst io.Writer) error {
+// stream copies the body larger than maxInline after the head. local
+// reports a failure of the body itself (a read error, a length short of
+// ContentLength): the connection is fine but owes the server bytes.
+func (w *write) stream(dst io.Writer) (local bool, err error) {
 	if w.body == nil {
-		return nil
+		return false, nil
 	}
-	body := w.body
-	w.body = nil
-	defer body.Close()
-	got, err := io.Copy(dst, io.LimitReader(body, w.n))
+	src := &srcReader{r: w.body}
+	defer w.closeBody()
+	got, err := io.Copy(dst, io.LimitReader(src, w.n))
+	if src.err != nil {
+		return true, src.err
+	}
 	if err == nil && got < w.n {
-		err = fmt.Errorf("h1: http.Request.ContentLength=%d with Body length %d", w.n, got)
+		return true, fmt.Errorf("h1: http.Request.ContentLength=%d with Body length %d", w.n, got)
 	}
-	return err
+	return false, err
+}
+
+// srcReader remembers its reader's failure, to tell it from the socket's.
+type srcReader struct {
+	r   io.Reader
+	err error
+}
+
+func (s *srcReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil && err != io.EOF {
+		s.err = err
+	}
+	return n, err
 }
 
 // closeBody closes a body not yet streamed (a failed request).
