@@ -396,16 +396,16 @@ func TestInformational(t *testing.T) {
 // was wrong.
 func TestMalformed(t *testing.T) {
 	for answer, want := range map[string]string{
-		"HTP/1.1 200 OK\r\n\r\n":                                           "malformed HTTP status line",
-		"HTTP/1.1 2x0 OK\r\n\r\n":                                          "malformed HTTP status code",
-		"HTTP/1.1 200 OK\r\nBad Key: v\r\n\r\n":                            "malformed response header name",
-		"HTTP/1.1 200 OK\r\nNoColon\r\n\r\n":                               "malformed response header line",
+		"HTP/1.1 200 OK\r\n\r\n":                                            "malformed HTTP status line",
+		"HTTP/1.1 2x0 OK\r\n\r\n":                                           "malformed HTTP status code",
+		"HTTP/1.1 200 OK\r\nBad Key: v\r\n\r\n":                             "malformed response header name",
+		"HTTP/1.1 200 OK\r\nNoColon\r\n\r\n":                                "malformed response header line",
 		"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n": "multiple Content-Length",
-		"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n":                    "bad Content-Length",
-		"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n":               "unsupported transfer encoding",
-		"HTTP/1.1 101 Switching Protocols\r\n\r\n":                         "101",
-		"HTTP/1.1 200 OK\r\nContent-Le":                                    "unexpected EOF",
-		"":                                                                 "without a response",
+		"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n":                     "bad Content-Length",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n":                "unsupported transfer encoding",
+		"HTTP/1.1 101 Switching Protocols\r\n\r\n":                          "101",
+		"HTTP/1.1 200 OK\r\nContent-Le":                                     "unexpected EOF",
+		"":                                                                  "without a response",
 	} {
 		tr, _, _ := newTransport(t)
 		url := rawServer(t, func(_ int, c net.Conn, br *bufio.Reader) {
