@@ -343,7 +343,9 @@ func (b *body) Close() error {
 }
 
 // gzipBody decompresses a gzip answer, as net/http's Transport does for
-// the Accept-Encoding it added; the gzip reader is made at the first Read.
+// the Accept-Encoding it added. The gzip reader (some 40 KB of window and
+// tables) comes from the transport's pool at the first Read and goes back
+// at a clean end.
 type gzipBody struct {
 	b   *body
 	zr  *gzip.Reader
@@ -355,18 +357,34 @@ func (g *gzipBody) Read(p []byte) (int, error) {
 		return 0, g.err
 	}
 	if g.zr == nil {
-		zr, err := gzip.NewReader(g.b)
-		if err != nil {
+		if err := g.open(); err != nil {
 			g.err = err
 			return 0, err
 		}
-		g.zr = zr
 	}
 	n, err := g.zr.Read(p)
 	if err != nil {
 		g.err = err
+		if err == io.EOF {
+			g.b.c.t.gzips.Put(g.zr)
+			g.zr = nil
+		}
 	}
 	return n, err
+}
+
+func (g *gzipBody) open() error {
+	if zr, ok := g.b.c.t.gzips.Get().(*gzip.Reader); ok {
+		if err := zr.Reset(g.b); err != nil {
+			g.b.c.t.gzips.Put(zr)
+			return err
+		}
+		g.zr = zr
+		return nil
+	}
+	zr, err := gzip.NewReader(g.b)
+	g.zr = zr
+	return err
 }
 
 func (g *gzipBody) Close() error { return g.b.Close() }

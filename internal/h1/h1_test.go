@@ -479,23 +479,28 @@ func TestGzip(t *testing.T) {
 		io.WriteString(w, "identity")
 	}))
 	defer srv.Close()
-	tr, _, _ := newTransport(t)
-	resp, err := get(t, tr, srv.URL)
-	if err != nil {
-		t.Fatal(err)
+	tr, dials, _ := newTransport(t)
+	for range 2 { // the second with the first's pooled gzip reader
+		resp, err := get(t, tr, srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || string(b) != `{"answer":42}` || !resp.Uncompressed || resp.Header.Get("Content-Encoding") != "" {
+			t.Errorf("body %q, %v, uncompressed %v, header %v", b, err, resp.Uncompressed, resp.Header)
+		}
 	}
-	b, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil || string(b) != `{"answer":42}` || !resp.Uncompressed || resp.Header.Get("Content-Encoding") != "" {
-		t.Errorf("body %q, %v, uncompressed %v, header %v", b, err, resp.Uncompressed, resp.Header)
+	if dials.Load() != 1 {
+		t.Errorf("%d dials: a decompressed body's end did not free its connection", dials.Load())
 	}
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL, nil)
 	req.Header.Set("Accept-Encoding", "gzip")
-	resp, err = tr.RoundTrip(req)
+	resp, err := tr.RoundTrip(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ = io.ReadAll(resp.Body)
+	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if !bytes.Equal(b, zipped.Bytes()) || resp.Uncompressed {
 		t.Errorf("caller's own Accept-Encoding: body decompressed (%q)", b)

@@ -50,6 +50,7 @@ type Transport struct {
 	Fallback http.RoundTripper
 
 	bufs    sync.Pool // *[]byte: requests being written
+	gzips   sync.Pool // *gzip.Reader
 	mu      sync.Mutex
 	hosts   map[hostKey]*host
 	janitor *time.Timer // closes connections idle past IdleConnTimeout
