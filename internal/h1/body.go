@@ -51,9 +51,12 @@ func (c *conn) attachBody(ctx context.Context, req *http.Request, resp *http.Res
 	te, cl := h["Transfer-Encoding"], h["Content-Length"]
 	switch {
 	case req.Method == http.MethodHead || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified:
-		resp.ContentLength = -1
-		if req.Method == http.MethodHead && len(cl) > 0 {
-			resp.ContentLength, _ = strconv.ParseInt(cl[0], 10, 64)
+		resp.ContentLength = 0 // as net/http: a HEAD's is the header's, or -1
+		if req.Method == http.MethodHead {
+			resp.ContentLength = -1
+			if len(cl) > 0 {
+				resp.ContentLength, _ = strconv.ParseInt(cl[0], 10, 64)
+			}
 		}
 		b.n = 0
 	case len(te) > 0:

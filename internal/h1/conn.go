@@ -44,7 +44,11 @@ func (handshakeTimeout) Temporary() bool { return true }
 // dial connects to h, with TLS for https. Errors are the dialer's and
 // the handshake's own, as net/http returns them, or ctx's cause.
 func (t *Transport) dial(ctx context.Context, key hostKey, h *host) (*conn, error) {
-	raw, err := t.Dial(ctx, "tcp", h.addr)
+	dial := t.Dial
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	raw, err := dial(ctx, "tcp", h.addr)
 	if err != nil {
 		return nil, canceled(ctx, err)
 	}

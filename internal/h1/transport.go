@@ -21,8 +21,8 @@ import (
 )
 
 // Transport is an http.RoundTripper for HTTP/1.1 over TCP and TLS. Its
-// zero value is not usable: set Dial and Fallback at least. A Transport
-// must not be copied after first use.
+// zero value dials with a zero net.Dialer and falls back to
+// http.DefaultTransport. A Transport must not be copied after first use.
 type Transport struct {
 	// Dial opens TCP connections (a net.Dialer's DialContext).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -76,6 +76,9 @@ type host struct {
 // arrived; see the package doc for what goes to Fallback.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !t.handles(req) {
+		if t.Fallback == nil {
+			return http.DefaultTransport.RoundTrip(req)
+		}
 		return t.Fallback.RoundTrip(req)
 	}
 	ctx := req.Context()
@@ -237,7 +240,9 @@ func (t *Transport) sweep() {
 			i++
 		}
 		expired = append(expired, h.idle[:i]...)
-		h.idle = append(h.idle[:0], h.idle[i:]...)
+		n := copy(h.idle, h.idle[i:])
+		clear(h.idle[n:])
+		h.idle = h.idle[:n]
 		if len(h.idle) > 0 {
 			left := t.IdleConnTimeout - now.Sub(h.idle[0].idleAt)
 			if next == 0 || left < next {
