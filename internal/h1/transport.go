@@ -192,6 +192,11 @@ func newHost(t *Transport, key hostKey) *host {
 			h.tls = t.TLSConfig.Clone()
 		}
 		h.tls.NextProtos = []string{"http/1.1"}
+		if h.tls.ClientSessionCache == nil {
+			// A connection dialed again (after an idle close, an
+			// aborted stream) resumes its session: no full handshake.
+			h.tls.ClientSessionCache = tls.NewLRUClientSessionCache(64)
+		}
 		if h.tls.ServerName == "" {
 			h.tls.ServerName = u.Hostname()
 		}
