@@ -20,9 +20,9 @@ import (
 // http and https requests go through h1, a synchronous HTTP/1.1 transport:
 // the exchange runs on the caller's goroutine, so a connection costs no
 // goroutines and no channel hand-offs per request (net/http's reader and
-// writer goroutines were ~40% of a request's client CPU, and at
-// --concurrency 512 their stacks megabytes). HTTPS is HTTP/1.1 only: one
-// request per connection, as the workers are. A proxy from the environment,
+// writer goroutines and their wake-ups cost some 35 µs of client CPU a
+// request: 0.83x the plain client CPU, see the README). HTTPS is HTTP/1.1
+// only: one request per connection, as the workers are. A proxy from the environment,
 // Expect: 100-continue and bodies of unknown length go to net/http's
 // Transport, set up as before.
 func NewHTTPClient(conns int) *http.Client {
