@@ -5,9 +5,13 @@ import (
 	"io"
 	"log"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // syncBuffer is a bytes.Buffer safe for the transport's goroutines.
@@ -63,7 +67,9 @@ func provoke(t *testing.T, out io.Writer) {
 	defer func() { log.SetOutput(prev); log.SetFlags(flags) }()
 	read := make(chan struct{})
 	addr, done := unsolicitedServer(t, read)
-	cfg := Config{HTTPClient: NewHTTPClient(1)}
+	// The line is net/http's: h1 has no reader to see the bytes while the
+	// connection idles, so the fallback transport provokes it.
+	cfg := Config{HTTPClient: &http.Client{Transport: newNetHTTPTransport(1, &net.Dialer{})}}
 	resp, err := cfg.Get(t.Context(), "http://"+addr+"/", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -93,5 +99,60 @@ func TestQuietHTTPLog(t *testing.T) {
 	l.Print("something else")
 	if quiet.String() != "something else\n" {
 		t.Fatalf("other lines: %q", quiet.String())
+	}
+}
+
+// TestNewHTTPClientReusesConnections: through Post and the readers the
+// providers use, the run's client keeps one connection for sequential
+// plain answers and drained streams, and drops it for an aborted stream
+// (which is how the server learns to stop).
+func TestNewHTTPClientReusesConnections(t *testing.T) {
+	var dials atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/stream" {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "data: 1\n\ndata: [DONE]\n\n")
+			w.(http.Flusher).Flush()
+			return
+		}
+		io.WriteString(w, `{"choices":[]}`)
+	}))
+	srv.Config.ConnState = func(c net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			dials.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	cfg := Config{HTTPClient: NewHTTPClient(1), IdleTimeout: time.Minute}
+	send := func(path string, read func(io.ReadCloser)) {
+		t.Helper()
+		resp, err := cfg.Post(t.Context(), srv.URL+path, nil, []byte(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		read(resp.Body)
+		resp.Body.Close()
+	}
+	for range 3 {
+		send("/plain", func(b io.ReadCloser) {
+			if got, err := readAll(b, int64(len(`{"choices":[]}`))); err != nil || string(got) != `{"choices":[]}` {
+				t.Fatalf("plain: %q, %v", got, err)
+			}
+		})
+		send("/stream", func(b io.ReadCloser) {
+			if _, err := b.Read(make([]byte, 9)); err != nil {
+				t.Fatal(err)
+			}
+			Drain(b)
+		})
+	}
+	if n := dials.Load(); n != 1 {
+		t.Fatalf("%d connections for 6 requests, want 1", n)
+	}
+	send("/stream", func(b io.ReadCloser) { b.Read(make([]byte, 4)) }) // aborted
+	send("/plain", func(b io.ReadCloser) { io.ReadAll(b) })
+	if n := dials.Load(); n != 2 {
+		t.Fatalf("%d connections after an aborted stream, want 2", n)
 	}
 }
