@@ -160,6 +160,15 @@ func (x *index) seen(i int) bool { return x.s[i]&flagSeen != 0 }
 
 func (x *index) markSeen(i int) { x.s[i] |= flagSeen }
 
+// markAllSeen marks every entry met.
+func (x *index) markAllSeen() {
+	for i, w := range x.s {
+		if w != 0 {
+			x.s[i] = w | flagSeen
+		}
+	}
+}
+
 // unseen counts entries not met in this run's input.
 func (x *index) unseen() int {
 	n := 0

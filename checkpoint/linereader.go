@@ -119,9 +119,12 @@ func (r *lineReader) line(off int64) ([]byte, error) {
 	if l, ok := r.win.at(off); ok {
 		return l, nil
 	}
-	if end := r.win.base + int64(r.win.n); r.win.n == 0 || off >= end && off < end+window/2 {
-		// Just past the window: slide it on, keeping a quarter before off
-		// for the lines written a little later than their place.
+	if end := r.win.base + int64(r.win.n); off >= end && off < end+window/2 {
+		// Just past the window (or, before the first, near the file's
+		// start, where a pass in file order begins): slide it on, keeping
+		// a quarter before off for the lines written a little later than
+		// their place. A line far from it (a run's lone confirmation of a
+		// key match) is read alone, without a window's megabyte.
 		return r.win.fill(r.f, max(off-window/4, 0), window, off)
 	}
 	if l, ok := r.one.at(off); ok {

@@ -32,6 +32,9 @@ type loaded struct {
 	// llmrun, or failure records (see Answered).
 	foreign   sample
 	malformed *CorruptError
+	// merge, if set, meets the answers' ids with the input's as the output
+	// is read (see idMerge).
+	merge *idMerge
 }
 
 // sameRequest reports whether two fingerprints may be of the same request:
@@ -76,6 +79,7 @@ func (x *loaded) loadOutput(r io.Reader, size int64) error {
 		if l.Off > maxOffset {
 			return fmt.Errorf("checkpoint: %s: line %d is past 256 GiB, the most the index addresses", x.output, l.No)
 		}
+		x.merge.answer(l.ID)
 		if i, old := x.findDone(l.Key, string(l.ID)); i >= 0 {
 			x.outStale++
 			if old == l.FP {

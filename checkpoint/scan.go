@@ -13,7 +13,9 @@ import (
 )
 
 // scanChunk is the read size of scan; a line longer than it grows the buffer.
-const scanChunk = 1 << 20
+// Five are in flight (two workers); at 1 MiB they were most of a rerun's
+// heap, and a rerun now also reads the input beside them (idMerge).
+const scanChunk = 256 << 10
 
 // maxScanWorkers bounds the goroutines that validate lines: beyond a few the
 // read is the bottleneck.

@@ -157,12 +157,19 @@ func succeeded(line []byte) bool {
 	if status < 200 || status > 299 {
 		return false
 	}
-	if !bytes.Contains(line, []byte(`"error":`)) || bytes.Contains(line, []byte(`"error":null,"llmrun":{`)) {
+	if j := bytes.LastIndexByte(line, '{'); j >= 0 && bytes.HasSuffix(line[:j+1], []byte(runnerTail)) {
+		return true // the runner's last members, found from the end: not a search across the answer
+	}
+	if !bytes.Contains(line, []byte(`"error":`)) {
 		return true
 	}
 	e := gjson.GetBytes(line, "error")
 	return !e.Exists() || e.Type == gjson.Null
 }
+
+// runnerTail ends a runner's line but for its llmrun object, the last
+// member, which holds no object (so its '{' is the line's last).
+const runnerTail = `"error":null,"llmrun":{`
 
 // respPrefix starts the response of a line as the runner writes it.
 const respPrefix = `"response":{"status_code":`

@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,6 +63,11 @@ type Options struct {
 	Prune bool
 	// Input is the input's path, recorded in the state file for status.
 	Input string
+	// Expect, if it can read its ids again (InputSet.WithIDs), is the
+	// run's checked input: Open's read of the output then also confirms
+	// whether the output answers exactly its ids, so that SkipAll need not
+	// read the output again.
+	Expect InputSet
 	// Settings are recorded in the state file for the user's information;
 	// URL credentials are removed first. They are not compared: requests are,
 	// by fingerprint.
@@ -80,6 +86,8 @@ type Options struct {
 
 	// wrap lets tests put a fault-injecting file under the appenders.
 	wrap func(*os.File) file
+	// mergeCap, if positive, replaces mergeCap (tests).
+	mergeCap int
 }
 
 // file is what the Store needs of an append-only file; *os.File is one.
@@ -304,7 +312,15 @@ func (s *Store) openOutput() error {
 			return err
 		}
 	} else {
-		if err := s.load(f, s.x.loadOutput); err != nil {
+		if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
+			s.x.merge = startMerge(s.opts.Expect, cmp.Or(s.opts.mergeCap, mergeCap))
+		}
+		err := s.load(f, s.x.loadOutput)
+		if err == nil {
+			s.x.merge.finish()
+		}
+		s.x.merge.abandon()
+		if err != nil {
 			return err
 		}
 		if err := s.appendAfter(&s.out, f, s.x.outRes, "; that request will be redone"); err != nil {

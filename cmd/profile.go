@@ -51,18 +51,24 @@ func startProfiles(getenv func(string) string, warn func(string)) (stop func()) 
 }
 
 // watchHeap writes a heap profile to path each time the live heap passes
-// its largest size so far, until done is closed.
+// its largest size so far, until done is closed; then memory.txt beside it
+// (memoryClasses).
 func watchHeap(path string, done <-chan struct{}, warn func(string)) {
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	var peak uint64
+	classes := newMemoryClasses()
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
 		case <-done:
+			if err := classes.write(filepath.Join(filepath.Dir(path), "memory.txt")); err != nil {
+				warn(fmt.Sprintf("%s: %v", profileEnv, err))
+			}
 			return
 		case <-tick.C:
 		}
+		classes.sample()
 		metrics.Read(sample)
 		live := sample[0].Value.Uint64()
 		if live <= peak+peak/20 { // 5% more than the last profile

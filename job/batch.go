@@ -473,6 +473,12 @@ func (b *batch) openStore(fsync checkpoint.FsyncMode) (*checkpoint.Store, error)
 		b.io.warnf("--force is no longer needed and does nothing: a rerun sends again exactly the requests that changed")
 	}
 	route := b.routes[0]
+	// The checked input's requests: the load confirms on the way whether
+	// the output answers exactly them (a rerun with nothing to send).
+	expect, ok := b.src.InputSet(source.NewFingerprinter(route))
+	if !ok || expect.Len() != b.total {
+		expect = checkpoint.InputSet{}
+	}
 	return checkpoint.Open(checkpoint.Options{
 		Output:      b.o.Output,
 		Errors:      b.o.Errors,
@@ -480,6 +486,7 @@ func (b *batch) openStore(fsync checkpoint.FsyncMode) (*checkpoint.Store, error)
 		RetryFailed: !b.o.NoRetryFailed,
 		Prune:       b.o.Prune,
 		Input:       input,
+		Expect:      expect,
 		Settings: map[string]string{"provider": route.Provider.Name(), "base_url": route.Provider.BaseURL(),
 			"model": b.o.Model, "shard": b.o.Shard},
 		Tally: lineCost,

@@ -11,6 +11,12 @@
 # BENCH_MOCK_FLAGS are passed to `llmrun mock`, e.g. BENCH_MOCK_FLAGS='--answer-words 61'
 # for answers of about 109 tokens (the default answers are about 35).
 #
+# LLMRUN_PROFILE_DIR, when set, reaches llmrun only (never the mock): each run
+# writes its cpu.pprof and heap.pprof to a directory of its own under it
+# (first, rerun1, ...). BENCH_SMAPS=1 samples each run's
+# /proc/PID/smaps_rollup every 0.2 s and prints its peak anonymous and
+# file-backed resident memory (Linux).
+#
 # Needs GNU time (/usr/bin/time, Debian package "time") and awk. Work files go
 # to $BENCH_DIR (default: a new directory under ${TMPDIR:-/tmp}); a 10M-line
 # scale run needs about 10 GB there. Run it when the machine is quiet
@@ -26,7 +32,7 @@ mkdir -p "$dir"
 go build -o "$dir/llmrun" .
 port=$((20000 + RANDOM % 20000))
 # shellcheck disable=SC2086 # BENCH_MOCK_FLAGS is a list of flags
-"$dir/llmrun" mock --addr "127.0.0.1:$port" ${BENCH_MOCK_FLAGS:-} >"$dir/mock.log" 2>&1 &
+env -u LLMRUN_PROFILE_DIR "$dir/llmrun" mock --addr "127.0.0.1:$port" ${BENCH_MOCK_FLAGS:-} >"$dir/mock.log" 2>&1 &
 mock=$!
 trap 'kill "$mock" 2>/dev/null || true' EXIT
 for _ in $(seq 50); do
@@ -40,15 +46,42 @@ input() {
 	awk -v n="$1" 'BEGIN { for (i = 0; i < n; i++) printf "{\"custom_id\":\"request-%08d\",\"prompt\":\"Tell me one fact about the number %d.\"}\n", i, i }' >"$2"
 }
 
+# smaps PID OUT: until PID ends, samples its smaps_rollup and writes the peak
+# "anon_MB file_MB" (resident, at the sample where RSS peaked) to OUT.
+smaps() {
+	local pid=$1 out=$2 child=""
+	for _ in $(seq 100); do
+		child=$(tr -d " " <"/proc/$pid/task/$pid/children" 2>/dev/null || true)
+		[ -n "$child" ] && break
+		sleep 0.05
+	done
+	[ -n "$child" ] || return 0
+	while [ -r "/proc/$child/smaps_rollup" ]; do
+		awk '/^Rss:/ { r = $2 } /^Anonymous:/ { a = $2 } END { if (r) print r, a }' "/proc/$child/smaps_rollup" 2>/dev/null || true
+		sleep 0.2
+	done | awk '$1 > r { r = $1; a = $2 } END { printf "%.1f %.1f\n", a / 1024, (r - a) / 1024 }' >"$out"
+}
+
 # run NAME ARGS...: llmrun batch under GNU time; prints "wall_s rss_MB cpu_s".
 run() {
-	local name=$1
+	local name=$1 pid sampler=""
 	shift
-	/usr/bin/time -o "$dir/$name.time" -f '%e %M %U %S' \
+	local -a env=()
+	[ -n "${LLMRUN_PROFILE_DIR:-}" ] && env=("LLMRUN_PROFILE_DIR=$LLMRUN_PROFILE_DIR/$name")
+	env "${env[@]}" /usr/bin/time -o "$dir/$name.time" -f '%e %M %U %S' \
 		"$dir/llmrun" batch --provider openai --base-url "http://127.0.0.1:$port/v1" --model m \
-		--concurrency 512 -q --summary "$dir/$name.summary.json" "$@" 2>"$dir/$name.log" ||
+		--concurrency 512 -q --summary "$dir/$name.summary.json" "$@" 2>"$dir/$name.log" &
+	pid=$!
+	if [ -n "${BENCH_SMAPS:-}" ]; then
+		smaps "$pid" "$dir/$name.smaps" &
+		sampler=$!
+	fi
+	wait "$pid" ||
 		{ echo "llmrun failed, see $dir/$name.log" >&2; tail -3 "$dir/$name.log" >&2; exit 1; }
+	[ -z "$sampler" ] || wait "$sampler"
 	awk '{ printf "%.2f %.1f %.2f\n", $1, $2 / 1024, $3 + $4 }' "$dir/$name.time"
+	[ -s "$dir/$name.smaps" ] && echo "$name: at peak RSS, anonymous $(cut -d' ' -f1 "$dir/$name.smaps") MB, file-backed $(cut -d' ' -f2 "$dir/$name.smaps") MB" >&2
+	return 0
 }
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
