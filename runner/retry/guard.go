@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/tidwall/gjson"
 )
 
 // ErrRejected is wrapped by every error Guard.Check returns.
@@ -89,6 +90,9 @@ func readSchema(path string) (*jsonschema.Schema, error) {
 	}
 	var s jsonschema.Schema
 	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Base(path), err)
+	}
+	if err := checkKeywords(gjson.ParseBytes(b), ""); err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Base(path), err)
 	}
 	return &s, nil
