@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // snapshotMeta is the "_snapshot" header pricing/gen writes.
@@ -38,8 +39,11 @@ var (
 		"batch_input_per_mtok":  "batch_input",
 		"batch_output_per_mtok": "batch_output",
 	}
-	// tierField is LiteLLM's long-context rate: FIELD_above_Nk_tokens.
-	tierField = regexp.MustCompile(`^(input_cost_per_token|output_cost_per_token|cache_read_input_token_cost|cache_creation_input_token_cost)_above_(\d+)k_tokens$`)
+	// tierField is LiteLLM's long-context rate: FIELD_above_Nk_tokens;
+	// compiled on first use, as entries are parsed only when looked up.
+	tierField = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(input_cost_per_token|output_cost_per_token|cache_read_input_token_cost|cache_creation_input_token_cost)_above_(\d+)k_tokens$`)
+	})
 )
 
 // WithPricesFile returns t with the entries of the --prices file at path on
@@ -79,6 +83,7 @@ func (t *Table) WithPrices(r io.Reader, name string) (*Table, error) {
 		return nil, err
 	}
 	n := *t
+	n.last = &lastLookup{}
 	n.overrides = make(map[string]*Price, len(t.overrides)+len(models))
 	for k, v := range t.overrides {
 		n.overrides[k] = v
@@ -202,7 +207,7 @@ func entryRates(fields map[string]any) (got map[string]Rate, tiers map[int64]map
 			slot, scale = s, 1
 		} else if s, ok := perMtok[k]; ok {
 			slot, scale = s, 1e6
-		} else if m := tierField.FindStringSubmatch(k); m != nil {
+		} else if m := tierField().FindStringSubmatch(k); m != nil {
 			above, _ := strconv.ParseInt(m[2], 10, 64)
 			r, err := parseRate(k, v, 1)
 			if err != nil {

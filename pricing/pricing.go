@@ -20,11 +20,15 @@ package pricing
 
 import (
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+
+	"github.com/tidwall/gjson"
 )
 
 //go:embed snapshot.json
@@ -180,19 +184,64 @@ func (p *Price) MaxCost(input, maxOutput int64, batch bool) (Cost, bool) {
 // Table is a set of prices: the snapshot plus any overrides. It is
 // immutable once built and safe for concurrent use.
 type Table struct {
-	models    map[string]*Price // lower-case name → price
-	overrides map[string]*Price // from --prices; looked up first
+	models    map[string]*lazyPrice // lower-case name → the snapshot's entry
+	overrides map[string]*Price     // from --prices; looked up first
 	date      string
 	source    string
+	last      *lastLookup // the answer to the latest Lookup
 }
 
-var snapshot = sync.OnceValues(func() (*Table, error) {
-	models, meta, err := parse(snapshotJSON, "snapshot.json", false)
-	if err != nil {
-		return nil, err
+// lazyPrice is one snapshot entry, parsed on its first lookup: a run prices
+// a model or two of the list's hundreds, and parsing all of them was a
+// tenth of a short run's CPU.
+type lazyPrice struct {
+	once      sync.Once
+	name, raw string
+	p         *Price // nil: the entry is unusable and skipped, as parse skips it
+}
+
+func (l *lazyPrice) price() *Price {
+	l.once.Do(func() {
+		if p, err := entry(l.name, json.RawMessage(l.raw)); err == nil {
+			l.p = p
+		}
+	})
+	return l.p
+}
+
+// lastLookup keeps the latest Lookup's answer: a run asks for the same
+// model's price with every answer, and finding it again allocated the
+// names tried.
+type lastLookup struct{ p atomic.Pointer[lookedUp] }
+
+type lookedUp struct {
+	provider, model string
+	price           Price
+	ok              bool
+}
+
+var snapshot = sync.OnceValues(func() (*Table, error) { return indexSnapshot(snapshotJSON) })
+
+// indexSnapshot finds the entries of the snapshot's list, parsing none
+// (TestSnapshotSane parses them all).
+func indexSnapshot(data []byte) (*Table, error) {
+	root := gjson.ParseBytes(data)
+	if !root.IsObject() {
+		return nil, fmt.Errorf("snapshot.json: want a JSON object of model names to prices")
 	}
-	return &Table{models: models, date: meta.Date, source: meta.Source}, nil
-})
+	t := &Table{models: make(map[string]*lazyPrice, 1024), last: &lastLookup{}}
+	root.ForEach(func(k, v gjson.Result) bool {
+		switch key := k.String(); {
+		case key == "_snapshot":
+			t.date, t.source = v.Get("date").String(), v.Get("source").String()
+		case key == "sample_spec" || strings.HasPrefix(key, "_"):
+		default:
+			t.models[strings.ToLower(key)] = &lazyPrice{name: key, raw: v.Raw}
+		}
+		return true
+	})
+	return t, nil
+}
 
 // Snapshot returns the embedded price list. It panics if the embedded file
 // is broken, which a test rules out.
@@ -225,10 +274,28 @@ func (t *Table) HasOverrides() bool { return len(t.overrides) > 0 }
 // ("anthropic/claude-…") is also tried without it. Nothing looser is tried:
 // ok is false for a model the list does not name, and its cost is unknown.
 func (t *Table) Lookup(provider, model string) (p Price, ok bool) {
+	if t.last != nil {
+		if l := t.last.p.Load(); l != nil && l.provider == provider && l.model == model {
+			return l.price, l.ok
+		}
+	}
+	p, ok = t.lookup(provider, model)
+	if t.last != nil {
+		t.last.p.Store(&lookedUp{provider: provider, model: model, price: p, ok: ok})
+	}
+	return p, ok
+}
+
+func (t *Table) lookup(provider, model string) (Price, bool) {
 	names := candidates(strings.ToLower(provider), strings.ToLower(strings.TrimSpace(model)))
-	for _, m := range []map[string]*Price{t.overrides, t.models} {
-		for _, n := range names {
-			if q, ok := m[n]; ok {
+	for _, n := range names {
+		if q, ok := t.overrides[n]; ok {
+			return *q, true
+		}
+	}
+	for _, n := range names {
+		if l, ok := t.models[n]; ok {
+			if q := l.price(); q != nil {
 				return *q, true
 			}
 		}

@@ -158,7 +158,12 @@ func TestSnapshotSane(t *testing.T) {
 		t.Error("Source() is empty")
 	}
 	per := map[string]int{}
-	for name, p := range tab.models {
+	for name, l := range tab.models {
+		p := l.price()
+		if p == nil {
+			t.Errorf("%s: entry does not parse", name)
+			continue
+		}
 		per[p.Provider]++
 		if p.Sync.Input <= 0 {
 			t.Errorf("%s: input price %d", name, p.Sync.Input)
@@ -193,6 +198,11 @@ func TestWithPrices(t *testing.T) {
 	tab, err := Snapshot().WithPrices(strings.NewReader(file), "prices.json")
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The snapshot's latest answer is its own: the table on top looks up
+	// the same model afresh.
+	if p, _ := Snapshot().Lookup("openai", "gpt-4o-mini"); p.Override {
+		t.Fatal("the snapshot answered with an override")
 	}
 	u := Usage{InputTokens: 1_000_000, CacheReadTokens: 500_000, OutputTokens: 1_000_000}
 	for _, tt := range []struct {

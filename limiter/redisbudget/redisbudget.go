@@ -214,7 +214,7 @@ func New(o Options) (*Budget, error) {
 	b := &Budget{
 		o:        o,
 		client:   o.Client,
-		sc:       serverScripts,
+		sc:       serverScripts(),
 		now:      o.now,
 		newTimer: o.newTimer,
 		holder:   newHolderID(o.Holder, crand.Text()[:16]),

@@ -1,6 +1,8 @@
 package redisbudget
 
 import (
+	"sync"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/llmrun/llmrun/limiter"
@@ -56,8 +58,8 @@ func newScripts(clock string) *scripts {
 }
 
 // serverScripts are the scripts on Redis's clock: every Budget's but a
-// test's.
-var serverScripts = newScripts(serverClock)
+// test's. They are built and hashed on first use: most runs have no Redis.
+var serverScripts = sync.OnceValue(func() *scripts { return newScripts(serverClock) })
 
 // prelude defines the helpers shared by the scripts. base is the ARGV index
 // before bucket 1's parameters; each bucket has stride parameters, the first

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -29,7 +30,9 @@ const (
 )
 
 // batchIDPattern is the custom_id Anthropic accepts.
-var batchIDPattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+// Compiled on first use: its {1,64} makes it the costliest of the
+// package's start-up, and only the batch route checks ids.
+var batchIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`) })
 
 // batchAPIVersion is the anthropic-version header sent.
 const batchAPIVersion = "2023-06-01"
@@ -72,7 +75,7 @@ func (b *Batch) ItemSize(it providers.BatchItem) int64 {
 }
 
 // ValidID implements providers.BatchClient: ^[a-zA-Z0-9_-]{1,64}$.
-func (b *Batch) ValidID(id string) bool { return batchIDPattern.MatchString(id) }
+func (b *Batch) ValidID(id string) bool { return batchIDPattern().MatchString(id) }
 
 func batchAppendItem(dst []byte, it providers.BatchItem) []byte {
 	id, _ := json.Marshal(it.CustomID)

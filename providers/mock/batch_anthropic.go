@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -14,7 +15,9 @@ import (
 // inline, poll it, stream its results from results_url once it has ended.
 
 // customIDPattern is what Anthropic accepts as a batch custom_id.
-var customIDPattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+// Compiled on first use: its {1,64} makes it the costliest of the
+// package's start-up, and only the batch route checks ids.
+var customIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`) })
 
 // anthropicTime is the RFC 3339 form of MessageBatch timestamps.
 const anthropicTime = "2006-01-02T15:04:05.000000Z07:00"
@@ -59,7 +62,7 @@ func (s *Server) handleANBatchCreate(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case rq.CustomID == nil:
 			aerr = errInvalid("", at+".custom_id: Field required")
-		case !customIDPattern.MatchString(*rq.CustomID):
+		case !customIDPattern().MatchString(*rq.CustomID):
 			aerr = errInvalid("", at+".custom_id: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'")
 		case seen[*rq.CustomID]:
 			aerr = errInvalid("", "Duplicate custom_id: "+*rq.CustomID+". custom_id values must be unique within a batch.")
