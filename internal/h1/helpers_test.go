@@ -3,7 +3,6 @@ package h1
 import (
 	"bufio"
 	"context"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -170,5 +169,3 @@ func waitDead(t *testing.T, tr *Transport, url string) {
 	}
 	t.Fatal("the server's close never reached the client")
 }
-
-func isErr(err, target error) bool { return errors.Is(err, target) }

@@ -27,11 +27,11 @@ func TestTLS(t *testing.T) {
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the unknown-authority handshake's line
 	srv.StartTLS()
 	defer srv.Close()
-	tr, dials, _ := newTransport(t)
+	tr, _, _ := newTransport(t)
 	if _, err := get(t, tr, srv.URL); !errors.As(err, new(*tls.CertificateVerificationError)) {
 		t.Fatalf("unknown authority: %v", err)
 	}
-	tr, dials, _ = newTransport(t)
+	tr, dials, _ := newTransport(t)
 	roots := x509.NewCertPool()
 	roots.AddCert(srv.Certificate())
 	tr.TLSConfig = &tls.Config{RootCAs: roots}

@@ -58,12 +58,9 @@ func (w *write) inline(b []byte, req *http.Request) ([]byte, error) {
 	got, err := io.ReadFull(req.Body, b[h:])
 	if err == nil {
 		// One byte more than announced is a caller's bug net/http reports too.
-		var extra int
-		extra, err = req.Body.Read(b[len(b) : len(b)+1])
-		if extra > 0 {
+		if extra, _ := req.Body.Read(b[len(b) : len(b)+1]); extra > 0 {
 			return b, fmt.Errorf("h1: http.Request.ContentLength=%d with a longer Body", n)
 		}
-		err = nil
 	}
 	req.Body.Close()
 	if err != nil {
