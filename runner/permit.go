@@ -173,17 +173,21 @@ func (r *run) admit(h *hop) (*permit, outcome, error) {
 // holds are what admits one attempt on h, in the order acquired (and
 // released in reverse): the key's day not spent, a fail-fast place, a
 // breaker ticket (holding while the key's breaker is open), the key's
-// first-on-key gate, the --max-cost reservation, the day's charge, the
-// budget reservation with its run slot, and the run's hearing of the
+// first-on-key gate, the budget reservation with its run slot, the
+// --max-cost reservation, the day's charge, and the run's hearing of the
 // outcome, released first so what it decides (a stop) binds before any
-// other hold lets the next attempt in.
+// other hold lets the next attempt in. The slot is given back after the
+// spend and the day have read the answer, so the next attempt is admitted
+// against what it taught (a day limit in its headers, its real cost); the
+// spend and day holds never wait, so taking them after the budget's wait
+// charges them only for an attempt about to be sent.
 func (r *run) holds(h *hop) []hold {
 	s := &holdSet{
 		dayOpen: dayOpenHold{r, h}, failFast: failFastHold{r: r}, breaker: breakerHold{r: r, h: h},
 		gate: gateHold{r, h.key}, spend: spendHold{r, h}, day: dayHold{r: r, h: h},
 		resv: reservation{r: r, h: h}, hearing: hearingHold{r, h},
 	}
-	s.list = [...]hold{&s.dayOpen, &s.failFast, &s.breaker, &s.gate, &s.spend, &s.day, &s.resv, &s.hearing}
+	s.list = [...]hold{&s.dayOpen, &s.failFast, &s.breaker, &s.gate, &s.resv, &s.spend, &s.day, &s.hearing}
 	return s.list[:]
 }
 
