@@ -83,6 +83,9 @@ func loadLocal(u *url.URL) (*jsonschema.Schema, error) {
 	return readSchema(filepath.FromSlash(u.Path))
 }
 
+// readSchema reads and checks one schema file. Its errors do not name the
+// file: LoadSchema names the file given, the library the $ref it loads.
+
 func readSchema(path string) (*jsonschema.Schema, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -90,10 +93,10 @@ func readSchema(path string) (*jsonschema.Schema, error) {
 	}
 	var s jsonschema.Schema
 	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Base(path), err)
+		return nil, err
 	}
 	if err := checkKeywords(gjson.ParseBytes(b), ""); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Base(path), err)
+		return nil, err
 	}
 	return &s, nil
 }

@@ -136,3 +136,34 @@ func TestLoadSchemaNamesTheKeyword(t *testing.T) {
 		t.Errorf("person.json: %v", err)
 	}
 }
+
+// TestLoadSchemaNamesTheFileOnce: an error in the schema file given, or in
+// one its $ref loads, names each file once (the reader and its caller both
+// named it).
+func TestLoadSchemaNamesTheFileOnce(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	bad := write("bad-type.json", `{"type":"strin"}`)
+	ref := write("uses-ref.json", `{"$ref":"bad-type.json"}`)
+	trunc := write("cut-short.json", `{"type": `)
+	for _, p := range []string{bad, ref, trunc} {
+		_, err := LoadSchema(p)
+		if err == nil {
+			t.Fatalf("%s: no error", p)
+		}
+		for _, name := range []string{filepath.Base(p), "bad-type.json"} {
+			if n := strings.Count(err.Error(), name); n > 1 {
+				t.Errorf("%s: %q names %s %d times", filepath.Base(p), err, name, n)
+			}
+		}
+		if !strings.Contains(err.Error(), filepath.Base(p)) {
+			t.Errorf("%q does not name %s", err, filepath.Base(p))
+		}
+	}
+}
