@@ -1,11 +1,8 @@
 package h1
 
 import (
-	"bufio"
-	"bytes"
 	"compress/gzip"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -34,7 +31,7 @@ type body struct {
 	keep    bool        // the connection may serve another request
 	chunked bool
 	n       int64 // bytes left: of the body, or of the current chunk; -1 until close
-	crlf    bool  // a chunk's data was read: its line end comes next
+	chunks  chunkState
 	err     error // sticky, only the reader's
 	state   atomic.Uint32
 }
@@ -69,6 +66,7 @@ func (c *conn) attachBody(ctx context.Context, req *http.Request, resp *http.Res
 		resp.TransferEncoding = []string{"chunked"}
 		resp.ContentLength = -1
 		b.chunked, b.n = true, 0
+		b.chunks.limit = c.t.maxHeader()
 	case len(cl) > 0:
 		n, err := contentLength(cl)
 		if err != nil {
@@ -180,145 +178,6 @@ func (b *body) readLength(p []byte) (int, error) {
 		err = io.ErrUnexpectedEOF
 	}
 	return n, err
-}
-
-// readChunked reads chunk data into p: it blocks only while p is empty,
-// then takes what more is already buffered, chunk headers included, so
-// one Read can return several small events.
-func (b *body) readChunked(p []byte) (n int, err error) {
-	br := b.c.br
-	for n < len(p) {
-		if b.n == 0 {
-			if n > 0 && !b.headerBuffered() {
-				return n, nil
-			}
-			if err := b.nextChunk(); err != nil {
-				return n, err
-			}
-			continue
-		}
-		if n > 0 && br.Buffered() == 0 {
-			return n, nil
-		}
-		k, err := br.Read(p[n : n+int(min(int64(len(p)-n), b.n))])
-		n += k
-		b.n -= int64(k)
-		b.crlf = b.n == 0
-		if err != nil {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
-			}
-			return n, err
-		}
-	}
-	return n, nil
-}
-
-// nextChunk reads the line end of the chunk before (if any) and the next
-// chunk's size line; at the last chunk it skips the trailers (ignored, as
-// nothing here reads them) and returns io.EOF.
-func (b *body) nextChunk() error {
-	br := b.c.br
-	if b.crlf {
-		line, err := readLine(br)
-		if err != nil {
-			return err
-		}
-		if len(line) > 0 {
-			return errors.New("h1: malformed chunked encoding: no line end after chunk data")
-		}
-		b.crlf = false
-	}
-	line, err := readLine(br)
-	if err != nil {
-		return err
-	}
-	size, err := chunkSize(line)
-	if err != nil {
-		return err
-	}
-	if size > 0 {
-		b.n = size
-		return nil
-	}
-	for total := 0; ; {
-		line, err := readLine(br)
-		if err != nil {
-			return err
-		}
-		if len(line) == 0 {
-			return io.EOF
-		}
-		if total += len(line); total > b.c.t.maxHeader() {
-			return errors.New("h1: chunked trailer too large")
-		}
-	}
-}
-
-// headerBuffered reports whether the next chunk's header (and, for the
-// last chunk, the blank line after it) is already buffered, so
-// nextChunk can read it without waiting for the network.
-func (b *body) headerBuffered() bool {
-	br := b.c.br
-	buf, _ := br.Peek(br.Buffered())
-	if b.crlf {
-		i := bytes.IndexByte(buf, '\n')
-		if i < 0 {
-			return false
-		}
-		buf = buf[i+1:]
-	}
-	i := bytes.IndexByte(buf, '\n')
-	if i < 0 {
-		return false
-	}
-	if size, err := chunkSize(bytes.TrimSuffix(buf[:i], []byte("\r"))); err == nil && size == 0 {
-		rest := buf[i+1:]
-		return bytes.HasPrefix(rest, []byte("\r\n")) || bytes.HasPrefix(rest, []byte("\n"))
-	}
-	return true
-}
-
-// readLine reads one line of chunk framing, without its line end; a line
-// longer than the read buffer is an error.
-func readLine(br *bufio.Reader) ([]byte, error) {
-	line, err := br.ReadSlice('\n')
-	switch {
-	case err == bufio.ErrBufferFull:
-		return nil, errors.New("h1: chunked encoding line too long")
-	case err == io.EOF:
-		return nil, io.ErrUnexpectedEOF
-	case err != nil:
-		return nil, err
-	}
-	line = line[:len(line)-1]
-	return bytes.TrimSuffix(line, []byte("\r")), nil
-}
-
-// chunkSize parses a chunk-size line (hex, then optional extensions).
-func chunkSize(line []byte) (int64, error) {
-	if i := bytes.IndexByte(line, ';'); i >= 0 {
-		line = line[:i]
-	}
-	line = bytes.TrimRight(line, " \t")
-	if len(line) == 0 || len(line) > 15 {
-		return 0, fmt.Errorf("h1: invalid chunk size %q", clip(string(line)))
-	}
-	var n int64
-	for _, c := range line {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, fmt.Errorf("h1: invalid chunk size %q", clip(string(line)))
-		}
-		n = n<<4 | int64(c)
-	}
-	return n, nil
 }
 
 // release ends the request's hold on the connection once: back to the
