@@ -40,6 +40,32 @@ type assembler struct {
 	head    []byte
 	walked  string
 	headEnd int
+	// tpl is the last walked chunk that appended one string and did
+	// nothing else not idempotent; walk counts what the current one does.
+	tpl  textChunk
+	walk walkNote
+}
+
+// textChunk is a chunk that added one piece of text (one token, in the
+// common case): its bytes before and after that string's inside. A chunk
+// with the same bytes around another valid string inside is the same chunk
+// with other text: the rest of it is valid and applying it again changes
+// nothing, so only the new text is checked and appended.
+type textChunk struct {
+	pre, post []byte // empty pre: none
+	ch        *choice
+	field     int // index in ch.fields
+}
+
+// walkNote is what walking one chunk appended: strings to message fields
+// (the last one's place), and whether anything else not idempotent ran
+// (tool call arguments, logprobs items).
+type walkNote struct {
+	appends int
+	other   bool
+	value   string // the last string appended, raw, aliasing the chunk
+	ch      *choice
+	field   int
 }
 
 type choice struct {
@@ -92,6 +118,10 @@ func keepSet(dst []byte, raw string) []byte {
 
 // chunk applies one data event. An "error" member ends the stream.
 func (a *assembler) chunk(data []byte) *providers.Error {
+	if a.sameShape(data) {
+		return nil
+	}
+	a.walk = walkNote{}
 	s := view(data)
 	// The rest of a chunk that starts with head is valid JSON exactly when
 	// the chunk is: a valid JSON prefix ending in a comma between members
@@ -111,8 +141,48 @@ func (a *assembler) chunk(data []byte) *providers.Error {
 	}
 	if a.err != nil {
 		a.err.Body = append([]byte(nil), data...)
+		return a.err
 	}
-	return a.err
+	a.keepText(data)
+	return nil
+}
+
+// sameShape applies data when it is the last text chunk with other text,
+// reporting whether it was.
+func (a *assembler) sameShape(data []byte) bool {
+	t := &a.tpl
+	pre, post := len(t.pre), len(t.post)
+	if pre == 0 || len(data) < pre+post || !bytes.HasPrefix(data, t.pre) || !bytes.HasSuffix(data, t.post) {
+		return false
+	}
+	in := data[pre : len(data)-post]
+	if !jsonvalid.StringInside(in) {
+		return false // walked, and refused there if invalid
+	}
+	f := &t.ch.fields[t.field]
+	f.buf = append(f.buf, in...)
+	if len(in) > 0 {
+		a.content = true
+	}
+	return true
+}
+
+// keepText makes data, just walked, the text chunk to compare the next
+// ones with, if appending one string was all it did.
+func (a *assembler) keepText(data []byte) {
+	w := &a.walk
+	a.tpl.pre = a.tpl.pre[:0]
+	if w.appends != 1 || w.other {
+		return
+	}
+	// w.value, quotes included, is never empty, so it has the address of
+	// its place in data (an empty substring may not).
+	start := int(uintptr(unsafe.Pointer(unsafe.StringData(w.value)))-uintptr(unsafe.Pointer(unsafe.SliceData(data)))) + 1
+	end := start + len(w.value) - 2
+	if start <= 0 || end >= len(data) || end < start {
+		return
+	}
+	a.tpl = textChunk{pre: append(a.tpl.pre, data[:start]...), post: append(a.tpl.post[:0], data[end:]...), ch: w.ch, field: w.field}
 }
 
 // keepHead sets head from the chunk s just walked whole.
@@ -202,6 +272,7 @@ func (a *assembler) choiceField(k, v string) bool {
 		ch.finish = keepSet(ch.finish, v)
 	case `"logprobs"`:
 		if v != "null" {
+			a.walk.other = true
 			ch.logprobs.seen = true
 			providers.EachMember(v, a.logprobField)
 		}
@@ -242,14 +313,17 @@ func (a *assembler) deltaField(k, v string) bool {
 	case `"role"`:
 		ch.role = keepSet(ch.role, v)
 	case `"tool_calls"`:
+		a.walk.other = true
 		providers.EachElement(v, a.toolCall)
 	default:
 		if in, ok := providers.StringInside(v); ok {
-			f := ch.field(k)
+			i := ch.fieldIndex(k)
+			f := &ch.fields[i]
 			f.buf = append(f.buf, in...)
 			if in != "" {
 				a.content = true
 			}
+			a.walk = walkNote{appends: a.walk.appends + 1, other: a.walk.other, value: v, ch: ch, field: i}
 		}
 	}
 	return true
@@ -301,14 +375,16 @@ func (a *assembler) get(i int) *choice {
 
 func (c *choice) at() int { return c.index }
 
-// field returns the field with raw key k, creating it.
-func (c *choice) field(k string) *field {
-	if f := c.lookup(k); f != nil {
-		return f
+// fieldIndex returns the index of the field with raw key k, creating it.
+func (c *choice) fieldIndex(k string) int {
+	for i := range c.fields {
+		if c.fields[i].key == k {
+			return i
+		}
 	}
 	// k aliases the decoder's buffer: copy it, once per field and stream.
 	c.fields = append(c.fields, field{key: string([]byte(k))})
-	return &c.fields[len(c.fields)-1]
+	return len(c.fields) - 1
 }
 
 func (c *choice) lookup(key string) *field {

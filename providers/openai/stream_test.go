@@ -33,7 +33,7 @@ func TestChunkHead(t *testing.T) {
 		if err := fast.chunk([]byte(c)); err != nil {
 			t.Fatalf("chunk %s: %v", c, err)
 		}
-		full.head = nil // walk every chunk whole
+		full.head, full.tpl.pre = nil, nil // walk every chunk whole
 		if err := full.chunk([]byte(c)); err != nil {
 			t.Fatalf("chunk %s: %v", c, err)
 		}
@@ -50,6 +50,58 @@ func TestChunkHead(t *testing.T) {
 	for _, bad := range []string{`"choices":[}`, `"choices":[]`, `}`, `"choices":[],}`} {
 		if err := fast.chunk([]byte(string(fast.head) + bad)); err == nil || err.Message != "stream chunk is not valid JSON" {
 			t.Errorf("head + %s: %v", bad, err)
+		}
+	}
+}
+
+// TestChunkSameShape: a chunk that differs from the last walked one only
+// in one appended string's inside is applied by that inside alone, and
+// the answer is the one walking every chunk whole gives: also when a
+// chunk of another shape changed a member in between, when tool call
+// arguments or logprobs repeat byte for byte (appended again, never
+// taken for text), and an inside that is not a valid string is refused.
+func TestChunkSameShape(t *testing.T) {
+	const head = `{"id":"c","object":"chat.completion.chunk","created":7,"model":"m",`
+	text := func(tier, s string) string {
+		return head + `"service_tier":"` + tier + `","choices":[{"index":0,"delta":{"content":"` + s + `"},"finish_reason":null}]}`
+	}
+	call := head + `"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\""}}]},"finish_reason":null}]}`
+	lp := head + `"choices":[{"index":0,"delta":{"content":"x"},"logprobs":{"content":[{"token":"x","logprob":0}]},"finish_reason":null}]}`
+	chunks := []string{
+		head + `"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`,
+		text("default", "Hel"), text("default", "lo"), text("default", ` \"q\" \u00e9`), text("default", ""),
+		text("flex", "!"), text("default", "?"), text("default", "."), // the tier changes and changes back
+		call, call, lp, lp,
+		text("default", "end"), text("default", "s"),
+		head + `"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
+	}
+	var fast, full assembler
+	same := 0
+	for _, c := range chunks {
+		if len(fast.tpl.pre) > 0 && strings.HasPrefix(c, string(fast.tpl.pre)) && strings.HasSuffix(c, string(fast.tpl.post)) {
+			same++
+		}
+		if err := fast.chunk([]byte(c)); err != nil {
+			t.Fatalf("chunk %s: %v", c, err)
+		}
+		full.head, full.tpl.pre = nil, nil
+		if err := full.chunk([]byte(c)); err != nil {
+			t.Fatalf("chunk %s: %v", c, err)
+		}
+	}
+	if got, want := string(fast.body()), string(full.body()); got != want {
+		t.Errorf("body\n got %s\nwant %s", got, want)
+	}
+	if !strings.Contains(string(fast.body()), `"content":"Hello \"q\" \u00e9!?.xxends"`) || !strings.Contains(string(fast.body()), `"service_tier":"default"`) {
+		t.Errorf("body %s", fast.body())
+	}
+	if same != 5 {
+		t.Errorf("%d chunks applied by their text alone, want 5", same)
+	}
+	fast.chunk([]byte(text("default", "ok")))
+	for _, bad := range []string{`a"b`, `a\`, `a\u00`, `tab\x`, "ctl\x01", "new\nline", `"},"x":"`} {
+		if err := fast.chunk([]byte(text("default", bad))); err == nil || err.Message != "stream chunk is not valid JSON" {
+			t.Errorf("text %s: %v", bad, err)
 		}
 	}
 }
