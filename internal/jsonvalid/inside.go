@@ -1,12 +1,14 @@
 package jsonvalid
 
-// StringInside reports whether b is the inside of a JSON string: whether
-// `"` + b + `"` is one valid JSON string (no unescaped quote, no control
-// character, every escape whole). A stream decoder that knows a chunk's
-// bytes around one string checks only that string's inside.
-func StringInside(b []byte) bool {
+// StringEnd reports where the JSON string whose inside starts b ends:
+// the index of its closing quote, and whether everything before it is a
+// valid inside (no control character, every escape whole). A stream
+// decoder that knows a chunk's bytes around a string checks only that
+// string.
+func StringEnd(b []byte) (int, bool) {
 	i, ok := str(b, 0)
-	// str stops at a closing quote (ok), or fails at a bad byte or escape
-	// before the end, or runs off the end, which for an inside is right.
-	return !ok && i >= len(b)
+	if !ok {
+		return 0, false
+	}
+	return i - 1, true
 }

@@ -97,16 +97,17 @@ func BenchmarkValidJSON(b *testing.B) {
 	}
 }
 
-// TestStringInside: StringInside agrees with Valid on the quoted string,
-// for insides that end in the middle of an escape too.
-func TestStringInside(t *testing.T) {
+// TestStringEnd: StringEnd finds a string's closing quote exactly when
+// Valid accepts the string, for insides that end in an escape too.
+func TestStringEnd(t *testing.T) {
 	for _, in := range []string{
 		"", "plain text", `a \"quote\"`, `tab\tand \u00e9`, "long enough to take the eight-byte path here",
-		`a"b`, `trailing \`, `half \u00`, "ctl \x01", `bad \x`, `ends "`, `\\`, `\\\`, `12345678\`,
+		`a"b`, `trailing \`, `half \u00`, "ctl \x01", `bad \x`, `\\`, `\\\`, `12345678\`,
 	} {
 		want := Valid([]byte(`"` + in + `"`))
-		if got := StringInside([]byte(in)); got != want {
-			t.Errorf("StringInside(%q) = %v, Valid of it quoted %v", in, got, want)
+		n, ok := StringEnd([]byte(in + `"` + `,"rest":1}`))
+		if got := ok && n == len(in); got != want {
+			t.Errorf("StringEnd(%q) = %d, %v; Valid of it quoted %v", in, n, ok, want)
 		}
 	}
 }

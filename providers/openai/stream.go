@@ -47,23 +47,29 @@ type assembler struct {
 }
 
 // textChunk is a chunk that added one piece of text (one token, in the
-// common case): its bytes before and after that string's inside. A chunk
-// with the same bytes around another valid string inside is the same chunk
-// with other text: the rest of it is valid and applying it again changes
-// nothing, so only the new text is checked and appended.
+// common case), cut around that string's inside and, after it, around the
+// inside of one string member the assembler ignores (OpenAI's
+// obfuscation, different in every chunk). A chunk of the same bytes
+// around other valid string insides is the same chunk with other text:
+// the rest of it is valid, and applying it again changes nothing, so only
+// the new text is checked and appended.
 type textChunk struct {
-	pre, post []byte // empty pre: none
-	ch        *choice
-	field     int // index in ch.fields
+	pre   []byte // up to the text's inside; empty: no template
+	mid   []byte // from the text's closing quote to the hole's inside; nil: no hole
+	post  []byte // from the last closing quote to the end
+	ch    *choice
+	field int // index in ch.fields
 }
 
-// walkNote is what walking one chunk appended: strings to message fields
-// (the last one's place), and whether anything else not idempotent ran
-// (tool call arguments, logprobs items).
+// walkNote is what walking one chunk did: how many strings it appended to
+// message fields (and the last one, raw, aliasing the chunk), whether
+// anything else not idempotent ran (tool call arguments, logprobs items),
+// and the first ignored string member after the text.
 type walkNote struct {
 	appends int
 	other   bool
-	value   string // the last string appended, raw, aliasing the chunk
+	value   string
+	hole    string
 	ch      *choice
 	field   int
 }
@@ -147,21 +153,37 @@ func (a *assembler) chunk(data []byte) *providers.Error {
 	return nil
 }
 
-// sameShape applies data when it is the last text chunk with other text,
-// reporting whether it was.
+// sameShape applies data when it is the last text chunk with other text
+// (and another hole), reporting whether it was.
 func (a *assembler) sameShape(data []byte) bool {
 	t := &a.tpl
-	pre, post := len(t.pre), len(t.post)
-	if pre == 0 || len(data) < pre+post || !bytes.HasPrefix(data, t.pre) || !bytes.HasSuffix(data, t.post) {
+	if len(t.pre) == 0 || !bytes.HasPrefix(data, t.pre) {
 		return false
 	}
-	in := data[pre : len(data)-post]
-	if !jsonvalid.StringInside(in) {
+	start := len(t.pre)
+	n, ok := jsonvalid.StringEnd(data[start:])
+	if !ok {
 		return false // walked, and refused there if invalid
 	}
+	end := start + n
+	rest := data[end:]
+	if t.mid != nil {
+		if !bytes.HasPrefix(rest, t.mid) {
+			return false
+		}
+		rest = rest[len(t.mid):]
+		h, ok := jsonvalid.StringEnd(rest)
+		if !ok {
+			return false
+		}
+		rest = rest[h:]
+	}
+	if !bytes.Equal(rest, t.post) {
+		return false
+	}
 	f := &t.ch.fields[t.field]
-	f.buf = append(f.buf, in...)
-	if len(in) > 0 {
+	f.buf = append(f.buf, data[start:end]...)
+	if end > start {
 		a.content = true
 	}
 	return true
@@ -171,18 +193,38 @@ func (a *assembler) sameShape(data []byte) bool {
 // ones with, if appending one string was all it did.
 func (a *assembler) keepText(data []byte) {
 	w := &a.walk
-	a.tpl.pre = a.tpl.pre[:0]
+	t := &a.tpl
+	t.pre = t.pre[:0]
 	if w.appends != 1 || w.other {
 		return
 	}
-	// w.value, quotes included, is never empty, so it has the address of
-	// its place in data (an empty substring may not).
-	start := int(uintptr(unsafe.Pointer(unsafe.StringData(w.value)))-uintptr(unsafe.Pointer(unsafe.SliceData(data)))) + 1
-	end := start + len(w.value) - 2
-	if start <= 0 || end >= len(data) || end < start {
+	// Raw values, quotes included, are never empty, so they have the
+	// address of their place in data (an empty substring may not).
+	start, end := a.inside(data, w.value)
+	if start < 0 {
 		return
 	}
-	a.tpl = textChunk{pre: append(a.tpl.pre, data[:start]...), post: append(a.tpl.post[:0], data[end:]...), ch: w.ch, field: w.field}
+	t.ch, t.field = w.ch, w.field
+	t.pre = append(t.pre, data[:start]...)
+	t.mid = nil
+	if hs, he := a.inside(data, w.hole); hs > end {
+		t.mid = append(t.mid[:0:0], data[end:hs]...)
+		end = he
+	}
+	t.post = append(t.post[:0], data[end:]...)
+}
+
+// inside returns where the inside of v, a raw string aliasing data, starts
+// and ends in data; -1, -1 when v is not one.
+func (a *assembler) inside(data []byte, v string) (int, int) {
+	if len(v) < 2 {
+		return -1, -1
+	}
+	off := int(uintptr(unsafe.Pointer(unsafe.StringData(v))) - uintptr(unsafe.Pointer(unsafe.SliceData(data))))
+	if off < 0 || off+len(v) > len(data) {
+		return -1, -1
+	}
+	return off + 1, off + len(v) - 1
 }
 
 // keepHead sets head from the chunk s just walked whole.
@@ -233,6 +275,11 @@ func (a *assembler) topLevel(k, v string) bool {
 		providers.EachElement(v, a.choice)
 	case `"usage"`:
 		a.usage = keepSet(a.usage, v)
+	case `"object"`, `"obfuscation"`:
+		// Ignored: a string here may differ between text chunks.
+		if a.walk.appends == 1 && a.walk.hole == "" && len(v) >= 2 && v[0] == '"' {
+			a.walk.hole = v
+		}
 	case `"error"`:
 		if v == "null" {
 			return true

@@ -62,9 +62,11 @@ func TestChunkHead(t *testing.T) {
 // taken for text), and an inside that is not a valid string is refused.
 func TestChunkSameShape(t *testing.T) {
 	const head = `{"id":"c","object":"chat.completion.chunk","created":7,"model":"m",`
-	text := func(tier, s string) string {
-		return head + `"service_tier":"` + tier + `","choices":[{"index":0,"delta":{"content":"` + s + `"},"finish_reason":null}]}`
+	// OpenAI's obfuscation pads each chunk with a string of its own.
+	textObf := func(tier, s, obf string) string {
+		return head + `"service_tier":"` + tier + `","choices":[{"index":0,"delta":{"content":"` + s + `"},"finish_reason":null}],"obfuscation":"` + obf + `"}`
 	}
+	text := func(tier, s string) string { return textObf(tier, s, strings.Repeat("z", len(s)%5)) }
 	call := head + `"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\""}}]},"finish_reason":null}]}`
 	lp := head + `"choices":[{"index":0,"delta":{"content":"x"},"logprobs":{"content":[{"token":"x","logprob":0}]},"finish_reason":null}]}`
 	chunks := []string{
@@ -78,7 +80,7 @@ func TestChunkSameShape(t *testing.T) {
 	var fast, full assembler
 	same := 0
 	for _, c := range chunks {
-		if len(fast.tpl.pre) > 0 && strings.HasPrefix(c, string(fast.tpl.pre)) && strings.HasSuffix(c, string(fast.tpl.post)) {
+		if len(fast.tpl.pre) > 0 && strings.HasPrefix(c, string(fast.tpl.pre)) && strings.HasSuffix(c, string(fast.tpl.post)) && strings.Contains(c, string(fast.tpl.mid)) {
 			same++
 		}
 		if err := fast.chunk([]byte(c)); err != nil {
@@ -102,6 +104,9 @@ func TestChunkSameShape(t *testing.T) {
 	for _, bad := range []string{`a"b`, `a\`, `a\u00`, `tab\x`, "ctl\x01", "new\nline", `"},"x":"`} {
 		if err := fast.chunk([]byte(text("default", bad))); err == nil || err.Message != "stream chunk is not valid JSON" {
 			t.Errorf("text %s: %v", bad, err)
+		}
+		if err := fast.chunk([]byte(textObf("default", "ok", bad))); err == nil || err.Message != "stream chunk is not valid JSON" {
+			t.Errorf("obfuscation %s: %v", bad, err)
 		}
 	}
 }
