@@ -199,13 +199,19 @@ type body struct {
 	n     int64
 	// events makes the idle timeout count SSE events (Progress), not
 	// bytes: a server sending only ": keepalive" comments is idle. last
-	// is when the last event (or the first bytes) arrived.
+	// is when the last event (or the first bytes) arrived; fresh that
+	// events arrived since the last Read, which then takes the clock once
+	// for all of them (a read brings some ten events: a clock read each
+	// was a tenth of decoding a stream).
 	events bool
+	fresh  bool
 	last   time.Time
 }
 
-// Progress records that an SSE event arrived (sse.Progresser).
-func (b *body) Progress() { b.last = time.Now() }
+// Progress records that an SSE event arrived (sse.Progresser). The
+// events of a read are dispatched before the next Read, so that Read's
+// time stands for the last of them.
+func (b *body) Progress() { b.fresh = true }
 
 // idleByEvents makes rc, a body Post returned, time out for idleness
 // between SSE events rather than between reads. Others are left alone.
@@ -244,8 +250,10 @@ func (b *body) Read(p []byte) (int, error) {
 		d, what = b.first, "no response body"
 		shown = d
 	} else if b.events && b.started && d > 0 {
-		// Only what is left of the idle time since the last event.
-		if d -= time.Since(b.last); d <= 0 {
+		if b.fresh {
+			b.last, b.fresh = time.Now(), false
+		} else if d -= time.Since(b.last); d <= 0 {
+			// Only what was left of the idle time since the last event.
 			b.cancel(b.cause)
 			b.err = mapTransport(b.parent, &timeoutError{"no stream data", b.idle}, b.secret())
 			return 0, b.err
