@@ -2,11 +2,13 @@ package h1
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/http/httputil"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -162,4 +164,39 @@ func TestBytesPastChunkedEnd(t *testing.T) {
 	if n := dials.Load(); n != 2 {
 		t.Errorf("%d dials, want 2: a connection with unasked-for bytes was reused", n)
 	}
+}
+
+// FuzzChunkDecode: what net/http's chunked writer encodes decodes to the
+// same bytes however it is split, and arbitrary framing never makes the
+// decoder overrun its buffers or stall.
+func FuzzChunkDecode(f *testing.F) {
+	f.Add([]byte("data: hello\n\n"), uint8(3), uint8(1))
+	f.Add([]byte("5\r\nhello\r\n0\r\n\r\n"), uint8(0), uint8(7))
+	f.Fuzz(func(t *testing.T, in []byte, step, dst uint8) {
+		var enc bytes.Buffer
+		w := httputil.NewChunkedWriter(&enc)
+		for rest := in; len(rest) > 0; {
+			k := min(len(rest), int(step)+1)
+			w.Write(rest[:k])
+			rest = rest[k:]
+		}
+		w.Close()
+		enc.WriteString("\r\n")
+		data, err := decodeAll(enc.String(), int(step), int(dst)+1)
+		if err != io.EOF || data != string(in) {
+			t.Fatalf("%q: got %q, %v", enc.String(), data, err)
+		}
+		c := chunkState{limit: 64}
+		buf := make([]byte, int(dst)+1)
+		for src := in; len(src) > 0; {
+			used, n, err := c.decode(buf, src)
+			if used > len(src) || n > len(buf) || (used == 0 && n == 0 && err == nil && c.st != csData) {
+				t.Fatalf("%q: used %d of %d, wrote %d of %d, %v", src, used, len(src), n, len(buf), err)
+			}
+			if err != nil || used == 0 {
+				break
+			}
+			src = src[used:]
+		}
+	})
 }
