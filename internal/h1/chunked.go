@@ -50,7 +50,7 @@ type chunkState struct {
 // empty and p is at least its size, the socket is read straight into p.
 func (b *body) readChunked(p []byte) (int, error) {
 	br := b.c.br
-	for {
+	for empty := 0; ; {
 		if br.Buffered() > 0 {
 			buf, _ := br.Peek(br.Buffered())
 			used, n, err := b.chunks.decode(p, buf)
@@ -67,6 +67,12 @@ func (b *body) readChunked(p []byte) (int, error) {
 			continue
 		}
 		k, rerr := b.c.c.Read(p)
+		if k == 0 && rerr == nil {
+			if empty++; empty == 100 { // as bufio gives up
+				return 0, io.ErrNoProgress
+			}
+			continue
+		}
 		used, n, err := b.chunks.decode(p, p[:k])
 		if used < k {
 			// Bytes past the body's end: no request asked for them, so
