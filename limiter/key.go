@@ -360,18 +360,21 @@ func (k *keyState) reserveAt(now time.Time, c Cost) (time.Duration, Dimension) {
 }
 
 // gather is the level a paced bucket short of amount waits for (see
-// reserveAt): half its capacity, a grain's worth of the rate, or as much
-// as the queue asks for if that is less, so that the queue's head sleeps
-// once per half a grain and the waiters behind it are admitted in a run,
-// instead of a timer and a wake-up for every request. Half, so that a late
-// wake-up loses no refill to a full bucket. The rate is unchanged: the
-// bucket keeps filling while the head sleeps. A bucket that is not paced
-// gathers nothing beyond need.
+// reserveAt): a quarter of its capacity (of a grain's worth of the rate),
+// or as much as the queue asks for if that is less, so that the queue's
+// head sleeps once per quarter grain and the waiters behind it are
+// admitted in a run, instead of a timer and a wake-up for every request.
+// The rate is unchanged: the bucket keeps filling while the head sleeps,
+// and a late wake-up loses no refill to a full bucket. A quarter, not
+// more: the ramp doubles after a step (as short as a grain) in which the
+// key sent three quarters of its rate, and runs of half a grain falling
+// either side of a step's end made it miss doublings. A bucket that is
+// not paced gathers nothing beyond need.
 func (k *keyState) gather(b *bucket, amount float64) float64 {
 	if !b.paced {
 		return 0
 	}
-	return max(amount, min(b.cap/2, amount*float64(len(k.q))))
+	return max(amount, min(b.cap/4, amount*float64(len(k.q))))
 }
 
 // need is the level bucket b must hold to admit amount: amount plus the
