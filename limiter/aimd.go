@@ -42,7 +42,7 @@ type AIMDConfig struct {
 	// wake-ups are not exact below it): a guessed rate admits one request
 	// at a time, or Grain's worth of the rate where that is more (default
 	// 10ms). Paced one by one at 1,000/s, a ramp never used 75% of its rate
-	// and stopped doubling there.
+	// and stopped doubling there. It is also the shortest step of a ramp.
 	Grain time.Duration
 	// BackoffBase is the key-wide pause after a refusal without a hint; it
 	// doubles with every further one before a success (default 250ms), up
