@@ -17,6 +17,9 @@
 # /proc/PID/smaps_rollup every 0.2 s and prints its peak anonymous and
 # file-backed resident memory (Linux).
 #
+# BENCH_BIN, when set, is the llmrun binary to measure (a build of another
+# commit, say) instead of a build of this tree.
+#
 # Needs GNU time (/usr/bin/time, Debian package "time") and awk. Work files go
 # to $BENCH_DIR (default: a new directory under ${TMPDIR:-/tmp}); a 10M-line
 # scale run needs about 10 GB there. Run it when the machine is quiet
@@ -29,7 +32,11 @@ n=${2:?usage: scripts/bench.sh scale|stream N [llmrun flags]}
 shift 2
 dir=${BENCH_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/llmrun-bench.XXXXXX")}
 mkdir -p "$dir"
-go build -o "$dir/llmrun" .
+if [ -n "${BENCH_BIN:-}" ]; then
+	cp "$BENCH_BIN" "$dir/llmrun"
+else
+	go build -o "$dir/llmrun" .
+fi
 port=$((20000 + RANDOM % 20000))
 # shellcheck disable=SC2086 # BENCH_MOCK_FLAGS is a list of flags
 env -u LLMRUN_PROFILE_DIR "$dir/llmrun" mock --addr "127.0.0.1:$port" ${BENCH_MOCK_FLAGS:-} >"$dir/mock.log" 2>&1 &
