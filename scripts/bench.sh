@@ -17,7 +17,8 @@
 # /proc/PID/smaps_rollup every 0.2 s and prints its peak anonymous and
 # file-backed resident memory (Linux).
 #
-# BENCH_BIN, when set, is the llmrun binary to measure (a build of another
+# BENCH_RERUNS is the number of reruns after a scale run (default 3; a 10M
+# rerun takes minutes). BENCH_BIN, when set, is the llmrun binary to measure (a build of another
 # commit, say) instead of a build of this tree.
 #
 # Needs GNU time (/usr/bin/time, Debian package "time") and awk. Work files go
@@ -99,8 +100,8 @@ scale)
 	echo "load: $(uptime)"
 	read -r wall rss cpu < <(run first "$dir/in.jsonl" "$@")
 	echo "run of $n requests: wall ${wall}s, peak RSS ${rss} MB, CPU ${cpu}s"
-	for i in 1 2 3; do run "rerun$i" "$dir/in.jsonl" "$@"; done >"$dir/reruns"
-	echo "rerun (all skipped), median of 3: wall $(cut -d' ' -f1 "$dir/reruns" | median)s, peak RSS $(cut -d' ' -f2 "$dir/reruns" | median) MB, CPU $(cut -d' ' -f3 "$dir/reruns" | median)s"
+	for i in $(seq "${BENCH_RERUNS:-3}"); do run "rerun$i" "$dir/in.jsonl" "$@"; done >"$dir/reruns"
+	echo "rerun (all skipped), median of ${BENCH_RERUNS:-3}: wall $(cut -d' ' -f1 "$dir/reruns" | median)s, peak RSS $(cut -d' ' -f2 "$dir/reruns" | median) MB, CPU $(cut -d' ' -f3 "$dir/reruns" | median)s"
 	;;
 stream)
 	input "$n" "$dir/in.jsonl"
