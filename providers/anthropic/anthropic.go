@@ -41,6 +41,7 @@ var _ providers.Provider = (*Provider)(nil)
 // providers.NewHTTPClient, once, so every Send shares one connection pool.
 func New(cfg providers.Config) *Provider {
 	cfg.SplitQuery() // the query goes on every request, after the path
+	cfg.Ready()
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = providers.NewHTTPClient(0)
 	}
@@ -48,7 +49,7 @@ func New(cfg providers.Config) *Provider {
 	p.wire = providers.Wire{
 		URL:             strings.TrimRight(cfg.BaseURL, "/") + "/v1/messages",
 		Header:          header(cfg.APIKey),
-		RequestIDHeader: "request-id",
+		RequestIDHeader: "Request-Id",
 		StatusError:     p.statusError,
 		Prepare:         p.prepare,
 		ReadStream:      p.readStream,

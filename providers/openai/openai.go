@@ -62,6 +62,7 @@ func New(cfg providers.Config) *Provider { return NewDialect(cfg, Dialect{}) }
 // connection pool.
 func NewDialect(cfg providers.Config, d Dialect) *Provider {
 	cfg.SplitQuery() // the query goes on every request, after the path
+	cfg.Ready()
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = providers.NewHTTPClient(0)
 	}
@@ -89,7 +90,7 @@ func NewDialect(cfg providers.Config, d Dialect) *Provider {
 	} {
 		w.URL = base + strings.TrimPrefix(ep.Path(), "/v1")
 		w.Header = header
-		w.RequestIDHeader = "x-request-id"
+		w.RequestIDHeader = "X-Request-Id"
 		w.StatusError = p.statusError
 		if d.Body != nil {
 			prepare := w.Prepare
