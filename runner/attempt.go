@@ -153,7 +153,7 @@ func (r *run) shape(req *providers.Request, route Route) (*providers.Request, er
 func (r *run) tryRoute(t *task, i int, req *providers.Request) hopResult {
 	route := r.cfg.Routes[i]
 	h := &hop{t: t, index: i, req: req, route: route, start: time.Now(), canFallBack: i < len(r.cfg.Routes)-1}
-	h.key = r.key(route, req)
+	h.key = r.hopKey(i, route, req)
 	h.br = r.breaker(h.key)
 	if r.cacheHit(h) {
 		h.res.out = outSucceeded

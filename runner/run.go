@@ -141,6 +141,7 @@ type run struct {
 	gates      map[string]*keyGate
 	conns      map[string]*connectWatch
 	setups     sync.Map // key → *setupWatch
+	lastKey    atomic.Pointer[keyMemo]
 	rngMu      sync.Mutex
 	cacheWarn  sync.Once
 

@@ -131,7 +131,7 @@ func fillError(e *providers.Error, root gjson.Result) {
 
 // parsePlain reads a non-streaming answer. Body is kept as received.
 func (p *Provider) parsePlain(b []byte, out *providers.Response) error {
-	root := gjson.ParseBytes(b)
+	root := providers.ParseBody(b)
 	if root.Get("type").String() == "error" {
 		return providers.AnswerError(root, b, out, p.cfg.Secret(), fillError)
 	}

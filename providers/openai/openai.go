@@ -198,7 +198,7 @@ func (p *Provider) parsePlain(b []byte, out *providers.Response) error {
 // payload is the member key; an error object in its place is the failure
 // it reports.
 func (p *Provider) parseAnswer(b []byte, out *providers.Response, key string) (gjson.Result, error) {
-	root := gjson.ParseBytes(b)
+	root := providers.ParseBody(b)
 	if root.Get("error").IsObject() && !root.Get(key).Exists() {
 		return root, providers.AnswerError(root, b, out, p.cfg.Secret(), fillError)
 	}
