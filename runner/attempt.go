@@ -396,14 +396,15 @@ func (r *run) send(t *task, l *output.Line, ok bool) {
 	if !ok && l.Error != nil {
 		cause = l.Error.Cause
 	}
-	b, err := l.Marshal()
+	buf := r.lineBuf()
+	b, err := l.AppendMarshal((*buf)[:0])
 	if err != nil {
 		// Marshal of our own struct fails only on a broken body; keep the
 		// request pending rather than writing a bad line.
 		r.stopAdmitting(fmt.Errorf("encoding result for %s: %w", t.req.ID, err))
 		return
 	}
-	r.results <- result{id: t.req.ID, fp: t.fp, line: b, ok: ok, cause: cause}
+	r.results <- result{id: t.req.ID, fp: t.fp, line: b, buf: buf, ok: ok, cause: cause}
 }
 
 // statusWord summarises the run's state for progress.
