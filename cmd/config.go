@@ -10,6 +10,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -114,8 +115,10 @@ func loadConfig(path string) (*loadedConfig, error) {
 // yamlLine matches the line of a yaml error; yamlType the Go type it
 // names, which means nothing to a user.
 var (
-	yamlLine = regexp.MustCompile(`line (\d+): `)
-	yamlType = regexp.MustCompile(` (in|into) (type )?(cmd\.\w+|map\[[^ ]*|\[\][^ ]*|\*?[a-z0-9.]+)$`)
+	yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`line (\d+): `) })
+	yamlType = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(` (in|into) (type )?(cmd\.\w+|map\[[^ ]*|\[\][^ ]*|\*?[a-z0-9.]+)$`)
+	})
 )
 
 func parseConfig(path string, data []byte) (*loadedConfig, error) {
@@ -233,10 +236,10 @@ func yamlMessage(err error) string {
 		if l == "" {
 			continue
 		}
-		if m := yamlLine.FindStringSubmatchIndex(l); m != nil && m[0] == 0 {
+		if m := yamlLine().FindStringSubmatchIndex(l); m != nil && m[0] == 0 {
 			l = l[m[2]:m[3]] + ": " + l[m[1]:]
 		}
-		l = yamlType.ReplaceAllString(l, "")
+		l = yamlType().ReplaceAllString(l, "")
 		l = strings.Replace(l, "field ", "unknown field ", 1)
 		l = strings.Replace(l, " not found", "", 1)
 		parts = append(parts, l)

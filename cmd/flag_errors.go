@@ -4,17 +4,20 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // invalidFlag matches pflag's error for a value that does not parse:
 // `invalid argument "abc" for "--rpm" flag: strconv.ParseFloat: …`.
-var invalidFlag = regexp.MustCompile(`^invalid argument "(.*)" for "(?:-\w, )?(--[\w-]+)" flag: (.*)$`)
+var invalidFlag = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^invalid argument "(.*)" for "(?:-\w, )?(--[\w-]+)" flag: (.*)$`)
+})
 
 // plainFlagValueError says what a flag wants instead of the Go parser's
 // words ("strconv.ParseFloat: parsing "abc": invalid syntax"): "--rpm abc:
 // want a number". Other messages pass unchanged.
 func plainFlagValueError(msg string) string {
-	m := invalidFlag.FindStringSubmatch(msg)
+	m := invalidFlag().FindStringSubmatch(msg)
 	if m == nil {
 		return msg
 	}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -96,7 +97,9 @@ func (u *usageStage) wrap(c *cobra.Command, err error) error {
 // internalPrefix matches the package prefixes llmrun's packages put on
 // their errors ("checkpoint: ", "retry: "): they help a developer, not a
 // user, so the printed message drops them.
-var internalPrefix = regexp.MustCompile(`(^|: )(checkpoint|retry|limiter|redisbudget|runner|providers|registry|pricing|estimate|job|sse): `)
+var internalPrefix = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(^|: )(checkpoint|retry|limiter|redisbudget|runner|providers|registry|pricing|estimate|job|sse): `)
+})
 
 // plainMessage is err as the user reads it: without internal package
 // prefixes, and without a path repeated by the operation that failed on
@@ -105,7 +108,7 @@ var internalPrefix = regexp.MustCompile(`(^|: )(checkpoint|retry|limiter|redisbu
 func plainMessage(err error) string {
 	msg := err.Error()
 	for {
-		next := internalPrefix.ReplaceAllString(msg, "$1")
+		next := internalPrefix().ReplaceAllString(msg, "$1")
 		if next == msg {
 			break
 		}

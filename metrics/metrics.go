@@ -294,32 +294,65 @@ func redactKey(key string) string {
 	return strings.Join(parts, "|")
 }
 
-// Metric descriptions. Names follow Prometheus conventions: a _total
-// suffix on counters, base units (seconds), llmrun_ prefix.
+// descSet are the metric descriptions. Names follow Prometheus
+// conventions: a _total suffix on counters, base units (seconds), llmrun_
+// prefix. Built at the first scrape or push, not in every process's
+// start-up (115 allocations; most runs serve no metrics).
+type descSet struct {
+	descRequests     *prometheus.Desc
+	descInput        *prometheus.Desc
+	descPending      *prometheus.Desc
+	descAttempts     *prometheus.Desc
+	descInFlight     *prometheus.Desc
+	descRetries      *prometheus.Desc
+	descRateLimited  *prometheus.Desc
+	descTokens       *prometheus.Desc
+	descCost         *prometheus.Desc
+	descFellBack     *prometheus.Desc
+	descFallbackRate *prometheus.Desc
+	descQueue        *prometheus.Desc
+	descBudgetWait   *prometheus.Desc
+	descLimit        *prometheus.Desc
+	descConcurrency  *prometheus.Desc
+	descKeyLimited   *prometheus.Desc
+	descBreaker      *prometheus.Desc
+	descOpenings     *prometheus.Desc
+	descHeld         *prometheus.Desc
+	descStart        *prometheus.Desc
+	descEnd          *prometheus.Desc
+	descExit         *prometheus.Desc
+	descBuild        *prometheus.Desc
+}
+
+var descs = sync.OnceValue(func() *descSet {
+	return &descSet{
+		descRequests:     prometheus.NewDesc("llmrun_requests_total", "Requests finished, by outcome (skipped: answered by an earlier run).", []string{"outcome"}, nil),
+		descInput:        prometheus.NewDesc("llmrun_input_requests", "Requests in the input (its shard).", nil, nil),
+		descPending:      prometheus.NewDesc("llmrun_requests_pending", "Requests neither answered nor failed yet.", nil, nil),
+		descAttempts:     prometheus.NewDesc("llmrun_attempts_total", "Attempts sent to providers.", nil, nil),
+		descInFlight:     prometheus.NewDesc("llmrun_attempts_in_flight", "Attempts in flight now.", nil, nil),
+		descRetries:      prometheus.NewDesc("llmrun_retries_total", "Retries, by the class of the failure that caused them.", []string{"cause"}, nil),
+		descRateLimited:  prometheus.NewDesc("llmrun_rate_limited_total", "429 answers, by the dimension they were about (from the rate-limit headers or the message; unknown when neither says).", []string{"dimension"}, nil),
+		descTokens:       prometheus.NewDesc("llmrun_tokens_total", "Tokens the providers reported, by direction.", []string{"direction"}, nil),
+		descCost:         prometheus.NewDesc("llmrun_cost_usd_total", "Spend of this run's answers in US dollars, from the usage the providers reported (priced models only).", nil, nil),
+		descFellBack:     prometheus.NewDesc("llmrun_fell_back_total", "Requests answered by a fallback hop.", nil, nil),
+		descFallbackRate: prometheus.NewDesc("llmrun_fallback_ratio", "Share of the requests finished in this run that a fallback hop answered.", nil, nil),
+		descQueue:        prometheus.NewDesc("llmrun_queue_depth", "Attempts waiting for the key's budget now, by priority class (1 high, 0 normal, -1 low, or the lines' own).", []string{"key", "priority"}, nil),
+		descBudgetWait:   prometheus.NewDesc("llmrun_budget_wait_seconds_total", "Time attempts waited for the budget, summed over attempts, by key and by the dimension that held the queue.", []string{"key", "dimension"}, nil),
+		descLimit:        prometheus.NewDesc("llmrun_limit_per_minute", "Rate limit in force per key and dimension (given, or learned from headers and 429s).", []string{"key", "dimension", "learned"}, nil),
+		descConcurrency:  prometheus.NewDesc("llmrun_limit_concurrency", "Concurrency limit in force per key (the learned window in auto mode; 0: none).", []string{"key"}, nil),
+		descKeyLimited:   prometheus.NewDesc("llmrun_key_rate_limited_total", "429 answers per budget key.", []string{"key"}, nil),
+		descBreaker:      prometheus.NewDesc("llmrun_breaker_state", "Circuit breaker state per key: 0 closed, 1 half-open, 2 open.", []string{"key"}, nil),
+		descOpenings:     prometheus.NewDesc("llmrun_breaker_openings_total", "Times the key's circuit breaker opened (outages).", []string{"key"}, nil),
+		descHeld:         prometheus.NewDesc("llmrun_breaker_held_seconds_total", "Time the key's circuit breaker was not closed.", []string{"key"}, nil),
+		descStart:        prometheus.NewDesc("llmrun_run_start_timestamp_seconds", "When the run started (Unix time).", nil, nil),
+		descEnd:          prometheus.NewDesc("llmrun_run_end_timestamp_seconds", "When the run ended (Unix time); absent while it runs.", nil, nil),
+		descExit:         prometheus.NewDesc("llmrun_run_exit_code", "The run's exit code (0: every request succeeded); absent while it runs.", nil, nil),
+		descBuild:        prometheus.NewDesc("llmrun_build_info", "llmrun's version.", []string{"version"}, nil),
+	}
+})
+
 var (
-	descRequests     = prometheus.NewDesc("llmrun_requests_total", "Requests finished, by outcome (skipped: answered by an earlier run).", []string{"outcome"}, nil)
-	descInput        = prometheus.NewDesc("llmrun_input_requests", "Requests in the input (its shard).", nil, nil)
-	descPending      = prometheus.NewDesc("llmrun_requests_pending", "Requests neither answered nor failed yet.", nil, nil)
-	descAttempts     = prometheus.NewDesc("llmrun_attempts_total", "Attempts sent to providers.", nil, nil)
-	descInFlight     = prometheus.NewDesc("llmrun_attempts_in_flight", "Attempts in flight now.", nil, nil)
-	descRetries      = prometheus.NewDesc("llmrun_retries_total", "Retries, by the class of the failure that caused them.", []string{"cause"}, nil)
-	descRateLimited  = prometheus.NewDesc("llmrun_rate_limited_total", "429 answers, by the dimension they were about (from the rate-limit headers or the message; unknown when neither says).", []string{"dimension"}, nil)
-	descTokens       = prometheus.NewDesc("llmrun_tokens_total", "Tokens the providers reported, by direction.", []string{"direction"}, nil)
-	descCost         = prometheus.NewDesc("llmrun_cost_usd_total", "Spend of this run's answers in US dollars, from the usage the providers reported (priced models only).", nil, nil)
-	descFellBack     = prometheus.NewDesc("llmrun_fell_back_total", "Requests answered by a fallback hop.", nil, nil)
-	descFallbackRate = prometheus.NewDesc("llmrun_fallback_ratio", "Share of the requests finished in this run that a fallback hop answered.", nil, nil)
-	descQueue        = prometheus.NewDesc("llmrun_queue_depth", "Attempts waiting for the key's budget now, by priority class (1 high, 0 normal, -1 low, or the lines' own).", []string{"key", "priority"}, nil)
-	descBudgetWait   = prometheus.NewDesc("llmrun_budget_wait_seconds_total", "Time attempts waited for the budget, summed over attempts, by key and by the dimension that held the queue.", []string{"key", "dimension"}, nil)
-	descLimit        = prometheus.NewDesc("llmrun_limit_per_minute", "Rate limit in force per key and dimension (given, or learned from headers and 429s).", []string{"key", "dimension", "learned"}, nil)
-	descConcurrency  = prometheus.NewDesc("llmrun_limit_concurrency", "Concurrency limit in force per key (the learned window in auto mode; 0: none).", []string{"key"}, nil)
-	descKeyLimited   = prometheus.NewDesc("llmrun_key_rate_limited_total", "429 answers per budget key.", []string{"key"}, nil)
-	descBreaker      = prometheus.NewDesc("llmrun_breaker_state", "Circuit breaker state per key: 0 closed, 1 half-open, 2 open.", []string{"key"}, nil)
-	descOpenings     = prometheus.NewDesc("llmrun_breaker_openings_total", "Times the key's circuit breaker opened (outages).", []string{"key"}, nil)
-	descHeld         = prometheus.NewDesc("llmrun_breaker_held_seconds_total", "Time the key's circuit breaker was not closed.", []string{"key"}, nil)
-	descStart        = prometheus.NewDesc("llmrun_run_start_timestamp_seconds", "When the run started (Unix time).", nil, nil)
-	descEnd          = prometheus.NewDesc("llmrun_run_end_timestamp_seconds", "When the run ended (Unix time); absent while it runs.", nil, nil)
-	descExit         = prometheus.NewDesc("llmrun_run_exit_code", "The run's exit code (0: every request succeeded); absent while it runs.", nil, nil)
-	descBuild        = prometheus.NewDesc("llmrun_build_info", "llmrun's version.", []string{"version"}, nil)
 	limitDimensions  = []string{"requests", "input_tokens", "output_tokens", "tokens"}
 	waitDimensionsOf = map[limiter.Dimension]string{
 		limiter.DimRequests: "requests", limiter.DimInput: "input_tokens", limiter.DimOutput: "output_tokens",
@@ -333,67 +366,67 @@ type collector struct{ e *Exporter }
 func (c *collector) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(c, ch) }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
-	e := c.e
+	e, d := c.e, descs()
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	counter := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}
-	gauge(descBuild, 1, e.o.Version)
-	gauge(descStart, float64(e.start.UnixMilli())/1e3)
+	gauge(d.descBuild, 1, e.o.Version)
+	gauge(d.descStart, float64(e.start.UnixMilli())/1e3)
 	e.mu.Lock()
 	finished, end, exit := e.finished, e.end, e.exit
 	e.mu.Unlock()
 	if finished {
-		gauge(descEnd, float64(end.UnixMilli())/1e3)
-		gauge(descExit, float64(exit))
+		gauge(d.descEnd, float64(end.UnixMilli())/1e3)
+		gauge(d.descExit, float64(exit))
 	}
 	v := e.view.Load()
 	if v == nil {
 		return
 	}
 	cs := v.Counters()
-	counter(descRequests, float64(cs.Succeeded.Load()), "succeeded")
-	counter(descRequests, float64(cs.Failed.Load()), "failed")
-	counter(descRequests, float64(cs.Skipped.Load()), "skipped")
-	gauge(descInput, float64(cs.Total.Load()))
-	gauge(descPending, float64(max(cs.Total.Load()-cs.Done(), 0)))
-	counter(descAttempts, float64(cs.Attempts.Load()))
-	gauge(descInFlight, float64(cs.InFlight.Load()))
+	counter(d.descRequests, float64(cs.Succeeded.Load()), "succeeded")
+	counter(d.descRequests, float64(cs.Failed.Load()), "failed")
+	counter(d.descRequests, float64(cs.Skipped.Load()), "skipped")
+	gauge(d.descInput, float64(cs.Total.Load()))
+	gauge(d.descPending, float64(max(cs.Total.Load()-cs.Done(), 0)))
+	counter(d.descAttempts, float64(cs.Attempts.Load()))
+	gauge(d.descInFlight, float64(cs.InFlight.Load()))
 	for cause, n := range cs.RetriesByCause() {
-		counter(descRetries, float64(n), cause)
+		counter(d.descRetries, float64(n), cause)
 	}
 	for dim, n := range cs.RateLimitedOn() {
-		counter(descRateLimited, float64(n), dim)
+		counter(d.descRateLimited, float64(n), dim)
 	}
-	counter(descTokens, float64(cs.InputTokens.Load()), "input")
-	counter(descTokens, float64(cs.OutputTokens.Load()), "output")
+	counter(d.descTokens, float64(cs.InputTokens.Load()), "input")
+	counter(d.descTokens, float64(cs.OutputTokens.Load()), "output")
 	if e.o.Costs {
-		counter(descCost, cs.Spent().USD())
+		counter(d.descCost, cs.Spent().USD())
 	}
-	counter(descFellBack, float64(cs.FellBack.Load()))
+	counter(d.descFellBack, float64(cs.FellBack.Load()))
 	if done := cs.Succeeded.Load() + cs.Failed.Load(); done > 0 {
-		gauge(descFallbackRate, float64(cs.FellBack.Load())/float64(done))
+		gauge(d.descFallbackRate, float64(cs.FellBack.Load())/float64(done))
 	}
 	for _, st := range v.Budget() {
 		key := redactKey(st.Key)
-		for d, w := range st.WaitBy {
-			if name, ok := waitDimensionsOf[limiter.Dimension(d)]; ok {
-				counter(descBudgetWait, w.Seconds(), key, name)
+		for dim, w := range st.WaitBy {
+			if name, ok := waitDimensionsOf[limiter.Dimension(dim)]; ok {
+				counter(d.descBudgetWait, w.Seconds(), key, name)
 			}
 		}
 		learned := fmt.Sprint(st.Learned)
 		for i, v := range []float64{st.Effective.RPM, st.Effective.ITPM, st.Effective.OTPM, st.Effective.TPM} {
 			if v > 0 {
-				gauge(descLimit, v, key, limitDimensions[i], learned)
+				gauge(d.descLimit, v, key, limitDimensions[i], learned)
 			}
 		}
-		gauge(descConcurrency, float64(st.Effective.Concurrency), key)
-		counter(descKeyLimited, float64(st.RateLimited), key)
+		gauge(d.descConcurrency, float64(st.Effective.Concurrency), key)
+		counter(d.descKeyLimited, float64(st.RateLimited), key)
 	}
 	for _, q := range v.Queues() {
-		gauge(descQueue, float64(q.Waiting), redactKey(q.Key), strconv.Itoa(q.Priority))
+		gauge(d.descQueue, float64(q.Waiting), redactKey(q.Key), strconv.Itoa(q.Priority))
 	}
 	for key, b := range v.Breakers(time.Now()) {
 		key = redactKey(key)
@@ -404,9 +437,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		case retry.Open:
 			state = 2
 		}
-		gauge(descBreaker, state, key)
-		counter(descOpenings, float64(b.Openings), key)
-		counter(descHeld, b.TimeHeld.Seconds(), key)
+		gauge(d.descBreaker, state, key)
+		counter(d.descOpenings, float64(b.Openings), key)
+		counter(d.descHeld, b.TimeHeld.Seconds(), key)
 	}
 }
 

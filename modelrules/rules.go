@@ -24,6 +24,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -60,7 +61,9 @@ type Family struct {
 	// Source says where the rule comes from.
 	Source string `json:"source"`
 
-	re *regexp.Regexp
+	// re is Match compiled on first use: a run's models usually match one
+	// of the first families, and start-up compiled all of them.
+	re func() *regexp.Regexp
 }
 
 // Condition is a field of the body holding a value.
@@ -83,14 +86,17 @@ type Rules struct {
 // maxCached bounds the model names Rules remembers.
 const maxCached = 4096
 
-// Default returns the embedded rules.
-func Default() *Rules {
+// Default returns the embedded rules, read once per process: each route
+// of a run asks for them.
+func Default() *Rules { return defaultRules() }
+
+var defaultRules = sync.OnceValue(func() *Rules {
 	r, err := Parse(rulesJSON)
 	if err != nil {
 		panic("modelrules: embedded rules.json: " + err.Error())
 	}
 	return r
-}
+})
 
 // Parse reads rules in rules.json's shape.
 func Parse(data []byte) (*Rules, error) {
@@ -102,8 +108,7 @@ func Parse(data []byte) (*Rules, error) {
 		return nil, err
 	}
 	for _, f := range file.Families {
-		re, err := regexp.Compile(f.Match)
-		if err != nil {
+		if _, err := syntax.Parse(f.Match, syntax.Perl); err != nil {
 			return nil, fmt.Errorf("family %s: %v", f.Name, err)
 		}
 		switch f.Provider {
@@ -111,7 +116,7 @@ func Parse(data []byte) (*Rules, error) {
 		default:
 			return nil, fmt.Errorf("family %s: unknown provider %q", f.Name, f.Provider)
 		}
-		f.re = re
+		f.re = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(f.Match) })
 	}
 	return &Rules{families: file.Families}, nil
 }
@@ -126,7 +131,7 @@ func (r *Rules) Family(model string) *Family {
 	}
 	var f *Family
 	for _, fam := range r.families {
-		if fam.re.MatchString(model) {
+		if fam.re().MatchString(model) {
 			f = fam
 			break
 		}

@@ -32,7 +32,7 @@ import (
 )
 
 //go:embed snapshot.json
-var snapshotJSON []byte
+var snapshotJSON string
 
 // Cost is an amount of money in picodollars (1e-12 USD).
 type Cost int64
@@ -224,22 +224,27 @@ var snapshot = sync.OnceValues(func() (*Table, error) { return indexSnapshot(sna
 
 // indexSnapshot finds the entries of the snapshot's list, parsing none
 // (TestSnapshotSane parses them all).
-func indexSnapshot(data []byte) (*Table, error) {
-	root := gjson.ParseBytes(data)
+func indexSnapshot(data string) (*Table, error) {
+	root := gjson.Parse(data) // a string: the index's keys and entries point into the binary's copy
 	if !root.IsObject() {
 		return nil, fmt.Errorf("snapshot.json: want a JSON object of model names to prices")
 	}
-	t := &Table{models: make(map[string]*lazyPrice, 1024), last: &lastLookup{}}
+	t := &Table{last: &lastLookup{}}
+	entries := make([]lazyPrice, 0, 1024) // one allocation for all; not copied once used
 	root.ForEach(func(k, v gjson.Result) bool {
 		switch key := k.String(); {
 		case key == "_snapshot":
 			t.date, t.source = v.Get("date").String(), v.Get("source").String()
 		case key == "sample_spec" || strings.HasPrefix(key, "_"):
 		default:
-			t.models[strings.ToLower(key)] = &lazyPrice{name: key, raw: v.Raw}
+			entries = append(entries, lazyPrice{name: key, raw: v.Raw})
 		}
 		return true
 	})
+	t.models = make(map[string]*lazyPrice, len(entries))
+	for i := range entries {
+		t.models[strings.ToLower(entries[i].name)] = &entries[i]
+	}
 	return t, nil
 }
 

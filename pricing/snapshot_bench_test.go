@@ -23,7 +23,7 @@ func BenchmarkSnapshotFirstLookup(b *testing.B) {
 func BenchmarkSnapshotParseAll(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, _, err := parse(snapshotJSON, "snapshot.json", false); err != nil {
+		if _, _, err := parse([]byte(snapshotJSON), "snapshot.json", false); err != nil {
 			b.Fatal(err)
 		}
 	}

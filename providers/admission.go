@@ -30,8 +30,9 @@ type Admission struct {
 	Charged func(u Usage) int64
 	// DayZone is the time zone whose midnight resets the provider's daily
 	// limits (Gemini's: Pacific time), and in which --rpd and --tpd count
-	// calendar days; nil is the local zone.
-	DayZone *time.Location
+	// calendar days; nil, or nil returned, is the local zone. A function,
+	// so the zone is loaded by the runs that count days, not at start-up.
+	DayZone func() *time.Location
 }
 
 // OutputRule says what a request reserves against the output budget.

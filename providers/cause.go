@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -149,7 +150,7 @@ func ConnectionLevel(err error) bool {
 }
 
 // streamParam matches an error that names the stream flags llmrun sets.
-var streamParam = regexp.MustCompile(`(?i)\bstream(_options|\.include_usage)?\b`)
+var streamParam = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)\bstream(_options|\.include_usage)?\b`) })
 
 // hint fills e.Hint for the failures that betray a setup mistake and fail
 // every request alike: a 404 for the path (a base URL missing or
@@ -164,7 +165,7 @@ func (c *Config) hint(e *Error, url string, req *Request) {
 		e.Hint = fmt.Sprintf("is the model name %q right? (--model, or the input's model)", req.Model)
 	case e.Status == 404 || e.Status == 405:
 		e.Hint = pathHint(url)
-	case e.Status == 400 && c.Stream && streamParam.MatchString(text+" "+string(e.Body)):
+	case e.Status == 400 && c.Stream && streamParam().MatchString(text+" "+string(e.Body)):
 		e.Hint = "the server rejects the stream flags llmrun sets: try --stream=false"
 	}
 }

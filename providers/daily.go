@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -57,7 +58,9 @@ var dailyWords = []string{"per day", "(rpd)", "(tpd)"}
 
 // tryAgainIn reads the wait of "Please try again in 7m12s", also written
 // "6m 11.52s" or "1h23m45.6s".
-var tryAgainIn = regexp.MustCompile(`(?i)try again in ((?:\d+(?:\.\d+)?\s*(?:h|ms|m|s)\s*)+)`)
+var tryAgainIn = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)try again in ((?:\d+(?:\.\d+)?\s*(?:h|ms|m|s)\s*)+)`)
+})
 
 // MarkDaily marks a rate-limit error whose message names a per-day limit
 // (OpenAI's and Groq's wording) as Daily, and takes its "try again in"
@@ -76,7 +79,7 @@ func MarkDaily(e *Error) {
 	if !e.Daily {
 		return
 	}
-	if m := tryAgainIn.FindStringSubmatch(e.Message); m != nil {
+	if m := tryAgainIn().FindStringSubmatch(e.Message); m != nil {
 		if d, err := time.ParseDuration(strings.Join(strings.Fields(m[1]), "")); err == nil && d > 0 {
 			e.RetryAfter, e.HasRetryAfter = min(d, 24*time.Hour), true
 		}

@@ -45,7 +45,12 @@ func dayKey(key string) string {
 }
 
 // dayZone is the zone whose midnight resets route's days.
-func dayZone(route Route) *time.Location { return route.Admission.DayZone }
+func dayZone(route Route) *time.Location {
+	if route.Admission.DayZone == nil {
+		return nil
+	}
+	return route.Admission.DayZone()
+}
 
 // dayOpen holds h's attempt while its key's day is spent: with WaitDaily
 // it sleeps until the reset (time held is not the request's: its deadline

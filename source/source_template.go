@@ -84,7 +84,7 @@ type recordReader interface {
 
 // records starts reading r's records in the source's format.
 func (s *Source) records(r io.Reader) recordReader {
-	lr := newLineReader(r, s.name())
+	lr := newLineReader(r, s.name(), s.lineBufSize())
 	if s.Format == CSV {
 		return newCSVReader(lr, s.name())
 	}

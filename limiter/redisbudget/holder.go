@@ -114,7 +114,7 @@ func (b *Budget) reclaim(ctx context.Context, k *keyState) (int, error) {
 	if places, err := dead(k.redisKeys[rkRoom]); err != nil {
 		return 0, err
 	} else if len(places) > 0 {
-		if err := leaveScript.Run(ctx, b.client, []string{k.redisKeys[rkRoom], k.redisKeys[rkRoomLease]}, append([]any{k.channel}, places...)...).Err(); err != nil {
+		if err := leaveScript().Run(ctx, b.client, []string{k.redisKeys[rkRoom], k.redisKeys[rkRoomLease]}, append([]any{k.channel}, places...)...).Err(); err != nil {
 			return 0, fmt.Errorf("redisbudget: reclaim slots of %q: %w", k.name, err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -61,7 +62,8 @@ type ProcessReport struct {
 // in-flight set, pause, room, room leases, learned. It returns {now, state
 // fields and values…}, {in-flight ids}, {room ids}, pause (µs, 0 if
 // none), {learned fields and values…}; expired leases are left out.
-var inspectScript = redis.NewScript(`
+var inspectScript = sync.OnceValue(func() *redis.Script {
+	return redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local n = string.format('%.0f', now)
@@ -74,6 +76,7 @@ end
 local pause = math.max((tonumber(redis.call('GET', KEYS[3]) or '0') or 0) - now, 0)
 return {n, redis.call('HGETALL', KEYS[1]), inflight, room, pause, redis.call('HGETALL', KEYS[6])}
 `)
+})
 
 // Keys lists the budget keys that have data on the Redis client talks to
 // under prefix (DefaultPrefix if empty), sorted. On a Redis Cluster it
@@ -127,7 +130,7 @@ func globEscape(s string) string {
 // flight and waiting, by process and priority.
 func Inspect(ctx context.Context, client redis.UniversalClient, prefix, name string) (KeyReport, error) {
 	k := newKeyState(name, cmp.Or(prefix, DefaultPrefix), limiter.Limits{}, time.Time{})
-	res, err := inspectScript.Run(ctx, client, k.redisKeys[:]).Slice()
+	res, err := inspectScript().Run(ctx, client, k.redisKeys[:]).Slice()
 	if err != nil {
 		return KeyReport{}, fmt.Errorf("redisbudget: inspect %q: %w", name, err)
 	}

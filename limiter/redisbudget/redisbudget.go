@@ -488,7 +488,7 @@ func (b *Budget) leaveRoom(k *keyState, w *waiter) {
 	}
 	ctx, cancel := b.opContext()
 	defer cancel()
-	if err := leaveScript.Run(ctx, b.client, []string{k.redisKeys[rkRoom], k.redisKeys[rkRoomLease]}, k.channel, w.id).Err(); err != nil {
+	if err := leaveScript().Run(ctx, b.client, []string{k.redisKeys[rkRoom], k.redisKeys[rkRoomLease]}, k.channel, w.id).Err(); err != nil {
 		b.report(fmt.Errorf("redisbudget: leave the room of %q: %w", k.name, err))
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -265,7 +266,7 @@ func (b broken) Send(context.Context, *providers.Request) (*providers.Response, 
 
 // retryAfterText finds Azure's "Please retry after 6 seconds." in a 429
 // message that came without a retry-after header.
-var retryAfterText = regexp.MustCompile(`(?i)retry after (\d+(?:\.\d+)?) seconds?`)
+var retryAfterText = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)retry after (\d+(?:\.\d+)?) seconds?`) })
 
 // refine reads what Azure's error bodies say beyond OpenAI's: a prompt
 // refused by the content filter (400 content_filter, with the categories
@@ -285,7 +286,7 @@ func refine(e *providers.Error) {
 		return
 	}
 	if e.Class == providers.ClassRateLimited && !e.HasRetryAfter {
-		if m := retryAfterText.FindStringSubmatch(e.Message); m != nil {
+		if m := retryAfterText().FindStringSubmatch(e.Message); m != nil {
 			if f, err := strconv.ParseFloat(m[1], 64); err == nil {
 				e.RetryAfter, e.HasRetryAfter = min(time.Duration(f*float64(time.Second)), providers.MaxRetryAfter), true
 			}

@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -127,7 +128,7 @@ func (p *Provider) Send(ctx context.Context, req *providers.Request) (*providers
 
 // modelPattern is a model resource name that can go in a URL as it is:
 // "gemini-2.5-flash", "models/gemini-2.5-flash", "tunedModels/my-model-1".
-var modelPattern = regexp.MustCompile(`^([A-Za-z]+/)?[A-Za-z0-9][A-Za-z0-9._-]*$`)
+var modelPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([A-Za-z]+/)?[A-Za-z0-9][A-Za-z0-9._-]*$`) })
 
 // bodyOnly are llmrun's own members of a Gemini body, which the API does
 // not take: the model goes in the URL, and streaming is the URL's choice.
@@ -144,7 +145,7 @@ func prepare(in []byte) (out []byte, model string, err error) {
 	if m.Type != gjson.String || m.Str == "" {
 		return nil, "", fmt.Errorf("no model (Gemini bodies name it in %q, which llmrun moves into the URL)", "model")
 	}
-	if !modelPattern.MatchString(m.Str) {
+	if !modelPattern().MatchString(m.Str) {
 		return nil, "", fmt.Errorf("model %q is not a model name", m.Str)
 	}
 	model = m.Str

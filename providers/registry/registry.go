@@ -9,6 +9,7 @@ package registry
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 	_ "time/tzdata" // Gemini's day resets at Pacific midnight, wherever llmrun runs
 
@@ -134,8 +135,9 @@ var geminiAdmission = providers.Admission{
 }
 
 // pacific is the zone of Gemini's daily reset (America/Los_Angeles; the
-// binary carries the zone data, so it needs none on the machine).
-var pacific = mustZone("America/Los_Angeles")
+// binary carries the zone data, so it needs none on the machine). Loaded
+// on first use: a run that does not count days does not read it.
+var pacific = sync.OnceValue(func() *time.Location { return mustZone("America/Los_Angeles") })
 
 func mustZone(name string) *time.Location {
 	z, err := time.LoadLocation(name)

@@ -278,8 +278,8 @@ func TestGeminiEntry(t *testing.T) {
 // headers count per day, and reach the client's rate-limit reading.
 func TestDayRules(t *testing.T) {
 	g, _ := Lookup("gemini")
-	if z := g.Admission.DayZone; z == nil || z.String() != "America/Los_Angeles" {
-		t.Errorf("gemini day zone %v", z)
+	if z := g.Admission.DayZone; z == nil || z().String() != "America/Los_Angeles" {
+		t.Errorf("gemini day zone %v", z != nil)
 	}
 	var seen providers.RateLimits
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
