@@ -171,10 +171,12 @@ func (r *run) endDay(h *hop, t limiter.DayTicket, o attemptOutcome) {
 	// The headers first: they know this attempt's own usage, and nothing
 	// of what was charged after it (settling moves that count).
 	actual, limits := limiter.Cost{Requests: 1}, providers.RateLimits{}
-	if o.resp != nil {
+	var pe *providers.Error
+	switch {
+	case o.resp != nil:
 		actual.Input, actual.Output = o.resp.Usage.InputTokens, o.resp.Usage.OutputTokens
 		limits = o.resp.Limits
-	} else if pe := providerError(o.err); pe != nil {
+	case errors.As(o.err, &pe):
 		limits = pe.Limits
 	}
 	if limits.DayRequests.Known() || limits.DayTokens.Known() {
@@ -219,18 +221,4 @@ func (r *run) saveDays() error {
 		return nil
 	}
 	return r.cfg.Days.Save(r.cfg.Store, dayStateKey)
-}
-
-// providerError is err's *providers.Error, if any. errors.As's target
-// escapes: declared here, it costs an allocation only when there is an
-// error to look into, not on every answer.
-func providerError(err error) *providers.Error {
-	if err == nil {
-		return nil
-	}
-	var pe *providers.Error
-	if errors.As(err, &pe) {
-		return pe
-	}
-	return nil
 }

@@ -41,7 +41,6 @@ var _ providers.Provider = (*Provider)(nil)
 // providers.NewHTTPClient, once, so every Send shares one connection pool.
 func New(cfg providers.Config) *Provider {
 	cfg.SplitQuery() // the query goes on every request, after the path
-	cfg.Ready()
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = providers.NewHTTPClient(0)
 	}
@@ -49,7 +48,7 @@ func New(cfg providers.Config) *Provider {
 	p.wire = providers.Wire{
 		URL:             strings.TrimRight(cfg.BaseURL, "/") + "/v1/messages",
 		Header:          header(cfg.APIKey),
-		RequestIDHeader: "Request-Id",
+		RequestIDHeader: "request-id",
 		StatusError:     p.statusError,
 		Prepare:         p.prepare,
 		ReadStream:      p.readStream,
@@ -131,7 +130,7 @@ func fillError(e *providers.Error, root gjson.Result) {
 
 // parsePlain reads a non-streaming answer. Body is kept as received.
 func (p *Provider) parsePlain(b []byte, out *providers.Response) error {
-	root := providers.ParseBody(b)
+	root := gjson.ParseBytes(b)
 	if root.Get("type").String() == "error" {
 		return providers.AnswerError(root, b, out, p.cfg.Secret(), fillError)
 	}
