@@ -8,9 +8,11 @@ import (
 // AIMDConfig tunes an AIMD. Zero fields take the defaults below.
 type AIMDConfig struct {
 	// StartRate is the least request rate (per second) a ramp starts
-	// from; it doubles every Step in which the key used it (default 2).
+	// from; it doubles every round trip in which the key used it (see
+	// AIMD.Ramp) (default 2).
 	StartRate float64
-	// Step is how often the rates may grow (default 100ms).
+	// Step is how often the rates may grow (default 100ms); a ramp's
+	// step is the key's round trip, between Grain and Step.
 	Step time.Duration
 	// Hold is how long after a cut the rates stay put (default 5s).
 	Hold time.Duration
@@ -40,7 +42,7 @@ type AIMDConfig struct {
 	// wake-ups are not exact below it): a guessed rate admits one request
 	// at a time, or Grain's worth of the rate where that is more (default
 	// 10ms). Paced one by one at 1,000/s, a ramp never used 75% of its rate
-	// and stopped doubling there.
+	// and stopped doubling there. It is also the shortest step of a ramp.
 	Grain time.Duration
 	// BackoffBase is the key-wide pause after a refusal without a hint; it
 	// doubles with every further one before a success (default 250ms), up
@@ -125,12 +127,17 @@ func aimdAmount(c Cost, d int) float64 {
 //
 // Before the first 429 the rates are unknown (no limit), unless Ramp
 // started a slow start: the request rate begins at StartRate and doubles
-// every Step the key used it, so the first 429 finds the key sending at
-// most about twice what the server sustains, with few attempts in flight.
+// every round trip the key used it (TCP's slow start: the answers' smoothed
+// latency, at least Grain and at most Step), so the first 429, which comes
+// back within a round trip, finds the key sending at most about twice what
+// the server sustains, with few attempts in flight. Per fixed Step, a
+// server answering in 2ms took 600ms to reach what it sustains; one
+// answering in a second or more ramps per Step as before.
 type AIMD struct {
 	cfg AIMDConfig
 
-	ramping bool              // slow start: requests double per used Step
+	ramping bool              // slow start: requests double per used round trip
+	rtt     float64           // smoothed answer latency, µs (0: none yet)
 	rate    [aimdDims]float64 // per second; 0 = no limit
 	peak    [aimdDims]float64 // the last measurement; 0 = none
 	inc     [aimdDims]float64 // additive increase per Step
@@ -172,13 +179,25 @@ func (a *AIMD) start(now time.Time) {
 	}
 }
 
-// Ramp starts the slow start of the request rate, unless rates are known
-// already: at StartRate, or at one request per latency (what the key's
-// first answer took) if that is more, since a server that answers in
-// latency takes one request at a time at that rate at least, and a 429
+// Ramp tells the AIMD of an answer that took latency on a key that learns
+// its limits: it feeds the round trip the slow start doubles per (smoothed
+// as TCP's, by 1/8 a sample), and the first time, unless rates are known
+// already, it starts the slow start of the request rate: at StartRate, or
+// at one request per latency if that is more, since a server that answers
+// in latency takes one request at a time at that rate at least, and a 429
 // comes back about as fast, so few attempts are in flight when it does.
 func (a *AIMD) Ramp(now time.Time, latency time.Duration) {
 	a.start(now)
+	if latency > 0 {
+		// In µs and without a product (no fused multiply-add), as the
+		// shared AIMD's Lua computes it.
+		s := float64(latency) / 1e3
+		if a.rtt == 0 {
+			a.rtt = s
+		} else {
+			a.rtt += (s - a.rtt) / 8
+		}
+	}
 	if a.rate[aimdRequests] > 0 || a.peak[aimdRequests] > 0 {
 		return
 	}
@@ -363,7 +382,18 @@ func (a *AIMD) RateLimitedOn(now time.Time, m AIMDMark, reserved Cost, hinted bo
 	return AIMDReaction{Pause: pause, Drain: true}
 }
 
-// advance closes the Steps that ended by now: a Step in which the key
+// stepLen is the length of the current step: while ramping, the round
+// trip (whole µs, at least Grain, at most Step; Step before any answer);
+// otherwise Step.
+func (a *AIMD) stepLen() time.Duration {
+	if !a.ramping || a.rtt <= 0 {
+		return a.cfg.Step
+	}
+	l := time.Duration(math.Floor(a.rtt)) * time.Microsecond
+	return min(max(l, a.cfg.Grain), a.cfg.Step)
+}
+
+// advance closes the steps that ended by now: a step in which the key
 // used at least three quarters of a rate lets the rates grow (doubling
 // while ramping; after Hold, by the additive increase, which doubles
 // above the measured rate). Steps with nothing sent grow nothing.
@@ -371,15 +401,16 @@ func (a *AIMD) advance(now time.Time) {
 	if !a.started || a.cfg.Step <= 0 {
 		return
 	}
-	steps := now.Sub(a.stepAt) / a.cfg.Step
+	step := a.stepLen()
+	steps := now.Sub(a.stepAt) / step
 	if steps <= 0 {
 		return
 	}
-	end := a.stepAt.Add(a.cfg.Step)
+	end := a.stepAt.Add(step)
 	used := false
 	for d := range aimdDims {
 		r := a.rate[d]
-		a.binding[d] = r > 0 && a.sent[d] >= 0.75*r*a.cfg.Step.Seconds()
+		a.binding[d] = r > 0 && a.sent[d] >= 0.75*r*step.Seconds()
 		used = used || a.binding[d]
 	}
 	switch {
@@ -401,7 +432,7 @@ func (a *AIMD) advance(now time.Time) {
 			}
 		}
 	}
-	a.stepAt = a.stepAt.Add(steps * a.cfg.Step)
+	a.stepAt = a.stepAt.Add(steps * step)
 	a.sent = [aimdDims]float64{}
 }
 

@@ -366,3 +366,76 @@ func TestAIMDSteps(t *testing.T) {
 	a.Reset()
 	wantRate(9, 0)
 }
+
+// TestAIMDRampDoublesPerRoundTrip: the slow start doubles the request rate
+// once per round trip the key used it (TCP's slow start), the answers'
+// latency floored at Grain and capped at Step: a server answering in 2ms
+// is ramped every 10ms (per fixed 100ms Step it took 600ms to reach what it
+// sustains), one answering in a second no faster than every 100ms.
+func TestAIMDRampDoublesPerRoundTrip(t *testing.T) {
+	for _, tt := range []struct {
+		latency, step time.Duration
+		start         float64
+	}{
+		{2 * time.Millisecond, 10 * time.Millisecond, 500}, // floored at Grain
+		{40 * time.Millisecond, 40 * time.Millisecond, 25},
+		{time.Second, 100 * time.Millisecond, 2}, // capped at Step
+	} {
+		t.Run(tt.latency.String(), func(t *testing.T) {
+			a := NewAIMD(AIMDConfig{})
+			req := Cost{Requests: 1}
+			a.Ramp(t0, tt.latency)
+			var doubled []time.Duration
+			last, _ := a.Rates(t0)
+			if last != tt.start {
+				t.Fatalf("ramp starts at %v/s, want %v", last, tt.start)
+			}
+			d := 8 * tt.step
+			for at := time.Duration(0); at < d; at += time.Millisecond {
+				now := t0.Add(at)
+				r, _ := a.Rates(now)
+				if r != last {
+					if r != 2*last {
+						t.Fatalf("at %v the rate went %v → %v, want a doubling", at, last, r)
+					}
+					doubled = append(doubled, at)
+					last = r
+				}
+				// A backlogged key: more than the rate every millisecond,
+				// every answer after latency.
+				for range int(math.Ceil(r / 1000)) {
+					a.Answered(a.Sent(now, req), req, req)
+					a.Ramp(now, tt.latency)
+				}
+			}
+			if len(doubled) != 7 {
+				t.Fatalf("doubled at %v, want every %v", doubled, tt.step)
+			}
+			for i, at := range doubled {
+				if want := time.Duration(i+1) * tt.step; at != want {
+					t.Fatalf("doubling %d at %v, want at %v (every %v; all: %v)", i+1, at, want, tt.step, doubled)
+				}
+			}
+		})
+	}
+}
+
+// TestAIMDRoundTripIsSmoothed: the round trip the ramp doubles per moves
+// by an eighth of each answer's latency, so one slow answer (a connection
+// set up) does not slow the ramp, nor one fast answer speed it up.
+func TestAIMDRoundTripIsSmoothed(t *testing.T) {
+	a := NewAIMD(AIMDConfig{})
+	a.Ramp(t0, 80*time.Millisecond)
+	if got := a.stepLen(); got != 80*time.Millisecond {
+		t.Fatalf("step after the first answer = %v, want its latency", got)
+	}
+	a.Ramp(t0, 0) // no latency measured: changes nothing
+	a.Ramp(t0, 16*time.Millisecond)
+	if got := a.stepLen(); got != 72*time.Millisecond {
+		t.Fatalf("step after a 16ms answer = %v, want 80 - (80-16)/8 = 72ms", got)
+	}
+	a.RateLimited(t0, a.Sent(t0, Cost{Requests: 1}), Cost{Requests: 1}, false)
+	if got := a.stepLen(); got != DefaultAIMD.Step {
+		t.Fatalf("step after the ramp ended = %v, want Step", got)
+	}
+}

@@ -181,8 +181,16 @@ func (k *keyState) refreshRates(now time.Time) {
 	if r == k.rcRate[aimdRequests] && t == k.rcRate[aimdTokens] && a == k.accRate {
 		return
 	}
+	stepped := r != k.rcRate[aimdRequests] || t != k.rcRate[aimdTokens]
 	k.rcRate, k.accRate = [aimdDims]float64{r, t}, a
 	k.applyLimits()
+	if stepped {
+		// A head sleeping until a bucket refills may go sooner (a
+		// ramp's doubling). The AIMD's rates move in steps, so this is
+		// once a step; a warm-up's rate grows at every instant, and
+		// waking on it would wake the head at every look.
+		k.wakeHead()
+	}
 }
 
 // applyLimits recomputes the buckets' rates and capacities. A bucket that
@@ -324,6 +332,7 @@ func (k *keyState) reserveAt(now time.Time, c Cost) (time.Duration, Dimension) {
 			continue
 		}
 		if need := k.need(b, c.Amount(i)) - b.level; need > eps {
+			need = max(need, k.gather(b, c.Amount(i))-b.level)
 			if d := durationOf(need / b.rate); d > wait || dim == DimNone {
 				wait, dim = max(d, 1), Dimension(i+1)
 			}
@@ -348,6 +357,24 @@ func (k *keyState) reserveAt(now time.Time, c Cost) (time.Duration, Dimension) {
 	k.mark = k.rc.Sent(now, c)
 	k.acc.admitted(now)
 	return 0, DimNone
+}
+
+// gather is the level a paced bucket short of amount waits for (see
+// reserveAt): a quarter of its capacity (of a grain's worth of the rate),
+// or as much as the queue asks for if that is less, so that the queue's
+// head sleeps once per quarter grain and the waiters behind it are
+// admitted in a run, instead of a timer and a wake-up for every request.
+// The rate is unchanged: the bucket keeps filling while the head sleeps,
+// and a late wake-up loses no refill to a full bucket. A quarter, not
+// more: the ramp doubles after a step (as short as a grain) in which the
+// key sent three quarters of its rate, and runs of half a grain falling
+// either side of a step's end made it miss doublings. A bucket that is
+// not paced gathers nothing beyond need.
+func (k *keyState) gather(b *bucket, amount float64) float64 {
+	if !b.paced {
+		return 0
+	}
+	return max(amount, min(b.cap/4, amount*float64(len(k.q))))
 }
 
 // need is the level bucket b must hold to admit amount: amount plus the
@@ -379,6 +406,7 @@ func (k *keyState) charged() (m uint8) {
 func (k *keyState) finishAt(now time.Time, mask uint8, seq uint64, reserved, actual Cost, success bool) {
 	k.syncAt(now)
 	actual.Requests = reserved.Requests // a sent request always counts
+	refunded := false
 	for i := range k.b {
 		b := &k.b[i]
 		if !b.on() || mask&(1<<i) == 0 {
@@ -388,6 +416,7 @@ func (k *keyState) finishAt(now time.Time, mask uint8, seq uint64, reserved, act
 		k.out[i] -= reserved.Amount(i)
 		k.cum[i] -= d
 		if d > 0 {
+			refunded = refunded || b.level < b.cap
 			b.level = max(b.level, min(b.level+d, b.cap))
 		} else {
 			b.level += d
@@ -410,7 +439,12 @@ func (k *keyState) finishAt(now time.Time, mask uint8, seq uint64, reserved, act
 		}
 	}
 	k.inflight--
-	k.wakeHead()
+	if refunded || k.blocked == DimConcurrency {
+		// Only a free slot or a refund can let the head in sooner:
+		// a head that sleeps until a bucket refills is not woken for
+		// every answer (that was a wake-up and a new timer each).
+		k.wakeHead()
+	}
 }
 
 // answeredAt tells the AIMD of a success. In Auto mode, a key whose first
@@ -432,6 +466,7 @@ func (k *keyState) cancelAt(now time.Time, mask uint8, seq uint64, reserved Cost
 	if b := &k.b[0]; b.on() && mask&1 != 0 {
 		b.level = max(b.level, min(b.level+reserved.Amount(0), b.cap))
 		k.cum[0] -= reserved.Amount(0)
+		k.wakeHead()
 	}
 }
 

@@ -379,11 +379,10 @@ func (k *keyState) newReservation(l *Limiter, c Cost) *Reservation {
 // wait is Reserve's slow path: w is queued. It requires k.mu held and
 // releases it before returning.
 func (l *Limiter) wait(ctx context.Context, k *keyState, w *waiter, now time.Time) (*Reservation, error) {
+	var t waitTimer
+	defer t.disarm()
 	for {
-		var (
-			delay time.Duration
-			timed bool
-		)
+		t.want(time.Time{})
 		if k.q[0] == w {
 			if err := k.tooLarge(w.cost); err != nil { // limits may have changed while queued
 				k.remove(w, now)
@@ -398,24 +397,17 @@ func (l *Limiter) wait(ctx context.Context, k *keyState, w *waiter, now time.Tim
 				return r, nil
 			}
 			k.blocked = dim
-			delay, timed = d, dim != DimConcurrency
+			if dim != DimConcurrency {
+				t.want(now.Add(d))
+			}
 		}
 		k.mu.Unlock()
-
-		var (
-			fire <-chan time.Time
-			stop func() bool
-		)
-		if timed {
-			fire, stop = l.newTimer(delay)
-		}
+		t.arm(l, now)
 		select {
 		case <-ctx.Done():
-		case <-fire:
+		case <-t.fire:
+			t.fire, t.stop = nil, nil
 		case <-w.wake:
-		}
-		if stop != nil {
-			stop()
 		}
 		now = l.now()
 		k.mu.Lock()
@@ -425,6 +417,43 @@ func (l *Limiter) wait(ctx context.Context, k *keyState, w *waiter, now time.Tim
 			return nil, err
 		}
 	}
+}
+
+// waitTimer is a waiter's timer, kept across its looks at the queue: a
+// look that needs it at the same instant or later keeps the one running
+// (an early firing only makes the waiter look again), so a waiter woken
+// for nothing does not start a new timer.
+type waitTimer struct {
+	fire <-chan time.Time
+	stop func() bool
+	due  time.Time // when the running timer fires
+	need time.Time // when the waiter must look again (zero: only when woken)
+}
+
+// want sets when the waiter must look again (zero: only when woken).
+func (t *waitTimer) want(at time.Time) { t.need = at }
+
+// arm makes the timer fire by need: it keeps a running timer due no later,
+// and stops one when nothing is needed.
+func (t *waitTimer) arm(l *Limiter, now time.Time) {
+	if t.need.IsZero() {
+		t.disarm()
+		return
+	}
+	if t.fire != nil && !t.due.After(t.need) {
+		return
+	}
+	t.disarm()
+	t.fire, t.stop = l.newTimer(t.need.Sub(now))
+	t.due = t.need
+}
+
+// disarm stops the running timer, if any.
+func (t *waitTimer) disarm() {
+	if t.stop != nil {
+		t.stop()
+	}
+	t.fire, t.stop = nil, nil
 }
 
 // Observe applies rate-limit headers that belong to no reservation: in Auto

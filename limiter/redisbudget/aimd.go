@@ -34,8 +34,8 @@ import (
 // fresh; the rates, peaks, increments, accepted, sent-this-step and
 // binding flags of requests (1) and tokens (2); epoch, measurement, the
 // measurement's start, the hold's end, the step's start (µs), the
-// hint-less streak and the cuts.
-var aimdFields = []string{"st", "rp", "fr", "r1", "r2", "p1", "p2", "i1", "i2", "c1", "c2", "s1", "s2", "b1", "b2", "ep", "ms", "since", "hold", "step", "stk", "cuts"}
+// hint-less streak, the cuts and the smoothed answer latency (µs).
+var aimdFields = []string{"st", "rp", "fr", "r1", "r2", "p1", "p2", "i1", "i2", "c1", "c2", "s1", "s2", "b1", "b2", "ep", "ms", "since", "hold", "step", "stk", "cuts", "rtt"}
 
 // aimdPrelude returns the Lua of the shared AIMD configured by c.
 func aimdPrelude(c limiter.AIMDConfig) string {
@@ -95,15 +95,23 @@ local function aimd_start(a, now)
   if a.st == 0 then a.st, a.since, a.step, a.fr = 1, now, now, 1 end
 end
 
+-- aimd_steplen is stepLen: while ramping, the round trip (whole µs,
+-- between the grain and the step; the step before any answer).
+local function aimd_steplen(a)
+  if a.rp ~= 1 or a.rtt <= 0 then return AIMD.step end
+  return math.min(math.max(math.floor(a.rtt), AIMD.grain), AIMD.step)
+end
+
 local function aimd_advance(a, now)
   if a.st == 0 then return end
-  local steps = math.floor((now - a.step) / AIMD.step)
+  local len = aimd_steplen(a)
+  local steps = math.floor((now - a.step) / len)
   if steps <= 0 then return end
-  local stop = a.step + AIMD.step
+  local stop = a.step + len
   local used = false
   for d = 1, 2 do
     local r = a['r' .. d]
-    local b = r > 0 and a['s' .. d] >= 0.75 * r * AIMD.step / 1e6
+    local b = r > 0 and a['s' .. d] >= 0.75 * r * len / 1e6
     a['b' .. d] = b and 1 or 0
     used = used or b
   end
@@ -123,7 +131,7 @@ local function aimd_advance(a, now)
       end
     end
   end
-  a.step = a.step + steps * AIMD.step
+  a.step = a.step + steps * len
   a.s1, a.s2 = 0, 0
 end
 
@@ -179,6 +187,9 @@ end
 
 local function aimd_ramp(a, now, latency)
   aimd_start(a, now)
+  if latency > 0 then
+    if a.rtt == 0 then a.rtt = latency else a.rtt = a.rtt + (latency - a.rtt) / 8 end
+  end
   if a.r1 > 0 or a.p1 > 0 then return end
   a.rp = 1
   a.r1 = AIMD.start

@@ -59,7 +59,8 @@ type aimdEvent struct {
 
 // aimdEvents draws a plausible life of a key: admissions, answers,
 // failures, cancels and 429s (with and without a hint) of admitted
-// attempts, the ramp from the first answer, and time passing.
+// attempts, the ramp from the first answer (every answer's latency feeds
+// its round trip), and time passing.
 func aimdEvents(rng *rand.Rand, n int) []aimdEvent {
 	var (
 		evs  []aimdEvent
@@ -77,7 +78,6 @@ func aimdEvents(rng *rand.Rand, n int) []aimdEvent {
 		open = append(open[:i], open[i+1:]...)
 		return m, true
 	}
-	ramped := false
 	for len(evs) < n {
 		t += rng.Int64N(40_000)
 		switch r := rng.IntN(100); {
@@ -90,10 +90,9 @@ func aimdEvents(rng *rand.Rand, n int) []aimdEvent {
 		case r < 65:
 			if m, ok := end(); ok {
 				evs = append(evs, aimdEvent{"answered", t, m, cost[m], rng.Int64N(cost[m] + 50), 0})
-				if !ramped {
-					ramped = true
-					evs = append(evs, aimdEvent{"ramp", t, rng.Int64N(300_000), 0, 0, 0})
-				}
+				// Every answer on a key that learns: the first starts the
+				// ramp, each feeds the round trip it doubles per.
+				evs = append(evs, aimdEvent{"ramp", t, rng.Int64N(300_000), 0, 0, 0})
 			}
 		case r < 70:
 			if m, ok := end(); ok {
