@@ -11,7 +11,8 @@ import (
 
 // profileEnv names a directory where Main writes profiles of the whole
 // process: cpu.pprof for the run, heap.pprof taken at the largest live
-// heap seen (sampled every 200ms), so a real run against a real server
+// heap seen (sampled every 200ms), allocs.pprof at the end (every
+// allocation of the run), so a real run against a real server
 // can be profiled without a debugger. For performance work, not users.
 const profileEnv = "LLMRUN_PROFILE_DIR"
 
@@ -62,6 +63,7 @@ func watchHeap(path string, done <-chan struct{}, warn func(string)) {
 	for {
 		select {
 		case <-done:
+			writeAllocs(filepath.Join(filepath.Dir(path), "allocs.pprof"), warn)
 			if err := classes.write(filepath.Join(filepath.Dir(path), "memory.txt")); err != nil {
 				warn(fmt.Sprintf("%s: %v", profileEnv, err))
 			}
@@ -84,5 +86,19 @@ func watchHeap(path string, done <-chan struct{}, warn func(string)) {
 			warn(fmt.Sprintf("%s: heap profile: %v", profileEnv, err))
 			return
 		}
+	}
+}
+
+// writeAllocs writes the allocations of the whole run (the heap profile's
+// alloc_space and alloc_objects at its end) to path: what each request
+// allocates, which the peak's heap.pprof, taken early, does not show.
+func writeAllocs(path string, warn func(string)) {
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.Lookup("allocs").WriteTo(f, 0)
+		f.Close()
+	}
+	if err != nil {
+		warn(fmt.Sprintf("%s: allocs profile: %v", profileEnv, err))
 	}
 }

@@ -13,8 +13,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/tidwall/gjson"
-
+	"github.com/llmrun/llmrun/internal/jsonvalid"
 	"github.com/llmrun/llmrun/providers"
 )
 
@@ -82,16 +81,25 @@ type LineDetails struct {
 // line never changes it.
 func lineID(customID string) string {
 	sum := sha256.Sum256([]byte(customID))
-	return "llmrun_req_" + hex.EncodeToString(sum[:12])
+	var b [len(idPrefix) + 24]byte
+	return string(hex.AppendEncode(append(b[:0], idPrefix...), sum[:12]))
 }
+
+const idPrefix = "llmrun_req_"
 
 // Marshal encodes the line. A body that is not valid JSON (an error page from
 // a proxy, say) is kept as a JSON string rather than breaking the line.
 func (l *Line) Marshal() ([]byte, error) {
+	return l.AppendMarshal(nil)
+}
+
+// AppendMarshal appends the line as Marshal encodes it to dst (nil: a
+// buffer sized for the line), so a writer can reuse its buffers.
+func (l *Line) AppendMarshal(dst []byte) ([]byte, error) {
 	if l.ID == "" {
 		l.ID = lineID(l.CustomID)
 	}
-	if l.Response != nil && (len(l.Response.Body) == 0 || !gjson.ValidBytes(l.Response.Body)) {
+	if l.Response != nil && (len(l.Response.Body) == 0 || !jsonvalid.Valid(l.Response.Body)) {
 		s, _ := json.Marshal(string(l.Response.Body))
 		if len(l.Response.Body) == 0 {
 			s = []byte("null")
@@ -99,11 +107,14 @@ func (l *Line) Marshal() ([]byte, error) {
 		l.Response.Body = s
 	}
 	for _, raw := range []json.RawMessage{l.Llmrun.CostUSD, l.Llmrun.Vars} {
-		if len(raw) > 0 && !gjson.ValidBytes(raw) {
+		if len(raw) > 0 && !jsonvalid.Valid(raw) {
 			return json.Marshal(l) // the error encoding/json gives
 		}
 	}
-	return l.appendJSON(make([]byte, 0, 512+len(l.CustomID)+len(l.bodyOf()))), nil
+	if dst == nil {
+		dst = make([]byte, 0, 512+len(l.CustomID)+len(l.bodyOf()))
+	}
+	return l.appendJSON(dst), nil
 }
 
 func (l *Line) bodyOf() []byte {

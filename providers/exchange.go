@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/tidwall/gjson"
+	"github.com/llmrun/llmrun/internal/jsonvalid"
 )
 
 // ErrInvalidJSON is the error of a request body that is not JSON.
@@ -44,7 +44,7 @@ type Wire struct {
 func (c *Config) Send(ctx context.Context, w *Wire, req *Request) (*Response, error) {
 	err := ErrInvalidJSON
 	var body []byte
-	if gjson.ValidBytes(req.Body) {
+	if jsonvalid.Valid(req.Body) {
 		body, err = w.Prepare(req.Body)
 	}
 	if err != nil {
@@ -112,7 +112,7 @@ func (c *Config) Exchange(ctx context.Context, w *Wire, body []byte, maxTokens i
 	if err != nil {
 		return nil, StreamError(ctx, err, out.Status, out.RequestID)
 	}
-	if !gjson.ValidBytes(b) {
+	if !jsonvalid.Valid(b) {
 		return nil, &Error{Class: ClassMidStream, Status: out.Status, RequestID: out.RequestID,
 			Message: "response body is not valid JSON", Body: Redact(b[:min(len(b), MaxErrorBody)], c.Secret())}
 	}

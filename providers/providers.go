@@ -169,6 +169,8 @@ type Config struct {
 	// HTTP-Referer can be added. Their values may be secrets: they are
 	// never logged.
 	Header http.Header
+
+	targets *targets // Post's parsed URLs and merged headers (Ready)
 }
 
 // DefaultMaxResponseBytes is MaxResponseBytes when unset: a few MiB above

@@ -44,8 +44,9 @@ func (e *timeoutError) Error() string { return fmt.Sprintf("%s within %v", e.wha
 // check errors.As(err, &interface{ Timeout() bool }).
 func (e *timeoutError) Timeout() bool { return true }
 
-// Post sends body as a JSON POST to url with header (cloned, never
-// modified) and returns the response as soon as its headers arrived.
+// Post sends body as a JSON POST to url with header (never modified; on
+// a Ready config it must not change after its first use: it is merged
+// once per url) and returns the response as soon as its headers arrived.
 //
 // FirstByteTimeout bounds the wait for the headers and then, for the body,
 // the wait for its first bytes; IdleTimeout bounds every later read (see
@@ -60,32 +61,23 @@ func (e *timeoutError) Timeout() bool { return true }
 // timeouts) or ClassNetwork (refused, reset, EOF, DNS), with the API key
 // redacted from its message.
 func (c *Config) Post(ctx context.Context, url string, header http.Header, body []byte) (*http.Response, error) {
-	rctx, cancel := context.WithCancelCause(ctx)
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, url, bytes.NewReader(body))
+	t, err := c.target(url, header)
 	if err != nil {
-		cancel(nil)
 		// A malformed URL fails every request the same way.
 		return nil, &Error{Class: ClassInvalid, Message: RedactString(err.Error(), c.Secret()), Err: err}
 	}
-	req.Header = header.Clone()
-	if req.Header == nil {
-		req.Header = make(http.Header, 1)
-	}
-	if req.Header.Get("Content-Type") == "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	var fired bool
-	var timer *time.Timer
+	rctx, cancel := context.WithCancelCause(ctx)
+	// One timer bounds the wait for the headers, then each body read.
+	b := newBody(ctx, rctx, nil, cancel, c.FirstByteTimeout, c.IdleTimeout, c.Secret)
+	b.src = bodyReader{r: *bytes.NewReader(body), b: body}
+	req := t.request(rctx, &b.src)
 	if c.FirstByteTimeout > 0 {
-		cause := &timeoutError{"no response headers", c.FirstByteTimeout}
-		timer = time.AfterFunc(c.FirstByteTimeout, func() { cancel(cause) })
+		b.timer.Reset(c.FirstByteTimeout)
 	}
-	resp, err := c.roundTrip(req)
-	if timer != nil {
-		// Stop reports false once the timer fired, even if the cancel
-		// races Do's return: the request is dead either way.
-		fired = !timer.Stop()
-	}
+	resp, err := c.do(req)
+	// Stop reports false once the timer fired, even if the cancel races
+	// the round trip's return: the request is dead either way.
+	fired := c.FirstByteTimeout > 0 && !b.timer.Stop()
 	if err == nil && fired {
 		resp.Body.Close()
 		err = context.Cause(rctx)
@@ -102,7 +94,8 @@ func (c *Config) Post(ctx context.Context, url string, header http.Header, body 
 		cancel(nil)
 		return nil, c.redirectError(req, resp)
 	}
-	resp.Body = newBody(ctx, rctx, resp.Body, cancel, c.FirstByteTimeout, c.IdleTimeout, c.Secret)
+	b.rc = resp.Body
+	resp.Body = b
 	return resp, nil
 }
 
@@ -111,26 +104,6 @@ func (c *Config) Post(ctx context.Context, url string, header http.Header, body 
 // as x-api-key survive Go's cross-host redirects) nor the body (307/308)
 // is sent anywhere else.
 func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-
-// roundTrip sends req, with the User-Agent and extra headers, on
-// c.HTTPClient (http.DefaultClient when nil) with redirects refused,
-// whatever that client's own policy: the copy shares its transport, so
-// its connection pool too.
-func (c *Config) roundTrip(req *http.Request) (*http.Response, error) {
-	if c.UserAgent != "" {
-		req.Header.Set("User-Agent", c.UserAgent)
-	}
-	for k, vs := range c.Header {
-		req.Header[http.CanonicalHeaderKey(k)] = vs
-	}
-	c.addQuery(req.URL)
-	var hc http.Client
-	if c.HTTPClient != nil {
-		hc = *c.HTTPClient
-	}
-	hc.CheckRedirect = refuseRedirect
-	return hc.Do(req)
-}
 
 func isRedirect(status int) bool { return status >= 300 && status <= 399 }
 
@@ -187,6 +160,7 @@ type body struct {
 	first  time.Duration
 	idle   time.Duration
 	secret func() string // what to redact (Config.Secret), asked only on a failure
+	src    bodyReader    // the request's body (Post's)
 	// timer and cause are set in newBody and never replaced, so Close and
 	// the timer goroutine may use them; the fields below them belong to the
 	// reading goroutine.
@@ -230,8 +204,13 @@ func limitBody(rc io.ReadCloser, b bound) {
 	}
 }
 
+// readTimeout is the cancel cause of a body's timer: a Config's own
+// timer is the only one that cancels its request's context with it, so
+// seeing it as the cause tells that the timer fired. Never modified.
+var readTimeout = &timeoutError{what: "read"}
+
 func newBody(parent, rctx context.Context, rc io.ReadCloser, cancel context.CancelCauseFunc, first, idle time.Duration, secret func() string) *body {
-	b := &body{rc: rc, parent: parent, rctx: rctx, cancel: cancel, first: first, idle: idle, secret: secret, cause: &timeoutError{what: "read"}}
+	b := &body{rc: rc, parent: parent, rctx: rctx, cancel: cancel, first: first, idle: idle, secret: secret, cause: readTimeout}
 	b.timer = time.AfterFunc(time.Hour, b.fire)
 	b.timer.Stop()
 	return b

@@ -153,7 +153,7 @@ func (r *run) shape(req *providers.Request, route Route) (*providers.Request, er
 func (r *run) tryRoute(t *task, i int, req *providers.Request) hopResult {
 	route := r.cfg.Routes[i]
 	h := &hop{t: t, index: i, req: req, route: route, start: time.Now(), canFallBack: i < len(r.cfg.Routes)-1}
-	h.key = r.key(route, req)
+	h.key = r.hopKey(i, route, req)
 	h.br = r.breaker(h.key)
 	if r.cacheHit(h) {
 		h.res.out = outSucceeded
@@ -396,14 +396,15 @@ func (r *run) send(t *task, l *output.Line, ok bool) {
 	if !ok && l.Error != nil {
 		cause = l.Error.Cause
 	}
-	b, err := l.Marshal()
+	buf := r.lineBuf()
+	b, err := l.AppendMarshal((*buf)[:0])
 	if err != nil {
 		// Marshal of our own struct fails only on a broken body; keep the
 		// request pending rather than writing a bad line.
 		r.stopAdmitting(fmt.Errorf("encoding result for %s: %w", t.req.ID, err))
 		return
 	}
-	r.results <- result{id: t.req.ID, fp: t.fp, line: b, ok: ok, cause: cause}
+	r.results <- result{id: t.req.ID, fp: t.fp, line: b, buf: buf, ok: ok, cause: cause}
 }
 
 // statusWord summarises the run's state for progress.

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -88,12 +87,10 @@ func (p *reservation) chargeEnded(o attemptOutcome) {
 	in, out, charged := p.resv.Cost().Input, int64(0), !o.sent.IsZero()
 	var limits providers.RateLimits
 	at := time.Now()
-	var pe *providers.Error
-	switch {
-	case o.resp != nil:
+	if o.resp != nil {
 		in, out = h.route.Admission.InputCharged(o.resp.Usage), o.resp.Usage.OutputTokens
 		limits, at = o.resp.Limits, o.sent.Add(o.resp.TTFT)
-	case errors.As(o.err, &pe):
+	} else if pe := providerError(o.err); pe != nil {
 		limits = pe.Limits
 		charged = charged && pe.Class != providers.ClassRateLimited // refused: nothing taken
 	}

@@ -171,12 +171,10 @@ func (r *run) endDay(h *hop, t limiter.DayTicket, o attemptOutcome) {
 	// The headers first: they know this attempt's own usage, and nothing
 	// of what was charged after it (settling moves that count).
 	actual, limits := limiter.Cost{Requests: 1}, providers.RateLimits{}
-	var pe *providers.Error
-	switch {
-	case o.resp != nil:
+	if o.resp != nil {
 		actual.Input, actual.Output = o.resp.Usage.InputTokens, o.resp.Usage.OutputTokens
 		limits = o.resp.Limits
-	case errors.As(o.err, &pe):
+	} else if pe := providerError(o.err); pe != nil {
 		limits = pe.Limits
 	}
 	if limits.DayRequests.Known() || limits.DayTokens.Known() {
@@ -221,4 +219,18 @@ func (r *run) saveDays() error {
 		return nil
 	}
 	return r.cfg.Days.Save(r.cfg.Store, dayStateKey)
+}
+
+// providerError is err's *providers.Error, if any. errors.As's target
+// escapes: declared here, it costs an allocation only when there is an
+// error to look into, not on every answer.
+func providerError(err error) *providers.Error {
+	if err == nil {
+		return nil
+	}
+	var pe *providers.Error
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return nil
 }

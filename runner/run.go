@@ -141,6 +141,7 @@ type run struct {
 	gates      map[string]*keyGate
 	conns      map[string]*connectWatch
 	setups     sync.Map // key → *setupWatch
+	lastKey    atomic.Pointer[keyMemo]
 	rngMu      sync.Mutex
 	cacheWarn  sync.Once
 
@@ -174,12 +175,17 @@ type run struct {
 	ready chan struct{}
 	// produced is closed once the source has fed every first attempt.
 	produced chan struct{}
+	// lineBufs holds the buffers lines are encoded in (*[]byte): the
+	// checkpoint copies a line as it writes it, so the sink gives each
+	// back.
+	lineBufs sync.Pool
 }
 
 type result struct {
 	id   string
 	fp   checkpoint.Fingerprint
 	line []byte
+	buf  *[]byte // line's buffer, back to run.lineBufs once written
 	ok   bool
 	// cause is why a failed request failed (providers.Cause).
 	cause string
@@ -411,6 +417,7 @@ func (r *run) sink() error {
 		} else {
 			err = r.cfg.Store.Fail(res.id, res.fp, res.line)
 		}
+		r.putLineBuf(res)
 		if err != nil {
 			werr = err
 			r.stopAdmitting(fmt.Errorf("writing results: %w", err))
@@ -427,6 +434,28 @@ func (r *run) sink() error {
 		}
 	}
 	return werr
+}
+
+// maxPooledLine bounds the line buffers kept for reuse: a rare huge
+// answer's must not stay for the rest of the run.
+const maxPooledLine = 64 << 10
+
+// lineBuf is an empty buffer to encode a line in.
+func (r *run) lineBuf() *[]byte {
+	if b, ok := r.lineBufs.Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, 0, 2<<10)
+	return &b
+}
+
+// putLineBuf gives res's buffer back once its line is written.
+func (r *run) putLineBuf(res result) {
+	if res.buf == nil || cap(res.line) > maxPooledLine {
+		return
+	}
+	*res.buf = res.line[:0]
+	r.lineBufs.Put(res.buf)
 }
 
 // breaker returns key's breaker, made on first use.

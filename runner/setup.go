@@ -90,6 +90,9 @@ func (r *run) setupWatch(h *hop) *setupWatch {
 	if h.canFallBack || r.cfg.SetupDeadline <= 0 {
 		return nil
 	}
+	if w, ok := r.setups.Load(h.key); ok {
+		return w.(*setupWatch) // the common case: no allocation
+	}
 	w, _ := r.setups.LoadOrStore(h.key, &setupWatch{})
 	return w.(*setupWatch)
 }

@@ -2,6 +2,7 @@ package h1
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -14,8 +15,50 @@ import (
 // end), which parseHead slices: one allocation for all the head's values.
 // got reports that bytes of it arrived before a failure.
 func readHead(br *bufio.Reader, max int) (head string, got bool, err error) {
-	var arr [2048]byte // a typical head, on the stack
-	blk := arr[:0]
+	if _, err := br.Peek(1); err != nil {
+		if err == io.EOF {
+			return "", false, errNoAnswer
+		}
+		return "", false, err
+	}
+	buf, _ := br.Peek(br.Buffered())
+	if n, end := headLen(buf); n > 0 && end <= max {
+		// The usual case: the whole head came in the first read.
+		head = string(buf[:n])
+		br.Discard(end)
+		return head, true, nil
+	}
+	return readHeadLines(br, max)
+}
+
+// headLen finds a whole head at the start of buf: n is its length
+// through the line end of its last header line, end through the blank
+// line after it. n is 0 when buf holds no whole head, or starts with a
+// line end (readHeadLines skips those).
+func headLen(buf []byte) (n, end int) {
+	if len(buf) == 0 || buf[0] == '\r' || buf[0] == '\n' {
+		return 0, 0
+	}
+	for i := 0; i < len(buf); i++ {
+		j := bytes.IndexByte(buf[i:], '\n')
+		if j < 0 {
+			return 0, 0
+		}
+		i += j // buf[i] ends a line; is the next one blank?
+		switch rest := buf[i+1:]; {
+		case len(rest) >= 1 && rest[0] == '\n':
+			return i + 1, i + 2
+		case len(rest) >= 2 && rest[0] == '\r' && rest[1] == '\n':
+			return i + 1, i + 3
+		}
+	}
+	return 0, 0
+}
+
+// readHeadLines is readHead line by line, for a head split over reads
+// (or preceded by stray line ends).
+func readHeadLines(br *bufio.Reader, max int) (head string, got bool, err error) {
+	var blk []byte
 	start := 0 // where the current line starts in blk
 	for {
 		line, err := br.ReadSlice('\n')

@@ -41,6 +41,7 @@ var _ providers.Provider = (*Provider)(nil)
 // providers.NewHTTPClient, once, so every Send shares one connection pool.
 func New(cfg providers.Config) *Provider {
 	cfg.SplitQuery() // the query goes on every request, after the path
+	cfg.Ready()
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = providers.NewHTTPClient(0)
 	}
@@ -48,7 +49,7 @@ func New(cfg providers.Config) *Provider {
 	p.wire = providers.Wire{
 		URL:             strings.TrimRight(cfg.BaseURL, "/") + "/v1/messages",
 		Header:          header(cfg.APIKey),
-		RequestIDHeader: "request-id",
+		RequestIDHeader: "Request-Id",
 		StatusError:     p.statusError,
 		Prepare:         p.prepare,
 		ReadStream:      p.readStream,
@@ -130,7 +131,7 @@ func fillError(e *providers.Error, root gjson.Result) {
 
 // parsePlain reads a non-streaming answer. Body is kept as received.
 func (p *Provider) parsePlain(b []byte, out *providers.Response) error {
-	root := gjson.ParseBytes(b)
+	root := providers.ParseBody(b)
 	if root.Get("type").String() == "error" {
 		return providers.AnswerError(root, b, out, p.cfg.Secret(), fillError)
 	}

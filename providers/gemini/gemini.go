@@ -36,7 +36,7 @@ const DefaultBaseURL = "https://generativelanguage.googleapis.com/v1beta"
 // requestIDHeader is where a request id is looked for. Google's front end
 // sends none; proxies in front of it often do. Without it the answer's
 // responseId stands in.
-const requestIDHeader = "x-request-id"
+const requestIDHeader = "X-Request-Id"
 
 // Provider sends generateContent and embeddings requests. It is safe for concurrent use:
 // all of its fields are read-only after New.
@@ -53,6 +53,7 @@ var _ providers.Provider = (*Provider)(nil)
 // providers.NewHTTPClient, once, so every Send shares one connection pool.
 func New(cfg providers.Config) *Provider {
 	cfg.SplitQuery() // ?key= goes on every request, after the path
+	cfg.Ready()
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = providers.NewHTTPClient(0)
 	}

@@ -62,6 +62,7 @@ func New(cfg providers.Config) *Provider { return NewDialect(cfg, Dialect{}) }
 // connection pool.
 func NewDialect(cfg providers.Config, d Dialect) *Provider {
 	cfg.SplitQuery() // the query goes on every request, after the path
+	cfg.Ready()
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = providers.NewHTTPClient(0)
 	}
@@ -89,7 +90,7 @@ func NewDialect(cfg providers.Config, d Dialect) *Provider {
 	} {
 		w.URL = base + strings.TrimPrefix(ep.Path(), "/v1")
 		w.Header = header
-		w.RequestIDHeader = "x-request-id"
+		w.RequestIDHeader = "X-Request-Id"
 		w.StatusError = p.statusError
 		if d.Body != nil {
 			prepare := w.Prepare
@@ -185,26 +186,47 @@ func fillError(e *providers.Error, root gjson.Result) {
 
 // parsePlain reads a non-streaming answer. Body is kept as received.
 func (p *Provider) parsePlain(b []byte, out *providers.Response) error {
-	root, err := p.parseAnswer(b, out, "choices")
+	choices, err := p.parseAnswer(b, out, "choices")
 	if err != nil {
 		return err
 	}
-	out.Text = root.Get("choices.0.message.content").String()
+	out.Text = choices.Get("0.message.content").String()
 	return nil
 }
 
 // parseAnswer reads the body, model and usage of a plain answer whose
-// payload is the member key; an error object in its place is the failure
-// it reports.
+// payload is the member key, and returns that member; an error object in
+// its place is the failure it reports. The answer's members are read in
+// one walk (the first of duplicate keys counts, as with gjson.Get), not
+// one walk per member looked up.
 func (p *Provider) parseAnswer(b []byte, out *providers.Response, key string) (gjson.Result, error) {
-	root := gjson.ParseBytes(b)
-	if root.Get("error").IsObject() && !root.Get(key).Exists() {
-		return root, providers.AnswerError(root, b, out, p.cfg.Secret(), fillError)
+	root := providers.ParseBody(b)
+	var payload, errObj, model, use gjson.Result
+	first := func(r *gjson.Result, v gjson.Result) {
+		if !r.Exists() {
+			*r = v
+		}
+	}
+	root.ForEach(func(k, v gjson.Result) bool {
+		switch k.String() {
+		case key:
+			first(&payload, v)
+		case "error":
+			first(&errObj, v)
+		case "model":
+			first(&model, v)
+		case "usage":
+			first(&use, v)
+		}
+		return true
+	})
+	if errObj.IsObject() && !payload.Exists() {
+		return payload, providers.AnswerError(root, b, out, p.cfg.Secret(), fillError)
 	}
 	out.Body = b
-	out.Model = root.Get("model").String()
-	out.Usage = usage(root.Get("usage"))
-	return root, nil
+	out.Model = model.String()
+	out.Usage = usage(use)
+	return payload, nil
 }
 
 // usage reads a usage object of any endpoint (plain, streamed and batch
