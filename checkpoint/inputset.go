@@ -65,6 +65,7 @@ func mix64(x uint64) uint64 {
 // lineReader's window). Either way the distinct ids of the input and the
 // distinct ids of the output are the same ids, not only the same hashes.
 func (s *Store) SkipAll(in InputSet) bool {
+	s.indexed()
 	s.setMu.Lock()
 	defer s.setMu.Unlock()
 	x := &s.x

@@ -32,6 +32,10 @@ type loaded struct {
 	// llmrun, or failure records (see Answered).
 	foreign   sample
 	malformed *CorruptError
+	// distinct: Store.Distinct holds, and unindexed answers of this run
+	// are in the output but not in done.
+	distinct  bool
+	unindexed int
 	// merge, if set, meets the answers' ids with the input's as the output
 	// is read (see idMerge).
 	merge *idMerge

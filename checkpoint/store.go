@@ -141,7 +141,8 @@ func (v Verdict) String() string {
 // Memory: the Store keeps, per id, 24 bits of a hash of it and the offset
 // of its latest line in one 8-byte slot (9.4 to 19 bytes an id), never the
 // id strings or lines: a lookup confirms a match by reading the line (see
-// index and lineReader).
+// index and lineReader). A first run that promises distinct ids keeps
+// nothing per id (see Distinct).
 //
 // Durability: every append is one write(2) of the whole line, so a line is in
 // the kernel (safe from a process crash) when Answer returns. Fsync is
@@ -443,12 +444,15 @@ func (s *Store) InputDone() {
 // The table is never shrunk.
 func (s *Store) Reserve(n int) {
 	s.setMu.Lock()
-	s.x.done.reserve(n)
+	if !s.x.distinct {
+		s.x.done.reserve(n)
+	}
 	s.setMu.Unlock()
 }
 
 // Done reports whether the output answers id, for whatever request.
 func (s *Store) Done(id string) bool {
+	s.indexed()
 	s.setMu.RLock()
 	defer s.setMu.RUnlock()
 	i, _ := s.x.findDone(keyOfString(id), id)
@@ -476,15 +480,16 @@ func (s *Store) keptFailed(i int) bool {
 func (s *Store) Counts() (done, failed int) {
 	s.setMu.RLock()
 	defer s.setMu.RUnlock()
+	done = s.x.done.n + s.x.unindexed
 	if !s.opts.RetryFailed {
-		return s.x.done.n, s.x.failed.n
+		return done, s.x.failed.n
 	}
 	for i, w := range s.x.failed.s {
 		if w != 0 && s.keptFailed(i) {
 			failed++
 		}
 	}
-	return s.x.done.n, failed
+	return done, failed
 }
 
 // Retried returns how many requests Classify sent again although they had
@@ -558,6 +563,8 @@ func (s *Store) answerLocked(k idKey, id string, fp Fingerprint, line []byte) er
 		x.done.setOff(i, off)
 		x.done.markSeen(i)
 		x.outStale++
+	} else if x.distinct {
+		x.unindexed++ // no lookup can look for it (see Distinct)
 	} else {
 		x.done.markSeen(x.done.add(k, off))
 	}

@@ -17,6 +17,10 @@
 # /proc/PID/smaps_rollup every 0.2 s and prints its peak anonymous and
 # file-backed resident memory (Linux).
 #
+# BENCH_RERUNS is the number of reruns after a scale run (default 3; a 10M
+# rerun takes minutes). BENCH_BIN, when set, is the llmrun binary to measure (a build of another
+# commit, say) instead of a build of this tree.
+#
 # Needs GNU time (/usr/bin/time, Debian package "time") and awk. Work files go
 # to $BENCH_DIR (default: a new directory under ${TMPDIR:-/tmp}); a 10M-line
 # scale run needs about 10 GB there. Run it when the machine is quiet
@@ -29,7 +33,11 @@ n=${2:?usage: scripts/bench.sh scale|stream N [llmrun flags]}
 shift 2
 dir=${BENCH_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/llmrun-bench.XXXXXX")}
 mkdir -p "$dir"
-go build -o "$dir/llmrun" .
+if [ -n "${BENCH_BIN:-}" ]; then
+	cp "$BENCH_BIN" "$dir/llmrun"
+else
+	go build -o "$dir/llmrun" .
+fi
 port=$((20000 + RANDOM % 20000))
 # shellcheck disable=SC2086 # BENCH_MOCK_FLAGS is a list of flags
 env -u LLMRUN_PROFILE_DIR "$dir/llmrun" mock --addr "127.0.0.1:$port" ${BENCH_MOCK_FLAGS:-} >"$dir/mock.log" 2>&1 &
@@ -92,8 +100,8 @@ scale)
 	echo "load: $(uptime)"
 	read -r wall rss cpu < <(run first "$dir/in.jsonl" "$@")
 	echo "run of $n requests: wall ${wall}s, peak RSS ${rss} MB, CPU ${cpu}s"
-	for i in 1 2 3; do run "rerun$i" "$dir/in.jsonl" "$@"; done >"$dir/reruns"
-	echo "rerun (all skipped), median of 3: wall $(cut -d' ' -f1 "$dir/reruns" | median)s, peak RSS $(cut -d' ' -f2 "$dir/reruns" | median) MB, CPU $(cut -d' ' -f3 "$dir/reruns" | median)s"
+	for i in $(seq "${BENCH_RERUNS:-3}"); do run "rerun$i" "$dir/in.jsonl" "$@"; done >"$dir/reruns"
+	echo "rerun (all skipped), median of ${BENCH_RERUNS:-3}: wall $(cut -d' ' -f1 "$dir/reruns" | median)s, peak RSS $(cut -d' ' -f2 "$dir/reruns" | median) MB, CPU $(cut -d' ' -f3 "$dir/reruns" | median)s"
 	;;
 stream)
 	input "$n" "$dir/in.jsonl"

@@ -846,13 +846,12 @@ func (s *Source) Check() (CheckResult, error) {
 		return CheckResult{}, err
 	}
 	if s.afterScan != nil {
-		s.afterScan(8 * len(ids.sums))
+		s.afterScan(8 * ids.len())
 	}
 	if ids.len() == 0 {
 		return CheckResult{}, &InputError{Path: s.name(), Msg: "no requests in file"}
 	}
 	suspects := ids.suspects()
-	ids.release()
 	if suspects != nil {
 		if err := s.duplicate(ids, suspects); err != nil {
 			return CheckResult{}, err

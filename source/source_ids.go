@@ -18,11 +18,19 @@ import (
 // again to compare the ids (see Source.duplicate). The hashes live outside
 // the Go heap, so that they neither double the collector's goal nor linger
 // in the heap after the check: release returns them at once.
+//
+// They are kept in chunks of idChunk, never copied while the set grows: a
+// doubling table held the old copy and the new one at once (128 MiB at 10M
+// requests, the check's and the whole 10M run's peak). suspects gathers
+// them into one table, freeing each chunk as it is copied.
 type idSet struct {
-	hash func(string) uint64
-	sums []uint64
-	mem  *offheap.Slice[uint64] // owns sums' backing array
+	hash   func(string) uint64
+	chunks []*offheap.Slice[uint64] // full ones, then the one being filled
+	n      int
 }
+
+// idChunk is the hashes per chunk (512 KiB).
+const idChunk = 64 << 10
 
 // newIDSet hashes with maphash under seed, or with hash if it is set.
 func newIDSet(seed maphash.Seed, hash func(string) uint64) *idSet {
@@ -33,35 +41,43 @@ func newIDSet(seed maphash.Seed, hash func(string) uint64) *idSet {
 }
 
 func (s *idSet) add(id string) {
-	if len(s.sums) == cap(s.sums) {
-		// Doubling: the new table's untouched pages cost nothing until used.
-		mem := offheap.Make[uint64](max(2*cap(s.sums), 64<<10))
-		s.sums = append(mem.S[:0], s.sums...)
-		s.mem.Free()
-		s.mem = mem
+	i := s.n % idChunk
+	if i == 0 {
+		s.chunks = append(s.chunks, offheap.Make[uint64](idChunk))
 	}
-	s.sums = append(s.sums, s.hash(id))
+	s.chunks[len(s.chunks)-1].S[i] = s.hash(id)
+	s.n++
 }
 
 // len is the number of ids added.
-func (s *idSet) len() int { return len(s.sums) }
+func (s *idSet) len() int { return s.n }
 
 // release frees the hashes; the set is empty afterwards.
 func (s *idSet) release() {
-	s.mem.Free()
-	s.sums, s.mem = nil, nil
+	for _, c := range s.chunks {
+		c.Free()
+	}
+	s.chunks, s.n = nil, 0
 }
 
-// suspects sorts the hashes and returns those seen more than once.
+// suspects returns the hashes seen more than once, and releases the set.
 func (s *idSet) suspects() map[uint64]bool {
-	slices.Sort(s.sums)
+	all := offheap.Make[uint64](s.n)
+	defer all.Free()
+	sums := all.S
+	for i, c := range s.chunks {
+		copy(sums[i*idChunk:], c.S)
+		c.Free()
+	}
+	s.release()
+	slices.Sort(sums)
 	var dup map[uint64]bool
-	for i := 1; i < len(s.sums); i++ {
-		if s.sums[i] == s.sums[i-1] {
+	for i := 1; i < len(sums); i++ {
+		if sums[i] == sums[i-1] {
 			if dup == nil {
 				dup = make(map[uint64]bool)
 			}
-			dup[s.sums[i]] = true
+			dup[sums[i]] = true
 		}
 	}
 	return dup

@@ -1,7 +1,10 @@
 package source
 
 import (
+	"hash/maphash"
+	"maps"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/llmrun/llmrun/providers"
@@ -37,5 +40,34 @@ func TestEachIDMatchesEach(t *testing.T) {
 			t.Fatalf("shard %v: eachID = %q, Each = %q", shard, got, want)
 		}
 		src.Close()
+	}
+}
+
+// TestIDSetSuspectsAcrossChunks: hashes that repeat across the set's
+// chunks (the first in one, the repeat chunks later, or in the last,
+// partly filled one) are all suspects, and nothing else is; the chunks
+// are freed once gathered.
+func TestIDSetSuspectsAcrossChunks(t *testing.T) {
+	n := 3*idChunk + 5
+	s := newIDSet(maphash.MakeSeed(), func(id string) uint64 {
+		v, _ := strconv.ParseUint(id, 10, 64)
+		return v
+	})
+	want := map[uint64]bool{7: true, idChunk + 1: true, 3 * idChunk: true}
+	for i := range n {
+		s.add(strconv.Itoa(i))
+	}
+	for _, v := range []int{7, idChunk + 1, 3 * idChunk, 7} { // repeats in later chunks, 3*idChunk in the last one
+		s.add(strconv.Itoa(v))
+	}
+	if s.len() != n+4 || len(s.chunks) != 4 {
+		t.Fatalf("len %d in %d chunks", s.len(), len(s.chunks))
+	}
+	got := s.suspects()
+	if !maps.Equal(got, want) {
+		t.Errorf("suspects = %v, want %v", got, want)
+	}
+	if s.chunks != nil || s.len() != 0 {
+		t.Errorf("%d chunks, %d ids left after suspects", len(s.chunks), s.len())
 	}
 }
