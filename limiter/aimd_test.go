@@ -1,6 +1,7 @@
 package limiter
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -371,18 +372,22 @@ func TestAIMDSteps(t *testing.T) {
 // once per round trip the key used it (TCP's slow start), the answers'
 // latency floored at Grain and capped at Step: a server answering in 2ms
 // is ramped every 10ms (per fixed 100ms Step it took 600ms to reach what it
-// sustains), one answering in a second no faster than every 100ms.
+// sustains), one answering in a second no faster than every 100ms; the
+// shared AIMD's ramp (RampPerStep) every 100ms whatever the round trip.
 func TestAIMDRampDoublesPerRoundTrip(t *testing.T) {
 	for _, tt := range []struct {
 		latency, step time.Duration
 		start         float64
+		conf          AIMDConfig
 	}{
-		{2 * time.Millisecond, 10 * time.Millisecond, 500}, // floored at Grain
-		{40 * time.Millisecond, 40 * time.Millisecond, 25},
-		{time.Second, 100 * time.Millisecond, 2}, // capped at Step
+		{2 * time.Millisecond, 10 * time.Millisecond, 500, AIMDConfig{}}, // floored at Grain
+		{40 * time.Millisecond, 40 * time.Millisecond, 25, AIMDConfig{}},
+		{time.Second, 100 * time.Millisecond, 2, AIMDConfig{}}, // capped at Step
+		// The shared AIMD's: per Step whatever the round trip.
+		{2 * time.Millisecond, 100 * time.Millisecond, 500, SharedAIMD},
 	} {
-		t.Run(tt.latency.String(), func(t *testing.T) {
-			a := NewAIMD(AIMDConfig{})
+		t.Run(fmt.Sprintf("%v/per-step=%v", tt.latency, tt.conf.RampPerStep), func(t *testing.T) {
+			a := NewAIMD(tt.conf)
 			req := Cost{Requests: 1}
 			a.Ramp(t0, tt.latency)
 			var doubled []time.Duration

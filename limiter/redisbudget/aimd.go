@@ -19,7 +19,7 @@ import (
 // admission is Sent, every end Answered, Failed or Unsent, every 429
 // RateLimited, with the epoch and measurement a ticket was admitted in
 // (its mark). It is limiter.AIMD transcribed, configured from
-// limiter.DefaultAIMD; TestSharedAIMDMatchesLimiter drives both with the
+// limiter.SharedAIMD; TestSharedAIMDMatchesLimiter drives both with the
 // same events.
 //
 // The rates govern the requests bucket and the combined-tokens bucket
@@ -47,11 +47,11 @@ func aimdPrelude(c limiter.AIMDConfig) string {
 	us := func(d interface{ Microseconds() int64 }) int64 { return d.Microseconds() }
 	return fmt.Sprintf(`
 local AIMD = {start = %g, step = %d, hold = %d, margin = %g, decrease = %g, probe = %g,
-  keep = %g, minsample = %d, burst = %d, grain = %d, bbase = %d, bmax = %d}
+  keep = %g, minsample = %d, burst = %d, grain = %d, bbase = %d, bmax = %d, perstep = %t}
 local AIMD_NAMES = {%s}
 local AIMD_FIELDS = {%s}
 `, c.StartRate, us(c.Step), us(c.Hold), c.Margin, c.Decrease, c.Probe, c.ProbeKeep, us(c.MinSample), us(c.Burst), us(c.Grain),
-		us(c.BackoffBase), us(c.BackoffMax), strings.Join(names, ", "), strings.Join(fields, ", ")) + aimdLua
+		us(c.BackoffBase), us(c.BackoffMax), c.RampPerStep, strings.Join(names, ", "), strings.Join(fields, ", ")) + aimdLua
 }
 
 // aimdLua is limiter.AIMD's methods over the table a (see aimdFields).
@@ -96,9 +96,10 @@ local function aimd_start(a, now)
 end
 
 -- aimd_steplen is stepLen: while ramping, the round trip (whole µs,
--- between the grain and the step; the step before any answer).
+-- between the grain and the step; the step before any answer), unless
+-- configured to ramp per step.
 local function aimd_steplen(a)
-  if a.rp ~= 1 or a.rtt <= 0 then return AIMD.step end
+  if AIMD.perstep or a.rp ~= 1 or a.rtt <= 0 then return AIMD.step end
   return math.min(math.max(math.floor(a.rtt), AIMD.grain), AIMD.step)
 end
 

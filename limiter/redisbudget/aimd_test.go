@@ -20,7 +20,11 @@ import (
 // fields (kind, time µs, then four numbers); it returns, after each, the
 // rates, whether a 429 was an echo, the pause it called for and whether the
 // request rate is a guess.
-var aimdDriver = redis.NewScript(aimdPrelude(limiter.DefaultAIMD) + `
+func aimdDriver(c limiter.AIMDConfig) *redis.Script {
+	return redis.NewScript(aimdPrelude(c) + aimdDriverLua)
+}
+
+const aimdDriverLua = `
 local a = {}
 for _, f in ipairs(AIMD_NAMES) do a[f] = 0 end
 local marks, out = {}, {}
@@ -49,7 +53,7 @@ for i = 1, #ARGV, 6 do
   out[#out + 1] = string.format('%.17g %.17g %d %.0f %d', a.r1, a.r2, e, pause, u)
 end
 return out
-`)
+`
 
 type aimdEvent struct {
 	kind           string
@@ -120,61 +124,74 @@ func aimdEvents(rng *rand.Rand, n int) []aimdEvent {
 // driven by the same events at the same instants (429s naming requests,
 // tokens or nothing), agree on the rates, the
 // echoes, the pauses and whether the request rate is a guess, after every
-// event.
+// event: configured as the shared AIMD runs (a ramp per Step) and as the
+// in-process one (per round trip), so the Lua stays a transcription.
 func TestSharedAIMDMatchesLimiter(t *testing.T) {
 	c := newClient(t)
 	base := time.UnixMicro(1_700_000_000_000_000)
-	for seed := range uint64(8) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			evs := aimdEvents(rand.New(rand.NewPCG(seed, 15)), 600)
-			args := make([]any, 0, 6*len(evs))
-			for _, e := range evs {
-				args = append(args, e.kind, base.UnixMicro()+e.t, e.x1, e.x2, e.x3, e.x4)
+	for _, conf := range []struct {
+		name string
+		c    limiter.AIMDConfig
+	}{{"shared", limiter.SharedAIMD}, {"in-process", limiter.DefaultAIMD}} {
+		driver := aimdDriver(conf.c)
+		for seed := range uint64(8) {
+			t.Run(fmt.Sprintf("%s/%d", conf.name, seed), func(t *testing.T) {
+				compareAIMD(t, c, driver, conf.c, base, seed)
+			})
+		}
+	}
+}
+
+// compareAIMD drives driver's Lua and a limiter.AIMD configured by conf
+// with the events seed draws and fails at the first disagreement.
+func compareAIMD(t *testing.T, c *redis.Client, driver *redis.Script, conf limiter.AIMDConfig, base time.Time, seed uint64) {
+	evs := aimdEvents(rand.New(rand.NewPCG(seed, 15)), 600)
+	args := make([]any, 0, 6*len(evs))
+	for _, e := range evs {
+		args = append(args, e.kind, base.UnixMicro()+e.t, e.x1, e.x2, e.x3, e.x4)
+	}
+	res, err := driver.Run(context.Background(), c, nil, args...).StringSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := limiter.NewAIMD(conf)
+	var marks []limiter.AIMDMark
+	cuts := 0
+	for i, e := range evs {
+		now := base.Add(time.Duration(e.t) * time.Microsecond)
+		var re limiter.AIMDReaction
+		switch e.kind {
+		case "sent":
+			marks = append(marks, a.Sent(now, limiter.Cost{Requests: e.x1, Input: e.x2}))
+		case "unsent":
+			a.Unsent(marks[e.x1-1], limiter.Cost{Requests: e.x2, Input: e.x3})
+		case "answered":
+			a.Answered(marks[e.x1-1], limiter.Cost{Input: e.x2}, limiter.Cost{Input: e.x3})
+		case "failed":
+			a.Failed(marks[e.x1-1], limiter.Cost{Input: e.x2})
+		case "refused":
+			named := [...]limiter.Dimension{limiter.DimNone, limiter.DimRequests, limiter.DimTokens}[e.x4/2]
+			re = a.RateLimitedOn(now, marks[e.x1-1], limiter.Cost{Requests: e.x2, Input: e.x3}, e.x4%2 == 1, named)
+			if !re.Echo {
+				cuts++
 			}
-			res, err := aimdDriver.Run(context.Background(), c, nil, args...).StringSlice()
-			if err != nil {
-				t.Fatal(err)
-			}
-			a := limiter.NewAIMD(limiter.DefaultAIMD)
-			var marks []limiter.AIMDMark
-			cuts := 0
-			for i, e := range evs {
-				now := base.Add(time.Duration(e.t) * time.Microsecond)
-				var re limiter.AIMDReaction
-				switch e.kind {
-				case "sent":
-					marks = append(marks, a.Sent(now, limiter.Cost{Requests: e.x1, Input: e.x2}))
-				case "unsent":
-					a.Unsent(marks[e.x1-1], limiter.Cost{Requests: e.x2, Input: e.x3})
-				case "answered":
-					a.Answered(marks[e.x1-1], limiter.Cost{Input: e.x2}, limiter.Cost{Input: e.x3})
-				case "failed":
-					a.Failed(marks[e.x1-1], limiter.Cost{Input: e.x2})
-				case "refused":
-					named := [...]limiter.Dimension{limiter.DimNone, limiter.DimRequests, limiter.DimTokens}[e.x4/2]
-					re = a.RateLimitedOn(now, marks[e.x1-1], limiter.Cost{Requests: e.x2, Input: e.x3}, e.x4%2 == 1, named)
-					if !re.Echo {
-						cuts++
-					}
-				case "ramp":
-					a.Ramp(now, time.Duration(e.x1)*time.Microsecond)
-				}
-				r1, r2 := a.Rates(now)
-				f := strings.Fields(res[i])
-				l1, _ := strconv.ParseFloat(f[0], 64)
-				l2, _ := strconv.ParseFloat(f[1], 64)
-				echo := f[2] == "1"
-				pause, _ := strconv.ParseInt(f[3], 10, 64)
-				guess := f[4] == "1"
-				if !same(l1, r1) || !same(l2, r2) || echo != re.Echo || pause != re.Pause.Microseconds() || guess != a.Unmeasured() {
-					t.Fatalf("event %d %+v: Lua rates %g %g echo %v pause %dµs guess %v; limiter.AIMD %g %g echo %v pause %v guess %v",
-						i, e, l1, l2, echo, pause, guess, r1, r2, re.Echo, re.Pause, a.Unmeasured())
-				}
-			}
-			if cuts == 0 || a.Cuts() == 0 {
-				t.Errorf("no cut in %d events: the comparison proved little", len(evs))
-			}
-		})
+		case "ramp":
+			a.Ramp(now, time.Duration(e.x1)*time.Microsecond)
+		}
+		r1, r2 := a.Rates(now)
+		f := strings.Fields(res[i])
+		l1, _ := strconv.ParseFloat(f[0], 64)
+		l2, _ := strconv.ParseFloat(f[1], 64)
+		echo := f[2] == "1"
+		pause, _ := strconv.ParseInt(f[3], 10, 64)
+		guess := f[4] == "1"
+		if !same(l1, r1) || !same(l2, r2) || echo != re.Echo || pause != re.Pause.Microseconds() || guess != a.Unmeasured() {
+			t.Fatalf("event %d %+v: Lua rates %g %g echo %v pause %dµs guess %v; limiter.AIMD %g %g echo %v pause %v guess %v",
+				i, e, l1, l2, echo, pause, guess, r1, r2, re.Echo, re.Pause, a.Unmeasured())
+		}
+	}
+	if cuts == 0 || a.Cuts() == 0 {
+		t.Errorf("no cut in %d events: the comparison proved little", len(evs))
 	}
 }
 

@@ -62,7 +62,7 @@ func newScripts(clock string) *scripts {
 // the helpers and the AIMD constants. It is built when a Budget first
 // needs its scripts, not in every process's start-up (most runs have no
 // Redis; fmt and the string joins were 0.3 ms and 100 KB of every start).
-func bucketHead() string { return prelude + roomPrelude + aimdPrelude(limiter.DefaultAIMD) }
+func bucketHead() string { return prelude + roomPrelude + aimdPrelude(limiter.SharedAIMD) }
 
 // serverScripts are the scripts on Redis's clock: every Budget's but a
 // test's. They are built and hashed on first use: most runs have no Redis.
