@@ -240,7 +240,9 @@ func (l *ChargeLearner) drops(a, b time.Time) (drop [ChargeCap + 1]float64) {
 // in reports whether t falls in (a, b].
 func in(t, a, b time.Time) bool { return t.After(a) && !t.After(b) }
 
-// winner is the rule with enough votes and a clear share of them; else,
+// winner is the rule with enough votes and a clear share of them; else
+// input + generated output where the votes split between it and input
+// only; else,
 // when the counter refuted the max_tokens charge often and seldom voted
 // for it, the larger of the other rules it has not refuted as often (the
 // counter stayed full, so which of them it is cannot be told, and the
@@ -254,6 +256,15 @@ func (l *ChargeLearner) winner() ChargeRule {
 		if v >= chargeVotes && float64(v) >= chargeShare*float64(total) {
 			return ChargeRule(r)
 		}
+	}
+	// The two rules that do not charge max_tokens differ by an answer's
+	// output, less than the refill a client's stamps misplace by a few ms
+	// on a loaded machine: votes split evenly between them still say
+	// clearly that the cap is not charged, and the larger one is the safe
+	// reservation.
+	in, out := l.votes[ChargeInput], l.votes[ChargeOutput]
+	if n := float64(in + out); in+out >= chargeVotes && n >= chargeShare*float64(total) && float64(max(in, out)) < chargeShare*n {
+		return ChargeOutput
 	}
 	if n := l.refuted[ChargeCap]; n >= chargeVotes && l.votes[ChargeCap]*4 < n {
 		if l.refuted[ChargeOutput]*4 < n {
