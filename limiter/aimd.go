@@ -409,8 +409,8 @@ func (a *AIMD) stepLen() time.Duration {
 
 // advance closes the steps that ended by now: a step in which the key
 // used at least three quarters of a rate lets the rates grow (doubling
-// while ramping; after Hold, by the additive increase, which doubles
-// above the measured rate). Steps with nothing sent grow nothing.
+// while ramping; after Hold, each rate so used by its additive increase,
+// which doubles above the measured rate). Steps with nothing sent grow nothing.
 func (a *AIMD) advance(now time.Time) {
 	if !a.started || a.cfg.Step <= 0 {
 		return
@@ -433,7 +433,12 @@ func (a *AIMD) advance(now time.Time) {
 		a.rate[aimdRequests] *= 2
 	case !end.Before(a.hold):
 		for d := range aimdDims {
-			if a.rate[d] <= 0 {
+			// Only a rate the key used grows: one that binds nothing
+			// (requests, where tokens bind) would otherwise double its
+			// increase every second for the whole run (3e12 RPM "learned
+			// from 429s" in a 30 s run's summary) and, once the other
+			// rate let it bind, be no limit at all.
+			if a.rate[d] <= 0 || !a.binding[d] {
 				continue
 			}
 			a.rate[d] += a.inc[d]

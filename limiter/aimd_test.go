@@ -444,3 +444,27 @@ func TestAIMDRoundTripIsSmoothed(t *testing.T) {
 		t.Fatalf("step after the ramp ended = %v, want Step", got)
 	}
 }
+
+// TestAIMDUnusedRateDoesNotGrow: against a server that takes 5 requests
+// a second for 3 s (a request rate is learned), then 20, while its token
+// limit binds at 15, the request rate stays near what is sent instead of
+// growing with the token rate's probes: it doubled its increase every
+// second, to 1e12 RPM "learned from 429s" in a 30 s run's summary.
+func TestAIMDUnusedRateDoesNotGrow(t *testing.T) {
+	a := NewAIMD(AIMDConfig{})
+	srv := &simServer{reqRate: 5, tokRate: 2000}
+	tr := simulateAIMD(a, srv, Cost{Requests: 1, Input: 134}, 60*time.Second, func(at time.Duration, srv *simServer) {
+		if at == 3*time.Second {
+			srv.reqRate = 20
+		}
+	})
+	rr, rt := a.Rates(t0.Add(60 * time.Second))
+	sent := float64(tr.accepted+tr.refused) / 60
+	t.Logf("request rate %.1f/s, token rate %.0f/s; %d accepted, %d refused", rr, rt, tr.accepted, tr.refused)
+	if rt <= 0 || rt > 2*srv.tokRate {
+		t.Errorf("token rate %v/s, want near the server's %v", rt, srv.tokRate)
+	}
+	if rr <= 0 || rr > 4*sent {
+		t.Errorf("request rate %v/s, %.0f times the %.1f/s sent: it grew unused", rr, rr/sent, sent)
+	}
+}

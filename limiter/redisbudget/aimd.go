@@ -122,7 +122,7 @@ local function aimd_advance(a, now)
   elseif stop >= a.hold then
     for d = 1, 2 do
       local r = a['r' .. d]
-      if r > 0 then
+      if r > 0 and a['b' .. d] == 1 then
         r = r + a['i' .. d]
         a['r' .. d] = r
         local p = a['p' .. d]
