@@ -126,9 +126,14 @@ func TestEmbeddingsSend(t *testing.T) {
 				inputs[i] = fmt.Sprintf("document %d", i)
 			}
 			// A 1 MiB slack keeps a chat answer's bound below it.
-			p := ec.new(providers.Config{BaseURL: srv.URL + ec.base, APIKey: key, FirstByteTimeout: 5 * time.Second, MaxResponseBytes: 1 << 20})
+			// The mock computes 307,200 floats before its first byte: a
+			// loaded machine's -race run took over 5s.
+			p := ec.new(providers.Config{BaseURL: srv.URL + ec.base, APIKey: key, FirstByteTimeout: time.Minute, MaxResponseBytes: 1 << 20})
 			resp, err := p.Send(t.Context(), &providers.Request{Body: []byte(ec.body(inputs, 3072)), Endpoint: providers.EndpointEmbeddings})
-			if vecs, _ := embedVectors(resp.Body); err != nil || len(vecs) != 100 || len(vecs[99]) != 3072 {
+			if err != nil {
+				t.Fatalf("a large answer: %v", err)
+			}
+			if vecs, _ := embedVectors(resp.Body); len(vecs) != 100 || len(vecs[99]) != 3072 {
 				t.Fatalf("a large answer: %v (%d bytes)", err, len(resp.Body))
 			}
 			if chat := (&providers.Config{MaxResponseBytes: 1 << 20}).ResponseLimit(0, false); int64(len(resp.Body)) <= chat {
