@@ -129,7 +129,9 @@ func TestBodyFirstReadTimeout(t *testing.T) {
 		w.(http.Flusher).Flush()
 		b.block(r)
 	})
-	cfg := Config{FirstByteTimeout: 20 * time.Millisecond}
+	// Long enough for the head to arrive on a loaded machine (20ms was
+	// not, at load 30), since the head's wait is bounded by it too.
+	cfg := Config{FirstByteTimeout: 300 * time.Millisecond}
 	resp, err := cfg.Post(t.Context(), srv.URL, nil, []byte(`{}`))
 	if err != nil {
 		t.Fatal(err)
@@ -250,8 +252,10 @@ func TestPostParentCancelled(t *testing.T) {
 
 func TestPostParentDeadline(t *testing.T) {
 	b, srv := blockingServer(t, func(b *blocker, w http.ResponseWriter, r *http.Request) { b.block(r) })
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
-	defer cancel()
+	// The deadline passes once the server holds the request (a 20ms
+	// timeout could pass before it arrived on a loaded machine, and the
+	// server then never saw a client go away).
+	ctx := expiresOn{t.Context(), b.entered}
 	cfg := Config{FirstByteTimeout: time.Minute, IdleTimeout: time.Minute}
 	_, err := cfg.Post(ctx, srv.URL, nil, nil)
 	if err != context.DeadlineExceeded {
@@ -449,5 +453,22 @@ func TestStatusError(t *testing.T) {
 	}
 	if bytes.Contains(e.Body, []byte(testKey[:8])) || !bytes.Contains(e.Body, []byte(redacted)) {
 		t.Errorf("body not redacted: %.200s", e.Body)
+	}
+}
+
+// expiresOn is a context whose deadline passes when done is closed.
+type expiresOn struct {
+	context.Context
+	done <-chan struct{}
+}
+
+func (e expiresOn) Done() <-chan struct{} { return e.done }
+
+func (e expiresOn) Err() error {
+	select {
+	case <-e.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
 	}
 }
