@@ -170,7 +170,8 @@ func asciiHost(h string) bool {
 
 // getConn returns an idle connection to key that is still open, or dials
 // a new one. Connections idle past IdleConnTimeout, or that the server
-// closed or wrote to while idle, are closed on the way.
+// closed or wrote to while idle (looked for on the socket only past
+// freshIdle, or always for an unannounced host), are closed on the way.
 func (t *Transport) getConn(ctx context.Context, key hostKey) (*conn, error) {
 	t.mu.Lock()
 	h := t.hosts[key]
