@@ -524,14 +524,22 @@ func (s *Store) IndexBytes() int {
 // answers this request, a wrapped ErrBadLine if line does not fit, and a
 // *WriteError if the write or a due fsync fails.
 func (s *Store) Answer(id string, fp Fingerprint, line []byte) error {
-	return s.record(id, fp, line, true, func(k idKey) error { return s.answerLocked(k, id, fp, line) })
+	return s.record(id, fp, line, true, true, func(k idKey) error { return s.answerLocked(k, id, fp, line) })
 }
 
-// record checks line and, under the write lock of a usable store, refuses
-// request fp of id when the output answers it already (if checkID), then
-// writes it with write: Answer's and Fail's common part.
-func (s *Store) record(id string, fp Fingerprint, line []byte, checkID bool, write func(k idKey) error) error {
-	if err := validLine(id, line, checkID, fp); err != nil {
+// AnswerEncoded is Answer for a line its caller encoded as valid JSON
+// (output.Line's encoder, over an answer body already checked): the scan
+// of the whole line for valid JSON is skipped, its other checks stand.
+func (s *Store) AnswerEncoded(id string, fp Fingerprint, line []byte) error {
+	return s.record(id, fp, line, true, false, func(k idKey) error { return s.answerLocked(k, id, fp, line) })
+}
+
+// record checks line (its JSON too if scan) and, under the write lock of
+// a usable store, refuses request fp of id when the output answers it
+// already (if checkID), then writes it with write: Answer's and Fail's
+// common part.
+func (s *Store) record(id string, fp Fingerprint, line []byte, checkID, scan bool, write func(k idKey) error) error {
+	if err := validLine(id, line, checkID, scan, fp); err != nil {
 		return err
 	}
 	k := keyOfString(id)
@@ -596,7 +604,7 @@ func (s *Store) notAnswered(k idKey, id string, fp Fingerprint) error {
 // failure that has no custom_id; otherwise the line's "custom_id" must be
 // id. Errors are as for Answer.
 func (s *Store) Fail(id string, fp Fingerprint, line []byte) error {
-	return s.record(id, fp, line, id != "", func(k idKey) error { return s.failLocked(k, id, fp, line) })
+	return s.record(id, fp, line, id != "", true, func(k idKey) error { return s.failLocked(k, id, fp, line) })
 }
 
 // failLocked is Fail's write, under s.ioMu.
@@ -664,11 +672,11 @@ func asError(e *WriteError) error {
 	return e
 }
 
-func validLine(id string, line []byte, checkID bool, fp Fingerprint) error {
+func validLine(id string, line []byte, checkID, scan bool, fp Fingerprint) error {
 	if bytes.IndexByte(line, '\n') >= 0 {
 		return fmt.Errorf("%w: %q: the line contains a newline", ErrBadLine, id)
 	}
-	if !isObject(line) || !jsonvalid.Valid(line) {
+	if !isObject(line) || scan && !jsonvalid.Valid(line) {
 		return fmt.Errorf("%w: %q: not a JSON object", ErrBadLine, id)
 	}
 	if checkID {

@@ -300,6 +300,41 @@ func TestAppendRejects(t *testing.T) {
 	}
 }
 
+// TestAnswerEncodedChecks: AnswerEncoded, for lines the runner encoded
+// itself, skips only the JSON scan: a newline, another custom_id, a
+// repeated answer and a sealed line without its object are refused as by
+// Answer, and an accepted line is read back as an answer.
+func TestAnswerEncodedChecks(t *testing.T) {
+	o, _ := testOpts(t)
+	s := mustOpen(t, o)
+	if err := s.AnswerEncoded("a", 7, []byte(result("a"))); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		id, line string
+		fp       Fingerprint
+		want     error
+	}{
+		"done":             {"a", result("a"), 7, ErrAlreadyDone},
+		"id mismatch":      {"x", result("y"), 7, ErrBadLine},
+		"newline inside":   {"x", `{"custom_id":"x",` + "\n" + `"llmrun":{}}`, 7, ErrBadLine},
+		"not an object":    {"x", `"x"`, 7, ErrBadLine},
+		"no llmrun object": {"x", `{"custom_id":"x","n":1}`, 7, ErrBadLine},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := s.AnswerEncoded(tc.id, tc.fp, []byte(tc.line)); !errors.Is(err, tc.want) {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+		})
+	}
+	mustClose(t, s)
+	s = mustOpen(t, o)
+	defer mustClose(t, s)
+	if v := s.Classify("a", 7); v != Skip {
+		t.Errorf("reopened: a is %v, want skip", v)
+	}
+}
+
 func TestStateRoundTrip(t *testing.T) {
 	o, _ := testOpts(t)
 	s := mustOpen(t, o)

@@ -32,6 +32,9 @@ type LineResp struct {
 	StatusCode int             `json:"status_code"`
 	RequestID  string          `json:"request_id"`
 	Body       json.RawMessage `json:"body"`
+	// Valid reports that Body is known to be valid JSON (the exchange
+	// checked it): AppendMarshal writes it without scanning it again.
+	Valid bool `json:"-"`
 }
 
 // LineError says why a request finally failed.
@@ -99,7 +102,7 @@ func (l *Line) AppendMarshal(dst []byte) ([]byte, error) {
 	if l.ID == "" {
 		l.ID = lineID(l.CustomID)
 	}
-	if l.Response != nil && (len(l.Response.Body) == 0 || !jsonvalid.Valid(l.Response.Body)) {
+	if r := l.Response; r != nil && (len(r.Body) == 0 || !r.Valid && !jsonvalid.Valid(r.Body)) {
 		s, _ := json.Marshal(string(l.Response.Body))
 		if len(l.Response.Body) == 0 {
 			s = []byte("null")

@@ -91,6 +91,20 @@ func TestLineMarshalKeepsBadBody(t *testing.T) {
 	}
 }
 
+// TestLineMarshalTrustsCheckedBody: a body the exchange checked (Valid)
+// is written as it is, without a second scan; the same bytes unmarked
+// are scanned, and kept as a string when they are not JSON.
+func TestLineMarshalTrustsCheckedBody(t *testing.T) {
+	const body = `{"a":` // not JSON: shows whether it was scanned
+	for valid, want := range map[bool]string{true: `"body":{"a":}`, false: `"body":"{\"a\":"`} {
+		l := Line{CustomID: "r", Response: &LineResp{StatusCode: 200, Body: json.RawMessage(body), Valid: valid}}
+		b, err := l.Marshal()
+		if err != nil || !bytes.Contains(b, []byte(want)) {
+			t.Errorf("Valid %v: got %s, %v; want it to hold %s", valid, b, err, want)
+		}
+	}
+}
+
 func FuzzLineMarshal(f *testing.F) {
 	f.Add("r1", "req", 200, []byte(`{"a":[1,2]}`), "", "", "openai", "m", "", int64(1), []byte(`0.5`), []byte(nil))
 	f.Add("<&>", "", 0, []byte(" {\"a\" : \"x\u2028\"}\n"), "code", "msg\n", "p", "m\xff", "batch", int64(0), []byte(`null`), []byte(`{"v": 1}`))

@@ -119,7 +119,13 @@ func (c *Config) Exchange(ctx context.Context, w *Wire, body []byte, maxTokens i
 	if err := w.ParsePlain(b, out); err != nil {
 		return nil, err // nothing of a failed answer is kept
 	}
+	out.BodyValid = sameBytes(out.Body, b)
 	return out, nil
+}
+
+// sameBytes reports whether a and b are one slice of memory.
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0]
 }
 
 func isJSON(h http.Header) bool {

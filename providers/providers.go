@@ -108,6 +108,9 @@ type Response struct {
 	// TTFT is the time to the first content token for streams, to the
 	// response headers otherwise.
 	TTFT time.Duration
+	// BodyValid reports that Body is the very bytes Exchange checked to
+	// be valid JSON, so that writers need not scan them again.
+	BodyValid bool
 }
 
 // Provider sends one attempt of one request. It never retries: every attempt

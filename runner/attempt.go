@@ -331,7 +331,7 @@ func (r *run) emit(h *hop, resp *providers.Response) {
 	}
 	l := output.Line{
 		CustomID: h.t.req.ID,
-		Response: &output.LineResp{StatusCode: resp.Status, RequestID: resp.RequestID, Body: resp.Body},
+		Response: &output.LineResp{StatusCode: resp.Status, RequestID: resp.RequestID, Body: resp.Body, Valid: resp.BodyValid},
 		Llmrun: output.LineDetails{
 			Provider:     h.route.Provider.Name(),
 			Model:        model,

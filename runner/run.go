@@ -413,7 +413,7 @@ func (r *run) sink() error {
 		}
 		var err error
 		if res.ok {
-			err = r.cfg.Store.Answer(res.id, res.fp, res.line)
+			err = r.cfg.Store.AnswerEncoded(res.id, res.fp, res.line) // output.Line's encoding
 		} else {
 			err = r.cfg.Store.Fail(res.id, res.fp, res.line)
 		}

@@ -98,9 +98,20 @@ func (c *conn) close() { c.c.Close() }
 
 // alive reports whether an idle c may take a request: the server has
 // neither closed it nor sent anything (an answer to nothing is a broken
-// server; a TLS alert a closing one).
-func (c *conn) alive() bool {
-	return c.br.Buffered() == 0 && c.peek()
+// server; a TLS alert a closing one). Only what is in the read buffer is
+// looked at, unless peek asks to check the socket too.
+func (c *conn) alive(peek bool) bool {
+	return c.br.Buffered() == 0 && (!peek || c.peek())
+}
+
+// noAnswer marks c's host as one that closes connections unannounced:
+// a reused c got no byte of an answer.
+func (c *conn) noAnswer() {
+	c.t.mu.Lock()
+	if h := c.t.hosts[c.key]; h != nil {
+		h.unannounced = true
+	}
+	c.t.mu.Unlock()
 }
 
 // roundTrip writes w on c and reads the response head. retry reports
@@ -116,6 +127,7 @@ func (c *conn) roundTrip(ctx context.Context, req *http.Request, w *write) (resp
 		local, err = w.stream(c.c)
 	} else if n == 0 && c.reused && stop() {
 		c.close()
+		c.noAnswer()
 		return nil, true, nil
 	}
 	if err != nil && (w.n == 0 || local) {
@@ -133,6 +145,9 @@ func (c *conn) roundTrip(ctx context.Context, req *http.Request, w *write) (resp
 	if err != nil {
 		stopped := stop()
 		c.close()
+		if !got && c.reused && stopped {
+			c.noAnswer() // (not when ctx's end cut the read)
+		}
 		if writeErr != nil {
 			return nil, false, canceled(ctx, writeErr)
 		}

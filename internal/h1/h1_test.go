@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestBodies: Content-Length and chunked bodies, with chunk extensions
@@ -125,12 +126,14 @@ func TestHeaderInjection(t *testing.T) {
 }
 
 // TestServerClosedIdle: a connection the server closed (or wrote to)
-// while it idled is dropped at reuse; the request dials afresh and
-// succeeds, so it costs no attempt.
+// while it idled (freshIdle or longer) is dropped at reuse; the request
+// dials afresh and succeeds, so it costs no attempt.
 func TestServerClosedIdle(t *testing.T) {
 	for name, after := range map[string]string{"closed": "", "unsolicited bytes": "HTTP/1.1 200 OK\r\n\r\nsurprise"} {
 		t.Run(name, func(t *testing.T) {
 			tr, dials, _ := newTransport(t)
+			clock := time.Unix(1e9, 0)
+			tr.now = func() time.Time { return clock }
 			url := rawServer(t, func(n int, c net.Conn, br *bufio.Reader) {
 				if _, _, err := readRequest(br); err != nil {
 					return
@@ -144,6 +147,7 @@ func TestServerClosedIdle(t *testing.T) {
 			})
 			mustRead(t, tr, url)
 			waitDead(t, tr, url)
+			clock = clock.Add(freshIdle)
 			if got := mustRead(t, tr, url); got != "ok" {
 				t.Fatalf("body %q", got)
 			}
@@ -151,6 +155,42 @@ func TestServerClosedIdle(t *testing.T) {
 				t.Errorf("%d dials, want 2", n)
 			}
 		})
+	}
+}
+
+// TestFreshReuseNotPeeked: a connection back in the pool for less than
+// freshIdle is taken without the liveness peek, so a server that closes
+// after an answer without saying so fails the one request that meets the
+// close (a POST is not replayed). From then on its host is peeked at
+// every reuse, and such a close costs nothing again.
+func TestFreshReuseNotPeeked(t *testing.T) {
+	tr, dials, _ := newTransport(t)
+	clock := time.Unix(1e9, 0)
+	tr.now = func() time.Time { return clock }
+	url := rawServer(t, func(_ int, c net.Conn, br *bufio.Reader) {
+		if _, _, err := readRequest(br); err == nil {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok") // then closes
+		}
+	})
+	mustRead(t, tr, url)
+	waitDead(t, tr, url)
+	if resp, err := post(t, tr, t.Context(), url, `{"n":2}`); err == nil {
+		resp.Body.Close()
+		t.Fatalf("a fresh connection the server closed answered %d: it was peeked", resp.StatusCode)
+	} else if !errors.Is(err, io.EOF) {
+		t.Fatalf("second POST: %v, want an error wrapping io.EOF", err)
+	}
+	if n := dials.Load(); n != 1 {
+		t.Fatalf("%d dials before the third request, want 1", n)
+	}
+	for i := range 2 {
+		if got := mustRead(t, tr, url); got != "ok" {
+			t.Fatalf("request %d after the close: body %q", i+3, got)
+		}
+		waitDead(t, tr, url)
+	}
+	if n := dials.Load(); n != 3 {
+		t.Errorf("%d dials, want 3 (each request after the first close on a new connection)", n)
 	}
 }
 

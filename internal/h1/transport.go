@@ -55,6 +55,23 @@ type Transport struct {
 	hosts   map[hostKey]*host
 	janitor *time.Timer // closes connections idle past IdleConnTimeout
 	armed   bool        // janitor is scheduled
+
+	now func() time.Time // the clock of idle ages; nil: time.Now (tests set it)
+}
+
+// freshIdle is how long a pooled connection may idle and still be taken
+// without the liveness peek (a syscall, 3% of a fast exchange): far below
+// any keep-alive timeout servers use (1-75 s), so a server closing an idle
+// connection has had no reason to yet. A server that closes after an answer
+// without saying so (no "Connection: close") is found by the one request
+// that meets such a close; its host is peeked every time from then on.
+const freshIdle = 100 * time.Millisecond
+
+func (t *Transport) clock() time.Time {
+	if t.now != nil {
+		return t.now()
+	}
+	return time.Now()
 }
 
 // hostKey names a pool: scheme and the URL's host as written. A struct
@@ -70,6 +87,10 @@ type host struct {
 	idle []*conn
 	addr string      // host:port to dial
 	tls  *tls.Config // nil for http
+	// unannounced: a reused connection of this host got no answer at all
+	// (the server closed it unannounced, or it broke), so every reuse is
+	// peeked, however fresh. Guarded by Transport.mu.
+	unannounced bool
 }
 
 // RoundTrip sends req and returns its response as soon as the head
@@ -149,7 +170,8 @@ func asciiHost(h string) bool {
 
 // getConn returns an idle connection to key that is still open, or dials
 // a new one. Connections idle past IdleConnTimeout, or that the server
-// closed or wrote to while idle, are closed on the way.
+// closed or wrote to while idle (looked for on the socket only past
+// freshIdle, or always for an unannounced host), are closed on the way.
 func (t *Transport) getConn(ctx context.Context, key hostKey) (*conn, error) {
 	t.mu.Lock()
 	h := t.hosts[key]
@@ -164,8 +186,10 @@ func (t *Transport) getConn(ctx context.Context, key hostKey) (*conn, error) {
 		c := h.idle[n-1]
 		h.idle[n-1] = nil
 		h.idle = h.idle[:n-1]
+		peek := h.unannounced
 		t.mu.Unlock()
-		if (t.IdleConnTimeout <= 0 || time.Since(c.idleAt) < t.IdleConnTimeout) && c.alive() {
+		idle := t.clock().Sub(c.idleAt)
+		if (t.IdleConnTimeout <= 0 || idle < t.IdleConnTimeout) && c.alive(peek || idle >= freshIdle) {
 			c.reused = true
 			return c, nil
 		}
@@ -211,7 +235,7 @@ func (t *Transport) putIdle(c *conn) {
 	if max <= 0 {
 		max = 2
 	}
-	c.idleAt = time.Now()
+	c.idleAt = t.clock()
 	c.reused = false
 	t.mu.Lock()
 	h := t.hosts[c.key]
@@ -235,7 +259,7 @@ func (t *Transport) putIdle(c *conn) {
 // sweep runs on the janitor's timer: it closes the connections idle past
 // IdleConnTimeout and re-arms for the oldest that remains.
 func (t *Transport) sweep() {
-	now := time.Now()
+	now := t.clock()
 	var expired []*conn
 	var next time.Duration
 	t.mu.Lock()
