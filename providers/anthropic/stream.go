@@ -25,6 +25,9 @@ type assembler struct {
 	content bool
 	started bool
 	cur     *block // the block the current delta applies to
+	// tpl is the last text delta, walk what walking the current one did.
+	tpl  deltaTpl
+	walk deltaWalk
 }
 
 // member is one raw "key":value pair; key keeps its quotes.
@@ -50,6 +53,9 @@ func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 // JSON type is used only when a proxy dropped the event: line). It
 // reports whether the message is complete.
 func (a *assembler) event(name, data []byte) (bool, *providers.Error) {
+	if a.sameDelta(name, data) {
+		return false, nil
+	}
 	s := view(data)
 	if len(data) > 0 && !jsonvalid.Valid(data) {
 		return false, providers.MidStream("stream event is not valid JSON", data)
@@ -61,7 +67,7 @@ func (a *assembler) event(name, data []byte) (bool, *providers.Error) {
 	case "content_block_start":
 		return false, a.blockStart(s, data)
 	case "content_block_delta":
-		return false, a.blockDelta(s, data)
+		return false, a.blockDelta(name, data)
 	case "message_delta":
 		a.messageDelta(s)
 	case "message_stop":
@@ -118,18 +124,21 @@ func (a *assembler) blockStart(s string, data []byte) *providers.Error {
 		return providers.MidStream("content_block_start without index or block", data)
 	}
 	a.blocks = append(a.blocks, &block{index: idx, start: []byte(blk)})
+	a.tpl.pre = a.tpl.pre[:0] // a block of a repeated index takes the deltas from now on
 	return nil
 }
 
 // blockDelta grows the block the delta names; a delta for a block that
 // never started means the stream lost events.
-func (a *assembler) blockDelta(s string, data []byte) *providers.Error {
-	idx, delta := indexAnd(s, `"delta"`)
+func (a *assembler) blockDelta(name, data []byte) *providers.Error {
+	idx, delta := indexAnd(view(data), `"delta"`)
 	a.cur = a.block(idx)
 	if a.cur == nil {
 		return providers.MidStream("content_block_delta for a block that never started", data)
 	}
+	a.walk = deltaWalk{}
 	providers.EachMember(delta, a.deltaField)
+	a.keepDelta(name, data, a.cur)
 	return nil
 }
 
@@ -182,34 +191,39 @@ func (a *assembler) deltaField(k, v string) bool {
 	switch k {
 	case `"type"`:
 	case `"partial_json"`:
+		a.walk.other = true
 		if in, ok := providers.StringInside(v); ok {
 			b.input = append(b.input, in...)
 			b.hasInput = true
 			a.content = a.content || in != ""
 		}
 	case `"citation"`:
+		a.walk.other = true
 		if len(b.citations) > 0 {
 			b.citations = append(b.citations, ',')
 		}
 		b.citations = append(b.citations, v...)
 	default:
 		if in, ok := providers.StringInside(v); ok {
-			f := b.field(k)
+			i := b.fieldAt(k)
+			f := &b.fields[i]
 			f.val = append(f.val, in...)
 			a.content = a.content || in != ""
+			a.walk = deltaWalk{appends: a.walk.appends + 1, other: a.walk.other, value: v, field: i}
 		}
 	}
 	return true
 }
 
-func (b *block) field(k string) *member {
+// fieldAt returns the index of the field with raw key k, creating it.
+func (b *block) fieldAt(k string) int {
 	for i := range b.fields {
 		if b.fields[i].key == k {
-			return &b.fields[i]
+			return i
 		}
 	}
 	b.fields = append(b.fields, member{key: string([]byte(k))}) // k aliases the decoder's buffer
-	return &b.fields[len(b.fields)-1]
+	return len(b.fields) - 1
 }
 
 // block returns the block with index i, searching from the newest.

@@ -31,6 +31,9 @@ type assembler struct {
 	finished bool
 	err      *providers.Error
 	cur      *candidate // the candidate the current element applies to
+	// tpl is the last text chunk, walk what walking the current one did.
+	tpl  chunkTpl
+	walk chunkWalk
 }
 
 // member is one "key":value pair, raw; key keeps its quotes.
@@ -77,15 +80,22 @@ func set(ms []member, key, val string) []member {
 
 // chunk applies one data event. A top-level "error" ends the stream.
 func (a *assembler) chunk(data []byte) *providers.Error {
+	if a.sameShape(data) {
+		return nil
+	}
 	s := view(data)
+	a.tpl.pre = a.tpl.pre[:0]
 	if !jsonvalid.Valid(data) {
 		return providers.MidStream("stream chunk is not valid JSON", data)
 	}
+	a.walk = chunkWalk{}
 	providers.EachMember(s, a.topLevel)
 	if a.err != nil {
 		a.err.Body = append([]byte(nil), data...)
+		return a.err
 	}
-	return a.err
+	a.keepShape(data)
+	return nil
 }
 
 func (a *assembler) topLevel(k, v string) bool {
@@ -106,6 +116,9 @@ func (a *assembler) topLevel(k, v string) bool {
 	default: // promptFeedback among them
 		if k == `"promptFeedback"` && gjson.Get(v, "blockReason").Exists() {
 			a.finished = true
+		}
+		if k == usageKey && a.walk.texts == 1 && a.walk.usage == "" {
+			a.walk.usage = v
 		}
 		a.top = set(a.top, k, v)
 	}
@@ -145,12 +158,13 @@ func (a *assembler) candidateField(k, v string) bool {
 // same kind (answer or thought); anything else is a part of its own.
 func (a *assembler) part(p string) bool {
 	ch := a.cur
-	var text string
+	var text, raw string
 	isText, thought := false, false
 	providers.EachMember(p, func(k, v string) bool {
 		switch k {
 		case `"text"`:
 			text, isText = providers.StringInside(v)
+			raw = v
 		case `"thought"`:
 			thought = v == "true"
 		}
@@ -159,6 +173,7 @@ func (a *assembler) part(p string) bool {
 	if !isText {
 		ch.parts = append(ch.parts, &part{raw: []byte(p)})
 		a.content = true
+		a.walk.other = true
 		return true
 	}
 	var last *part
@@ -169,6 +184,8 @@ func (a *assembler) part(p string) bool {
 		ch.parts = append(ch.parts, last)
 	}
 	last.text = append(last.text, text...)
+	a.walk.texts++
+	a.walk.text, a.walk.part = raw, last
 	providers.EachMember(p, func(k, v string) bool {
 		if k != `"text"` {
 			last.extra = set(last.extra, k, v)

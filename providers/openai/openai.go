@@ -135,12 +135,7 @@ func (p *Provider) Send(ctx context.Context, req *providers.Request) (*providers
 // body is never modified (sjson copies), because retries resend it.
 func (p *Provider) prepare(in []byte) ([]byte, error) {
 	if p.cfg.Stream {
-		out, err := sjson.SetBytes(in, "stream", true)
-		if err == nil {
-			// Without include_usage a stream carries no token counts.
-			out, err = sjson.SetBytes(out, "stream_options.include_usage", true)
-		}
-		return out, err
+		return prepareStream(in)
 	}
 	out := in
 	var err error

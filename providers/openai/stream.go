@@ -88,6 +88,9 @@ type choice struct {
 
 // field is one string field of the message (content, refusal, and any
 // other string a server streams, such as reasoning_content), escaped.
+// firstText is the capacity a text field starts with.
+const firstText = 512
+
 type field struct {
 	key string // raw key as received, quotes included
 	buf []byte
@@ -430,7 +433,9 @@ func (c *choice) fieldIndex(k string) int {
 		}
 	}
 	// k aliases the decoder's buffer: copy it, once per field and stream.
-	c.fields = append(c.fields, field{key: string([]byte(k))})
+	// The text starts with room for a short answer, which grown from empty
+	// took seven allocations.
+	c.fields = append(c.fields, field{key: string([]byte(k)), buf: make([]byte, 0, firstText)})
 	return len(c.fields) - 1
 }
 
@@ -579,6 +584,9 @@ func (a *assembler) text() string {
 			continue
 		}
 		if f := c.lookup(`"content"`); f != nil {
+			if bytes.IndexByte(f.buf, '\\') < 0 {
+				return string(f.buf) // nothing escaped: the text as it is
+			}
 			return gjson.Parse(string(quoted(nil, f.buf))).String()
 		}
 	}

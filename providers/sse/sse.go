@@ -47,7 +47,15 @@ type Decoder struct {
 	// idleness counts events, not bytes (keepalive comments are no
 	// content).
 	progress func()
+	// first holds the events' data until one is larger: a chat chunk is
+	// some 200-400 bytes, which a data slice grown from empty reached in
+	// six allocations per stream (most of a short stream's decoding
+	// allocations). The decoder is not reused, so events may alias it.
+	first [firstData]byte
 }
+
+// firstData is the data capacity a decoder starts with.
+const firstData = 512
 
 // Progresser is a stream source that wants to know when an event arrived.
 type Progresser interface{ Progress() }
@@ -71,6 +79,7 @@ func NewDecoder(r io.Reader) *Decoder {
 	br := readers.Get().(*bufio.Reader)
 	br.Reset(r)
 	d := &Decoder{r: br, pooled: true}
+	d.data = d.first[:0]
 	if p, ok := r.(Progresser); ok {
 		d.progress = p.Progress
 	}
