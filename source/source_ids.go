@@ -126,9 +126,47 @@ func (p *Parser) customID(line []byte, lineNo int) (string, error) {
 		}
 		line = bytes.ToValidUTF8(line, []byte("\uFFFD"))
 	}
+	if id, ok := leadingCustomID(line); ok {
+		return id, nil
+	}
+	return p.customIDSlow(line, lineNo)
+}
+
+// customIDSlow is customID through gjson, for a line with valid UTF-8.
+func (p *Parser) customIDSlow(line []byte, lineNo int) (string, error) {
 	var f lineFields
 	if f.id = gjson.GetBytes(line, "custom_id"); !f.id.Exists() {
 		f.key = gjson.GetBytes(line, "key")
 	}
 	return f.customID(lineNo)
+}
+
+// customIDHead is how a line whose first member is its custom_id starts,
+// as generators and llmrun's examples write them.
+const customIDHead = `{"custom_id":"`
+
+// leadingCustomID is the custom_id of a compact line that starts with it,
+// a non-empty string without escapes: what gjson finds there (the first
+// "custom_id" member), without parsing the line. A rerun's id merge reads
+// every input line's id; this takes about a tenth of gjson's time. ok is
+// false for any other line.
+func leadingCustomID(line []byte) (string, bool) {
+	if !bytes.HasPrefix(line, []byte(customIDHead)) {
+		return "", false
+	}
+	rest := line[len(customIDHead):]
+	end := bytes.IndexByte(rest, '"')
+	if end <= 0 || end+1 >= len(rest) || (rest[end+1] != ',' && rest[end+1] != '}') {
+		return "", false
+	}
+	id := rest[:end]
+	if bytes.IndexByte(id, '\\') >= 0 {
+		return "", false
+	}
+	for _, c := range id {
+		if c < 0x20 { // a control character: not valid JSON; gjson decides
+			return "", false
+		}
+	}
+	return string(id), true
 }

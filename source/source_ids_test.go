@@ -71,3 +71,35 @@ func TestIDSetSuspectsAcrossChunks(t *testing.T) {
 		t.Errorf("%d chunks, %d ids left after suspects", len(s.chunks), s.len())
 	}
 }
+
+// TestLeadingCustomIDIsGJSON: the fast path of a line's custom_id gives
+// what the parse does (gjson's first "custom_id" member), and stands aside
+// for any line it cannot read alone.
+func TestLeadingCustomIDIsGJSON(t *testing.T) {
+	var p Parser
+	for _, line := range []string{
+		`{"custom_id":"request-00000001","prompt":"x"}`,
+		`{"custom_id":"a"}`,
+		`{"custom_id":"héllo wörld","prompt":"x"}`,
+		`{"custom_id":"a\"b","prompt":"x"}`,
+		`{"custom_id":"a\\b","prompt":"x"}`,
+		`{"custom_id":"","prompt":"x"}`,
+		`{"custom_id":"a" ,"prompt":"x"}`,
+		`{"custom_id":"a","custom_id":"b"}`,
+		`{ "custom_id":"a","prompt":"x"}`,
+		`{"custom_id":12,"prompt":"x"}`,
+		`{"prompt":"x","custom_id":"late"}`,
+		`{"custom_id":"a`,
+		`{"custom_id":"a"`,
+		`{"custom_id":"tab	in","prompt":"x"}`,
+	} {
+		want, wantErr := p.customIDSlow([]byte(line), 7)
+		got, err := p.customID([]byte(line), 7)
+		if got != want || (err == nil) != (wantErr == nil) {
+			t.Errorf("%s: customID = %q, %v; the parse's = %q, %v", line, got, err, want, wantErr)
+		}
+		if id, ok := leadingCustomID([]byte(line)); ok && id != want {
+			t.Errorf("%s: fast path %q, gjson %q", line, id, want)
+		}
+	}
+}
