@@ -70,15 +70,32 @@ func (s *idSet) suspects() map[uint64]bool {
 		c.Free()
 	}
 	s.release()
-	slices.Sort(sums)
+	// Two halves sorted at once, then merged: the sort is the one part of
+	// the check that runs on a single core (0.1 s at 1M ids).
+	a, b := sums[:len(sums)/2], sums[len(sums)/2:]
+	done := make(chan struct{})
+	go func() {
+		slices.Sort(a)
+		close(done)
+	}()
+	slices.Sort(b)
+	<-done
 	var dup map[uint64]bool
-	for i := 1; i < len(sums); i++ {
-		if sums[i] == sums[i-1] {
+	prev, first := uint64(0), true
+	for len(a) > 0 || len(b) > 0 {
+		var v uint64
+		if len(b) == 0 || (len(a) > 0 && a[0] <= b[0]) {
+			v, a = a[0], a[1:]
+		} else {
+			v, b = b[0], b[1:]
+		}
+		if !first && v == prev {
 			if dup == nil {
 				dup = make(map[uint64]bool)
 			}
-			dup[sums[i]] = true
+			dup[v] = true
 		}
+		prev, first = v, false
 	}
 	return dup
 }

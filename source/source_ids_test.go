@@ -103,3 +103,31 @@ func TestLeadingCustomIDIsGJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestIDSetSuspectsSmall: the two sorted halves are merged whole: a repeat
+// within either half or across them is found, in sets of any size.
+func TestIDSetSuspectsSmall(t *testing.T) {
+	for _, tc := range []struct {
+		hashes []uint64
+		want   map[uint64]bool
+	}{
+		{[]uint64{5}, nil},
+		{[]uint64{5, 5}, map[uint64]bool{5: true}},
+		{[]uint64{5, 6}, nil},
+		{[]uint64{9, 1, 9}, map[uint64]bool{9: true}},
+		{[]uint64{3, 3, 1, 2}, map[uint64]bool{3: true}},
+		{[]uint64{1, 2, 4, 4}, map[uint64]bool{4: true}},
+		{[]uint64{0, 7, 2, 0, 7, 7}, map[uint64]bool{0: true, 7: true}},
+	} {
+		s := newIDSet(maphash.MakeSeed(), func(id string) uint64 {
+			v, _ := strconv.ParseUint(id, 10, 64)
+			return v
+		})
+		for _, h := range tc.hashes {
+			s.add(strconv.FormatUint(h, 10))
+		}
+		if got := s.suspects(); !maps.Equal(got, tc.want) {
+			t.Errorf("%v: suspects = %v, want %v", tc.hashes, got, tc.want)
+		}
+	}
+}
