@@ -143,7 +143,8 @@ func (v Verdict) String() string {
 // of its latest line in one 8-byte slot (9.4 to 19 bytes an id), never the
 // id strings or lines: a lookup confirms a match by reading the line (see
 // index and lineReader). A first run that promises distinct ids keeps
-// nothing per id (see Distinct).
+// nothing per id (see Distinct), nor does a rerun whose output answers
+// exactly its input (see deferred.go).
 //
 // Durability: every append is one write(2) of the whole line, so a line is in
 // the kernel (safe from a process crash) when Answer returns. Fsync is
