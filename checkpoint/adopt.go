@@ -14,6 +14,7 @@ import (
 // adoption happens once; legacy is called only for ids whose stored
 // fingerprint differs from fp.
 func (s *Store) ClassifyAdopting(id string, fp Fingerprint, legacy func() Fingerprint) Verdict {
+	s.undeferred()
 	k := keyOfString(id)
 	s.setMu.Lock()
 	defer s.setMu.Unlock()

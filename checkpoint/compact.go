@@ -18,6 +18,15 @@ import (
 // pending before the rename and as Dropped after it, so that it is counted
 // exactly once whenever the kill comes (see droppedPending).
 func (s *Store) compact() error {
+	s.setMu.RLock()
+	// Deferred answers SkipAll did not take as met are all unmet: pruning
+	// them needs them indexed. (Nothing else here is about them: a deferred
+	// answer is never stale, and adopting one indexed them.)
+	prunable := s.opts.Prune && s.inputDone && s.x.deferred > 0 && !s.x.deferSeen
+	s.setMu.RUnlock()
+	if prunable {
+		s.undeferred()
+	}
 	s.setMu.Lock()
 	defer s.setMu.Unlock()
 	x := &s.x

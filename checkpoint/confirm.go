@@ -72,15 +72,16 @@ func (m *idMerge) read() {
 	m.err <- err
 }
 
-// answer meets the id of one answer line with the input's next id.
-func (m *idMerge) answer(id []byte) {
+// answer meets the id of one answer line with the input's next id, and
+// reports whether the merge is still on (it has not given up).
+func (m *idMerge) answer(id []byte) bool {
 	if m == nil || m.failed {
-		return
+		return false
 	}
 	m.answers++
 	in, ok := m.input()
 	if ok && string(id) == in {
-		return
+		return true
 	}
 	if m.pending[string(id)] == -1 {
 		delete(m.pending, string(id))
@@ -93,6 +94,7 @@ func (m *idMerge) answer(id []byte) {
 	if len(m.pending) > m.cap || m.answers > m.set.n {
 		m.abandon()
 	}
+	return !m.failed
 }
 
 // meetInput records an input id met before its answer, or cancels it

@@ -27,7 +27,7 @@ func (s *Store) Distinct() bool {
 	s.setMu.Lock()
 	defer s.setMu.Unlock()
 	x := &s.x
-	if !x.distinct && x.done.n == 0 {
+	if !x.distinct && x.done.n == 0 && x.deferred == 0 {
 		x.distinct = true
 	}
 	return x.distinct

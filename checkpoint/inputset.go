@@ -62,10 +62,15 @@ func mix64(x uint64) uint64 {
 // with the output's as it read it when in was its Options.Expect
 // (idMerge); otherwise every id of in is looked up and confirmed against
 // the custom_id of its line (a read in about file order, through
-// lineReader's window). Either way the distinct ids of the input and the
+// lineReader's window). When Open confirmed them it left the answers out
+// of the index (see deferred.go), and SkipAll takes them without one. Either way the distinct ids of the input and the
 // distinct ids of the output are the same ids, not only the same hashes.
 func (s *Store) SkipAll(in InputSet) bool {
 	s.indexed()
+	if s.skipDeferred(in) {
+		return true // met one to one at Open, and never indexed
+	}
+	s.undeferred()
 	s.setMu.Lock()
 	defer s.setMu.Unlock()
 	x := &s.x

@@ -39,6 +39,12 @@ type loaded struct {
 	// merge, if set, meets the answers' ids with the input's as the output
 	// is read (see idMerge).
 	merge *idMerge
+	// deferred counts the answers Open's load left out of done while the
+	// merge met them (see deferred.go); doneCap is the capacity its sizer
+	// chose meanwhile, and deferSeen says SkipAll took them all as met.
+	deferred  int
+	doneCap   int
+	deferSeen bool
 }
 
 // sameRequest reports whether two fingerprints may be of the same request:
@@ -66,15 +72,24 @@ func (s *tableSizer) line(l []byte) (capacity int, ok bool) {
 // loadOutput reads the output: every line's id and fingerprint into done;
 // a later line of the same id supersedes the earlier one (appends are in
 // time order).
+//
+// While the id merge meets the answers one to one with the input's, the
+// answers stay out of done (see deferred.go): a rerun that skips them all
+// never builds the index; once the merge gives up, the answers before the
+// line are indexed and the load goes on as without it.
 func (x *loaded) loadOutput(r io.Reader, size int64) error {
 	sz := tableSizer{size: size}
+	deferring := x.merge != nil
 	res, err := scan(r, scanOpts{path: x.output, needID: true, keys: true}, func(l *scanLine) error {
 		if l.Bad != "" {
 			x.malformed = corrupt(x.malformed, l, x.output, x.output)
 			return nil
 		}
 		if c, ok := sz.line(l.Line); ok {
-			x.done.reserve(c)
+			x.doneCap = c
+			if !deferring {
+				x.done.reserve(c)
+			}
 		}
 		if !l.Answer {
 			x.foreign.add(l.ID, l.No)
@@ -83,22 +98,38 @@ func (x *loaded) loadOutput(r io.Reader, size int64) error {
 		if l.Off > maxOffset {
 			return fmt.Errorf("checkpoint: %s: line %d is past 256 GiB, the most the index addresses", x.output, l.No)
 		}
-		x.merge.answer(l.ID)
-		if i, old := x.findDone(l.Key, string(l.ID)); i >= 0 {
-			x.outStale++
-			if old == l.FP {
-				x.dups.add(l.ID, l.No)
+		if on := x.merge.answer(l.ID); deferring {
+			if on {
+				x.deferred++
+				x.answer(l.Key, l.FP)
+				return nil
 			}
-			x.unanswer(l.Key, old)
-			x.done.setOff(i, l.Off)
-		} else {
-			x.done.add(l.Key, l.Off)
+			deferring = false
+			if err := x.undefer(l.Off); err != nil {
+				return err
+			}
 		}
-		x.answer(l.Key, l.FP)
+		x.indexAnswer(l)
 		return nil
 	})
 	x.outRes = res
 	return err
+}
+
+// indexAnswer records answer line l in done: a later line of an id
+// supersedes the earlier one (appends are in time order).
+func (x *loaded) indexAnswer(l *scanLine) {
+	if i, old := x.findDone(l.Key, string(l.ID)); i >= 0 {
+		x.outStale++
+		if old == l.FP {
+			x.dups.add(l.ID, l.No)
+		}
+		x.unanswer(l.Key, old)
+		x.done.setOff(i, l.Off)
+	} else {
+		x.done.add(l.Key, l.Off)
+	}
+	x.answer(l.Key, l.FP)
 }
 
 // loadErrors reads the errors file after the output. A failure record

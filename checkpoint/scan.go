@@ -360,12 +360,11 @@ func (p *pipeline) validate() {
 				} else {
 					sealed := false
 					if !p.o.trusted {
-						l.Bad, sealed = checkSealed(line, p.o.needID)
-					}
-					l.Answer = sealed && p.o.keys && l.Bad == "" && succeeded(line)
-					if l.Bad == "" || l.Bad == noID {
+						l.Bad, sealed, l.ID = checkSealedID(line, p.o.needID)
+					} else {
 						l.ID, _ = lineID(line)
 					}
+					l.Answer = sealed && p.o.keys && l.Bad == "" && succeeded(line)
 					if p.o.keys && l.Bad == "" && l.ID != nil {
 						l.Key, l.FP = keyOf(l.ID), lineFP(line)
 					}
@@ -413,6 +412,14 @@ func checkLine(line []byte, needID bool) string {
 // checkSealed is checkLine that also says whether the line carries a right
 // seal: whether llmrun wrote it.
 func checkSealed(line []byte, needID bool) (string, bool) {
+	why, sealed, _ := checkSealedID(line, needID)
+	return why, sealed
+}
+
+// checkSealedID is checkSealed that also returns the line's custom_id
+// (see lineID) when the line is a JSON object: scan needs it, and finding
+// it twice was a tenth of a rerun's load.
+func checkSealedID(line []byte, needID bool) (why string, sealed bool, id []byte) {
 	nul := ""
 	st := verifySeal(line)
 	switch st {
@@ -420,22 +427,23 @@ func checkSealed(line []byte, needID bool) (string, bool) {
 		if bytes.IndexByte(line, 0) >= 0 {
 			nul = "; it holds NUL bytes"
 		}
-		return "checksum mismatch: the line changed after it was written" + nul, st == sealOK
+		return "checksum mismatch: the line changed after it was written" + nul, false, nil
 	case unsealed:
 		if !jsonvalid.Valid(line) {
 			if bytes.IndexByte(line, 0) >= 0 {
 				nul = " (it holds NUL bytes)"
 			}
-			return "not valid JSON" + nul, st == sealOK
+			return "not valid JSON" + nul, false, nil
 		}
 	}
 	if !isObject(line) {
-		return "not a JSON object", st == sealOK
+		return "not a JSON object", st == sealOK, nil
 	}
-	if _, ok := lineID(line); !ok && needID {
-		return noID, st == sealOK
+	id, ok := lineID(line)
+	if !ok && needID {
+		return noID, st == sealOK, nil
 	}
-	return "", st == sealOK
+	return "", st == sealOK, id
 }
 
 // isObject reports whether line looks like one JSON object: braces at both

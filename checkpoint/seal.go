@@ -86,10 +86,7 @@ func lineFP(line []byte) Fingerprint {
 		if string(f[:len(fpKey)]) != fpKey || f[fpLen-2] != '"' {
 			return 0
 		}
-		fp, err := ParseFingerprint(string(f[len(fpKey) : len(fpKey)+16]))
-		if err != nil {
-			return 0
-		}
+		fp, _ := parseHex16(f[len(fpKey) : len(fpKey)+16])
 		return fp
 	}
 	if !bytes.Contains(line, []byte(fpKey)) {

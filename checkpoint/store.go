@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/llmrun/llmrun/internal/jsonvalid"
@@ -142,7 +143,8 @@ func (v Verdict) String() string {
 // of its latest line in one 8-byte slot (9.4 to 19 bytes an id), never the
 // id strings or lines: a lookup confirms a match by reading the line (see
 // index and lineReader). A first run that promises distinct ids keeps
-// nothing per id (see Distinct).
+// nothing per id (see Distinct), nor does a rerun whose output answers
+// exactly its input (see deferred.go).
 //
 // Durability: every append is one write(2) of the whole line, so a line is in
 // the kernel (safe from a process crash) when Answer returns. Fsync is
@@ -176,7 +178,8 @@ type Store struct {
 
 	setMu      sync.RWMutex
 	x          loaded
-	errsAtOpen int64 // size of the errors file when it was opened
+	lazy       atomic.Bool // x holds deferred answers (see deferred.go)
+	errsAtOpen int64       // size of the errors file when it was opened
 	inputDone  bool
 	retried    int
 	adopted    int // answers re-fingerprinted by ClassifyAdopting, rewritten at Close
@@ -283,6 +286,8 @@ func (s *Store) open() error {
 		}
 	}
 
+	s.lazy.Store(s.x.deferred > 0)
+
 	sc.Updated = o.Now().UTC()
 	if err := sc.write(s.statePath); err != nil {
 		return err
@@ -321,6 +326,9 @@ func (s *Store) openOutput() error {
 			s.x.merge.finish()
 		}
 		s.x.merge.abandon()
+		if err == nil && !s.x.canDefer(s.opts.Expect) {
+			err = s.x.undefer(s.x.outRes.Good) // the run has lookups to make
+		}
 		if err != nil {
 			return err
 		}
@@ -347,6 +355,12 @@ func (s *Store) openErrors() error {
 	s.errs = appendFile{f: f, path: path}
 	if s.x.errR, err = openLineReader(path); err != nil {
 		return fmt.Errorf("checkpoint: open errors file: %w", err)
+	}
+	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
+		// Its records are looked up among the answers.
+		if err := s.x.undefer(s.x.outRes.Good); err != nil {
+			return err
+		}
 	}
 	if err := s.load(f, s.x.loadErrors); err != nil {
 		return err
@@ -395,6 +409,7 @@ func (s *Store) load(f *os.File, read func(io.Reader, int64) error) error {
 // makes it KeepFailed unless Options.RetryFailed; anything else is Send: a
 // new id, or one whose request changed since it was answered or failed.
 func (s *Store) Classify(id string, fp Fingerprint) Verdict {
+	s.undeferred()
 	k := keyOfString(id)
 	s.setMu.Lock()
 	defer s.setMu.Unlock()
@@ -444,7 +459,7 @@ func (s *Store) InputDone() {
 // The table is never shrunk.
 func (s *Store) Reserve(n int) {
 	s.setMu.Lock()
-	if !s.x.distinct {
+	if !s.x.distinct && s.x.deferred == 0 {
 		s.x.done.reserve(n)
 	}
 	s.setMu.Unlock()
@@ -453,6 +468,7 @@ func (s *Store) Reserve(n int) {
 // Done reports whether the output answers id, for whatever request.
 func (s *Store) Done(id string) bool {
 	s.indexed()
+	s.undeferred()
 	s.setMu.RLock()
 	defer s.setMu.RUnlock()
 	i, _ := s.x.findDone(keyOfString(id), id)
@@ -480,7 +496,7 @@ func (s *Store) keptFailed(i int) bool {
 func (s *Store) Counts() (done, failed int) {
 	s.setMu.RLock()
 	defer s.setMu.RUnlock()
-	done = s.x.done.n + s.x.unindexed
+	done = s.x.done.n + s.x.unindexed + s.x.deferred
 	if !s.opts.RetryFailed {
 		return done, s.x.failed.n
 	}
@@ -542,6 +558,7 @@ func (s *Store) record(id string, fp Fingerprint, line []byte, checkID, scan boo
 	if err := validLine(id, line, checkID, scan, fp); err != nil {
 		return err
 	}
+	s.undeferred()
 	k := keyOfString(id)
 	s.ioMu.Lock()
 	defer s.ioMu.Unlock()

@@ -6,6 +6,11 @@
 #                                             the run's and the rerun's peak RSS, wall and CPU
 #   scripts/bench.sh stream N [llmrun flags]  N requests, streamed and plain, 3 runs each:
 #                                             client CPU (user+sys) per output token
+#   BENCH_DIR=D scripts/bench.sh rerun - [llmrun flags]
+#                                             BENCH_RERUNS reruns of the output a scale run
+#                                             left in D (its mock's port too: the base URL is
+#                                             part of each request's fingerprint); with
+#                                             BENCH_BEFORE=BIN, that build and this one in turn
 #
 # llmrun flags come after the script's own, so they win (--concurrency 64).
 # BENCH_MOCK_FLAGS are passed to `llmrun mock`, e.g. BENCH_MOCK_FLAGS='--answer-words 61'
@@ -39,6 +44,10 @@ else
 	go build -o "$dir/llmrun" .
 fi
 port=$((20000 + RANDOM % 20000))
+if [ "$mode" = rerun ]; then
+	port=$(cat "$dir/port" 2>/dev/null) || { echo "$dir holds no scale run to rerun (BENCH_DIR)" >&2; exit 2; }
+fi
+echo "$port" >"$dir/port"
 # shellcheck disable=SC2086 # BENCH_MOCK_FLAGS is a list of flags
 env -u LLMRUN_PROFILE_DIR "$dir/llmrun" mock --addr "127.0.0.1:$port" ${BENCH_MOCK_FLAGS:-} >"$dir/mock.log" 2>&1 &
 mock=$!
@@ -77,7 +86,7 @@ run() {
 	local -a env=()
 	[ -n "${LLMRUN_PROFILE_DIR:-}" ] && env=("LLMRUN_PROFILE_DIR=$LLMRUN_PROFILE_DIR/$name")
 	env "${env[@]}" /usr/bin/time -o "$dir/$name.time" -f '%e %M %U %S' \
-		"$dir/llmrun" batch --provider openai --base-url "http://127.0.0.1:$port/v1" --model m \
+		"${BENCH_EXE:-$dir/llmrun}" batch --provider openai --base-url "http://127.0.0.1:$port/v1" --model m \
 		--concurrency 512 -q --summary "$dir/$name.summary.json" "$@" 2>"$dir/$name.log" &
 	pid=$!
 	if [ -n "${BENCH_SMAPS:-}" ]; then
@@ -102,6 +111,17 @@ scale)
 	echo "run of $n requests: wall ${wall}s, peak RSS ${rss} MB, CPU ${cpu}s"
 	for i in $(seq "${BENCH_RERUNS:-3}"); do run "rerun$i" "$dir/in.jsonl" "$@"; done >"$dir/reruns"
 	echo "rerun (all skipped), median of ${BENCH_RERUNS:-3}: wall $(cut -d' ' -f1 "$dir/reruns" | median)s, peak RSS $(cut -d' ' -f2 "$dir/reruns" | median) MB, CPU $(cut -d' ' -f3 "$dir/reruns" | median)s"
+	;;
+rerun)
+	echo "load: $(uptime)"
+	[ -z "${BENCH_BEFORE:-}" ] || cp "$BENCH_BEFORE" "$dir/before"
+	for i in $(seq "${BENCH_RERUNS:-3}"); do
+		for bin in ${BENCH_BEFORE:+before} llmrun; do
+			read -r wall rss cpu < <(BENCH_EXE="$dir/$bin" run "$bin$i" "$dir/in.jsonl" "$@")
+			echo "$bin: rerun (all skipped): wall ${wall}s, peak RSS ${rss} MB, CPU ${cpu}s"
+		done
+	done
+	echo "load: $(uptime)"
 	;;
 stream)
 	input "$n" "$dir/in.jsonl"

@@ -70,15 +70,32 @@ func (s *idSet) suspects() map[uint64]bool {
 		c.Free()
 	}
 	s.release()
-	slices.Sort(sums)
+	// Two halves sorted at once, then merged: the sort is the one part of
+	// the check that runs on a single core (0.1 s at 1M ids).
+	a, b := sums[:len(sums)/2], sums[len(sums)/2:]
+	done := make(chan struct{})
+	go func() {
+		slices.Sort(a)
+		close(done)
+	}()
+	slices.Sort(b)
+	<-done
 	var dup map[uint64]bool
-	for i := 1; i < len(sums); i++ {
-		if sums[i] == sums[i-1] {
+	prev, first := uint64(0), true
+	for len(a) > 0 || len(b) > 0 {
+		var v uint64
+		if len(b) == 0 || (len(a) > 0 && a[0] <= b[0]) {
+			v, a = a[0], a[1:]
+		} else {
+			v, b = b[0], b[1:]
+		}
+		if !first && v == prev {
 			if dup == nil {
 				dup = make(map[uint64]bool)
 			}
-			dup[sums[i]] = true
+			dup[v] = true
 		}
+		prev, first = v, false
 	}
 	return dup
 }
@@ -126,9 +143,47 @@ func (p *Parser) customID(line []byte, lineNo int) (string, error) {
 		}
 		line = bytes.ToValidUTF8(line, []byte("\uFFFD"))
 	}
+	if id, ok := leadingCustomID(line); ok {
+		return id, nil
+	}
+	return p.customIDSlow(line, lineNo)
+}
+
+// customIDSlow is customID through gjson, for a line with valid UTF-8.
+func (p *Parser) customIDSlow(line []byte, lineNo int) (string, error) {
 	var f lineFields
 	if f.id = gjson.GetBytes(line, "custom_id"); !f.id.Exists() {
 		f.key = gjson.GetBytes(line, "key")
 	}
 	return f.customID(lineNo)
+}
+
+// customIDHead is how a line whose first member is its custom_id starts,
+// as generators and llmrun's examples write them.
+const customIDHead = `{"custom_id":"`
+
+// leadingCustomID is the custom_id of a compact line that starts with it,
+// a non-empty string without escapes: what gjson finds there (the first
+// "custom_id" member), without parsing the line. A rerun's id merge reads
+// every input line's id; this takes about a tenth of gjson's time. ok is
+// false for any other line.
+func leadingCustomID(line []byte) (string, bool) {
+	if !bytes.HasPrefix(line, []byte(customIDHead)) {
+		return "", false
+	}
+	rest := line[len(customIDHead):]
+	end := bytes.IndexByte(rest, '"')
+	if end <= 0 || end+1 >= len(rest) || (rest[end+1] != ',' && rest[end+1] != '}') {
+		return "", false
+	}
+	id := rest[:end]
+	if bytes.IndexByte(id, '\\') >= 0 {
+		return "", false
+	}
+	for _, c := range id {
+		if c < 0x20 { // a control character: not valid JSON; gjson decides
+			return "", false
+		}
+	}
+	return string(id), true
 }

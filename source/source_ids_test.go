@@ -71,3 +71,63 @@ func TestIDSetSuspectsAcrossChunks(t *testing.T) {
 		t.Errorf("%d chunks, %d ids left after suspects", len(s.chunks), s.len())
 	}
 }
+
+// TestLeadingCustomIDIsGJSON: the fast path of a line's custom_id gives
+// what the parse does (gjson's first "custom_id" member), and stands aside
+// for any line it cannot read alone.
+func TestLeadingCustomIDIsGJSON(t *testing.T) {
+	var p Parser
+	for _, line := range []string{
+		`{"custom_id":"request-00000001","prompt":"x"}`,
+		`{"custom_id":"a"}`,
+		`{"custom_id":"héllo wörld","prompt":"x"}`,
+		`{"custom_id":"a\"b","prompt":"x"}`,
+		`{"custom_id":"a\\b","prompt":"x"}`,
+		`{"custom_id":"","prompt":"x"}`,
+		`{"custom_id":"a" ,"prompt":"x"}`,
+		`{"custom_id":"a","custom_id":"b"}`,
+		`{ "custom_id":"a","prompt":"x"}`,
+		`{"custom_id":12,"prompt":"x"}`,
+		`{"prompt":"x","custom_id":"late"}`,
+		`{"custom_id":"a`,
+		`{"custom_id":"a"`,
+		`{"custom_id":"tab	in","prompt":"x"}`,
+	} {
+		want, wantErr := p.customIDSlow([]byte(line), 7)
+		got, err := p.customID([]byte(line), 7)
+		if got != want || (err == nil) != (wantErr == nil) {
+			t.Errorf("%s: customID = %q, %v; the parse's = %q, %v", line, got, err, want, wantErr)
+		}
+		if id, ok := leadingCustomID([]byte(line)); ok && id != want {
+			t.Errorf("%s: fast path %q, gjson %q", line, id, want)
+		}
+	}
+}
+
+// TestIDSetSuspectsSmall: the two sorted halves are merged whole: a repeat
+// within either half or across them is found, in sets of any size.
+func TestIDSetSuspectsSmall(t *testing.T) {
+	for _, tc := range []struct {
+		hashes []uint64
+		want   map[uint64]bool
+	}{
+		{[]uint64{5}, nil},
+		{[]uint64{5, 5}, map[uint64]bool{5: true}},
+		{[]uint64{5, 6}, nil},
+		{[]uint64{9, 1, 9}, map[uint64]bool{9: true}},
+		{[]uint64{3, 3, 1, 2}, map[uint64]bool{3: true}},
+		{[]uint64{1, 2, 4, 4}, map[uint64]bool{4: true}},
+		{[]uint64{0, 7, 2, 0, 7, 7}, map[uint64]bool{0: true, 7: true}},
+	} {
+		s := newIDSet(maphash.MakeSeed(), func(id string) uint64 {
+			v, _ := strconv.ParseUint(id, 10, 64)
+			return v
+		})
+		for _, h := range tc.hashes {
+			s.add(strconv.FormatUint(h, 10))
+		}
+		if got := s.suspects(); !maps.Equal(got, tc.want) {
+			t.Errorf("%v: suspects = %v, want %v", tc.hashes, got, tc.want)
+		}
+	}
+}
