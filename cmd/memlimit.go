@@ -28,3 +28,12 @@ func setMemoryLimit(getenv func(string) string) func(int64) {
 	}
 	return func(n int64) { debug.SetMemoryLimit(n) }
 }
+
+// setGCPercent returns what sets GOGC for a phase of the run (see
+// job.IO.GCPercent), or nil when GOGC in the environment set it.
+func setGCPercent(getenv func(string) string) func(int) int {
+	if getenv("GOGC") != "" {
+		return nil
+	}
+	return debug.SetGCPercent
+}

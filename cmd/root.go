@@ -96,7 +96,7 @@ mock of every one of these dialects for trying it all without a key.
 // Main runs llmrun with the process's arguments and returns its exit code.
 func Main() int {
 	log.SetOutput(providers.QuietHTTPLog(os.Stderr)) // net/http quotes a misbehaving server's bytes there
-	io := &IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, ErrIsTerminal: isTerminal(os.Stderr), Width: func() int { return termWidth(os.Stderr) }, Getenv: os.Getenv, MemoryLimit: setMemoryLimit(os.Getenv)}
+	io := &IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, ErrIsTerminal: isTerminal(os.Stderr), Width: func() int { return termWidth(os.Stderr) }, Getenv: os.Getenv, MemoryLimit: setMemoryLimit(os.Getenv), GCPercent: setGCPercent(os.Getenv)}
 	stop := startProfiles(os.Getenv, func(msg string) { fmt.Fprintln(os.Stderr, "llmrun: "+msg) })
 	defer stop()
 	return Execute(context.Background(), io, os.Args[1:])

@@ -255,6 +255,9 @@ func prepare(ctx context.Context, io *IO, o *BatchOptions) (_ *batch, err error)
 	if o.NoAuth {
 		b.set.SendNoKey()
 	}
+	if io.GCPercent != nil {
+		defer io.GCPercent(io.GCPercent(prepareGCPercent))
+	}
 	defer func() {
 		if err != nil {
 			b.close()
