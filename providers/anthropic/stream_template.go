@@ -2,9 +2,9 @@ package anthropic
 
 import (
 	"bytes"
-	"unsafe"
 
 	"github.com/llmrun/llmrun/internal/jsonvalid"
+	"github.com/llmrun/llmrun/providers"
 )
 
 // deltaTpl is the last content_block_delta event that grew one string
@@ -55,17 +55,15 @@ func (a *assembler) sameDelta(name, data []byte) bool {
 func (a *assembler) keepDelta(name, data []byte, b *block) {
 	t, w := &a.tpl, &a.walk
 	t.pre = t.pre[:0]
-	if w.appends != 1 || w.other || len(w.value) < 2 {
+	if w.appends != 1 || w.other {
 		return
 	}
-	// A raw string value is never empty, so it has the address of its
-	// place in data.
-	off := int(uintptr(unsafe.Pointer(unsafe.StringData(w.value))) - uintptr(unsafe.Pointer(unsafe.SliceData(data))))
-	if off < 0 || off+len(w.value) > len(data) {
+	start, end := providers.RawInside(data, w.value)
+	if start < 0 {
 		return
 	}
 	t.name = append(t.name[:0], name...)
-	t.pre = append(t.pre, data[:off+1]...)
-	t.post = append(t.post[:0], data[off+len(w.value)-1:]...)
+	t.pre = append(t.pre, data[:start]...)
+	t.post = append(t.post[:0], data[end:]...)
 	t.b, t.field = b, w.field
 }

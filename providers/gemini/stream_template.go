@@ -2,9 +2,9 @@ package gemini
 
 import (
 	"bytes"
-	"unsafe"
 
 	"github.com/llmrun/llmrun/internal/jsonvalid"
+	"github.com/llmrun/llmrun/providers"
 )
 
 // usageKey is the member Gemini repeats in every chunk with new counts.
@@ -79,7 +79,7 @@ func (a *assembler) keepShape(data []byte) {
 	if w.texts != 1 || w.other || a.err != nil {
 		return
 	}
-	ts, te := inside(data, w.text)
+	ts, te := providers.RawInside(data, w.text)
 	if ts < 0 {
 		return
 	}
@@ -87,23 +87,10 @@ func (a *assembler) keepShape(data []byte) {
 	t.pre = append(t.pre, data[:ts]...)
 	t.mid = nil
 	end := te
-	if us, ue := inside(data, w.usage); us > te {
+	if us, ue := providers.RawInside(data, w.usage); us > te {
 		// inside trims a byte each side; the usage value is taken whole.
 		t.mid = append(t.mid[:0:0], data[te:us-1]...)
 		end = ue + 1
 	}
 	t.post = append(t.post[:0], data[end:]...)
-}
-
-// inside returns where the inside of v, a raw value aliasing data, starts
-// and ends in data (one byte in from each end); -1, -1 when v is not in it.
-func inside(data []byte, v string) (int, int) {
-	if len(v) < 2 {
-		return -1, -1
-	}
-	off := int(uintptr(unsafe.Pointer(unsafe.StringData(v))) - uintptr(unsafe.Pointer(unsafe.SliceData(data))))
-	if off < 0 || off+len(v) > len(data) {
-		return -1, -1
-	}
-	return off + 1, off + len(v) - 1
 }

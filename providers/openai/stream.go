@@ -203,31 +203,18 @@ func (a *assembler) keepText(data []byte) {
 	}
 	// Raw values, quotes included, are never empty, so they have the
 	// address of their place in data (an empty substring may not).
-	start, end := a.inside(data, w.value)
+	start, end := providers.RawInside(data, w.value)
 	if start < 0 {
 		return
 	}
 	t.ch, t.field = w.ch, w.field
 	t.pre = append(t.pre, data[:start]...)
 	t.mid = nil
-	if hs, he := a.inside(data, w.hole); hs > end {
+	if hs, he := providers.RawInside(data, w.hole); hs > end {
 		t.mid = append(t.mid[:0:0], data[end:hs]...)
 		end = he
 	}
 	t.post = append(t.post[:0], data[end:]...)
-}
-
-// inside returns where the inside of v, a raw string aliasing data, starts
-// and ends in data; -1, -1 when v is not one.
-func (a *assembler) inside(data []byte, v string) (int, int) {
-	if len(v) < 2 {
-		return -1, -1
-	}
-	off := int(uintptr(unsafe.Pointer(unsafe.StringData(v))) - uintptr(unsafe.Pointer(unsafe.SliceData(data))))
-	if off < 0 || off+len(v) > len(data) {
-		return -1, -1
-	}
-	return off + 1, off + len(v) - 1
 }
 
 // keepHead sets head from the chunk s just walked whole.
