@@ -2,7 +2,11 @@
 # Client CPU per output token, llmrun against the official openai-go SDK
 # (scripts/sdkbench: errgroup at the same concurrency), same server, same
 # requests: a separate `llmrun mock --answer-words 61` (about 109 output
-# tokens an answer) on loopback, the clients run in turn, A B A B.
+# tokens an answer) on loopback, the clients run in turn, A B A B. A third
+# client, scripts/floorbench, reads the same answers and drops them (no
+# parsing, no output): the floor under any client's CPU, which is mostly
+# what the kernel costs to receive the server's segments; its tokens are
+# the llmrun run's of the same round.
 #
 #   scripts/sdkbench.sh [N [ROUNDS [MODEL]]]   default 2000 requests, 3 rounds, gpt-4o-mini
 #
@@ -24,6 +28,7 @@ dir=${BENCH_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/llmrun-sdkbench.XXXXXX")}
 mkdir -p "$dir"
 go build -o "$dir/llmrun" .
 (cd scripts/sdkbench && go build -o "$dir/sdkbench" .)
+go build -o "$dir/floorbench" ./scripts/floorbench
 mock=
 trap '[ -n "$mock" ] && kill "$mock" 2>/dev/null || true' EXIT
 for _ in 1 2 3 4 5; do # a random port may be taken: try another
@@ -60,6 +65,7 @@ llmrun_run() { # llmrun_run NAME STREAM [BINARY]
 		--model "$model" --concurrency "$conc" -q --stream="$2" --summary "$dir/$1.summary.json" \
 		${BENCH_LLMRUN_FLAGS:-} "$dir/in.jsonl")
 	t=$(grep -o '"output_tokens": *[0-9]*' "$dir/$1.summary.json" | head -1 | tr -dc 0-9)
+	echo "$t" >"$dir/tokens-$2"
 	echo "$c $s $w $t"
 }
 before_run() { llmrun_run "$1" "$2" "$BENCH_BEFORE"; }
@@ -69,13 +75,18 @@ sdk_run() { # sdk_run NAME STREAM
 	t=$(awk '{ print $4 }' "$dir/$1.stdout")
 	echo "$c $s $w $t"
 }
+floor_run() { # floor_run NAME STREAM: tokens are the llmrun run's of this round
+	read -r c s w < <(timed "$1" "$dir/floorbench" -addr "127.0.0.1:$port" -model "$model" \
+		-n "$n" -concurrency "$conc" -stream="$2")
+	echo "$c $s $w $(cat "$dir/tokens-$2")"
+}
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 echo "load: $(uptime)"
 echo "client run: client CPU s, server CPU s, wall s, output tokens, µs client CPU/token, requests/s, client share of CPU"
 for r in $(seq "$rounds"); do
 	for stream in false true; do
-		for client in llmrun sdk ${BENCH_BEFORE:+before}; do
+		for client in llmrun sdk ${BENCH_BEFORE:+before} floor; do
 			name="$client-$stream-$r"
 			read -r c s w t < <("${client}_run" "$name" "$stream")
 			awk -v name="$name" -v c="$c" -v s="$s" -v w="$w" -v t="$t" -v n="$n" \
@@ -92,6 +103,10 @@ printf '  plain:    llmrun %.2f µs/token, SDK %.2f µs/token, llmrun/SDK %.2f; 
 printf '  streamed: llmrun %.2f µs/token, SDK %.2f µs/token, llmrun/SDK %.2f; requests/s llmrun %s SDK %s; client share of CPU llmrun %s SDK %s\n' \
 	"$ls" "$ss" "$(awk -v a="$ls" -v b="$ss" 'BEGIN { print a / b }')" "$(med llmrun true 7)" "$(med sdk true 7)" "$(med llmrun true 8)" "$(med sdk true 8)"
 printf '  llmrun streamed/plain %.2f\n' "$(awk -v a="$ls" -v b="$lp" 'BEGIN { print a / b }')"
+fp=$(med floor false 6) fs=$(med floor true 6)
+printf '  floor (read and dropped): plain %.2f µs/token, streamed %.2f; floor streamed/llmrun plain %.2f; llmrun above the floor: plain %.2f, streamed %.2f, streamed/plain %.2f\n' \
+	"$fp" "$fs" "$(awk -v a="$fs" -v b="$lp" 'BEGIN { print a / b }')" "$(awk -v a="$lp" -v b="$fp" 'BEGIN { print a - b }')" \
+	"$(awk -v a="$ls" -v b="$fs" 'BEGIN { print a - b }')" "$(awk -v a="$ls" -v b="$fs" -v c="$lp" -v d="$fp" 'BEGIN { print (a - b) / (c - d) }')"
 if [ -n "${BENCH_BEFORE:-}" ]; then
 	bp=$(med before false 6) bs=$(med before true 6)
 	printf '  before (%s): plain %.2f µs/token (after/before %.2f), streamed %.2f (after/before %.2f); requests/s plain %s streamed %s; client share plain %s streamed %s\n' \
