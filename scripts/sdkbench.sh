@@ -86,7 +86,13 @@ echo "load: $(uptime)"
 echo "client run: client CPU s, server CPU s, wall s, output tokens, µs client CPU/token, requests/s, client share of CPU"
 for r in $(seq "$rounds"); do
 	for stream in false true; do
-		for client in llmrun sdk ${BENCH_BEFORE:+before} floor; do
+		# The clients' order turns each round: a run is a few percent
+		# cheaper right after another (warm caches), which a fixed order
+		# gives to the same client every round. The floor goes last: its
+		# tokens are the llmrun run's of the round.
+		order=(llmrun sdk ${BENCH_BEFORE:+before})
+		k=$(((r - 1) % ${#order[@]}))
+		for client in "${order[@]:k}" "${order[@]:0:k}" floor; do
 			name="$client-$stream-$r"
 			read -r c s w t < <("${client}_run" "$name" "$stream")
 			awk -v name="$name" -v c="$c" -v s="$s" -v w="$w" -v t="$t" -v n="$n" \
