@@ -143,58 +143,93 @@ func (r *request) AttemptEnd(a *runner.Attempt) {
 
 // attemptSpan writes a's span, a client span under the request's, and
 // queues it.
-func (r *request) attemptSpan(a *runner.Attempt, m *model, k setKey) {
+func (r *request) attemptSpan(at *runner.Attempt, m *model, k setKey) {
 	t := r.t
 	b, s := openSpan(r.buf[:0], &spanHead{traceID: r.head.traceID, spanID: t.ids.span(), traceState: r.head.traceState,
-		parent: r.head.spanID, name: m.name, kind: trace.SpanKindClient, start: a.Sent.UnixNano(), end: a.End.At.UnixNano()})
-	b = append(b, m.enc...)
+		parent: r.head.spanID, name: m.name, kind: trace.SpanKindClient, start: at.Sent.UnixNano(), end: at.End.At.UnixNano()})
+	a := t.spanAttrs(b)
+	a.shared(m.attrs, m.enc)
 	code := codes.Unset
-	if a.End.Resp != nil {
-		b = t.answerAttrs(b, a, k.response)
+	if at.End.Resp != nil {
+		t.answerAttrs(&a, at, k.response)
 	} else {
-		b, code = appendStrAttr(b, fSpanAttrs, "error.type", k.errType), codes.Error
+		a.str("error.type", k.errType)
+		code = codes.Error
 	}
-	if a.Request.MaxTokens > 0 {
-		b = appendIntAttr(b, fSpanAttrs, "gen_ai.request.max_tokens", int64(a.Request.MaxTokens))
+	if at.Request.MaxTokens > 0 {
+		a.int("gen_ai.request.max_tokens", int64(at.Request.MaxTokens))
 	}
-	if a.Hop > 0 {
-		b = appendIntAttr(b, fSpanAttrs, "llmrun.hop", int64(a.Hop))
+	if at.Hop > 0 {
+		a.int("llmrun.hop", int64(at.Hop))
 	}
 	if t.o.Content {
-		b = appendStrAttr(b, fSpanAttrs, "gen_ai.input.messages", inputMessages(a.Request))
+		a.str("gen_ai.input.messages", inputMessages(at.Request))
 	}
-	if a.Waited > 0 {
-		var e int
-		b, e = openEvent(b, a.Sent.UnixNano(), "llmrun.admission")
-		b = appendFloatAttr(b, fEventAttrs, "llmrun.admission.wait_seconds", a.Waited.Seconds())
-		b = closeMsg(appendStrAttr(b, fEventAttrs, "llmrun.budget_key", a.Key), e)
+	b = a.end(fSpanDroppedAttrs)
+	if at.Waited > 0 {
+		b = t.admissionEvent(b, at)
 	}
 	r.buf = closeSpan(b, s, code, k.errType, r.flags)
 	t.spans.add(r.buf)
 }
 
-// answerAttrs appends an answered attempt's attributes to b.
-func (t *Telemetry) answerAttrs(b []byte, a *runner.Attempt, model string) []byte {
-	resp := a.End.Resp
-	b = appendStrAttr(b, fSpanAttrs, "gen_ai.response.model", model)
-	b = appendIntAttr(b, fSpanAttrs, "gen_ai.usage.input_tokens", resp.Usage.InputTokens)
-	b = appendIntAttr(b, fSpanAttrs, "gen_ai.usage.output_tokens", resp.Usage.OutputTokens)
-	b = appendFinishReasons(b, resp.Body)
-	if resp.RequestID != "" {
-		b = appendStrAttr(b, fSpanAttrs, "gen_ai.response.id", resp.RequestID)
+// admissionEvent appends the llmrun.admission event of an attempt that
+// waited for the budget, or its count as dropped when the event count
+// limit is 0 (an attempt span has no other event).
+func (t *Telemetry) admissionEvent(b []byte, at *runner.Attempt) []byte {
+	if t.limits.EventCountLimit == 0 {
+		return appendUint(b, fSpanDroppedEvents, 1)
 	}
-	if a.End.Priced {
-		b = appendFloatAttr(b, fSpanAttrs, "llmrun.cost_usd", a.End.CostUSD)
-	}
-	if t.o.Content {
-		b = appendStrAttr(b, fSpanAttrs, "gen_ai.output.messages", resp.Text)
-	}
-	return b
+	b, e := openEvent(b, at.Sent.UnixNano(), "llmrun.admission")
+	// The SDK cuts an event's attributes by count, not their values.
+	ea := attrs{b: b, field: fEventAttrs, max: t.limits.AttributePerEventCountLimit, value: -1}
+	ea.float("llmrun.admission.wait_seconds", at.Waited.Seconds())
+	ea.str("llmrun.budget_key", at.Key)
+	return closeMsg(ea.end(fEventDropped), e)
 }
 
-// appendFinishReasons appends gen_ai.response.finish_reasons, a string
-// array, if the answer gives any.
-func appendFinishReasons(b, body []byte) []byte {
+// spanAttrs writes a span's attributes after b under the span limits.
+func (t *Telemetry) spanAttrs(b []byte) attrs {
+	return attrs{b: b, field: fSpanAttrs, max: t.limits.AttributeCountLimit, value: t.limits.AttributeValueLengthLimit}
+}
+
+// answerAttrs appends an answered attempt's attributes to a.
+func (t *Telemetry) answerAttrs(a *attrs, at *runner.Attempt, model string) {
+	resp := at.End.Resp
+	a.str("gen_ai.response.model", model)
+	a.int("gen_ai.usage.input_tokens", resp.Usage.InputTokens)
+	a.int("gen_ai.usage.output_tokens", resp.Usage.OutputTokens)
+	a.finishReasons(resp.Body)
+	if resp.RequestID != "" {
+		a.str("gen_ai.response.id", resp.RequestID)
+	}
+	if at.End.Priced {
+		a.float("llmrun.cost_usd", at.End.CostUSD)
+	}
+	if t.o.Content {
+		a.str("gen_ai.output.messages", resp.Text)
+	}
+}
+
+// finishReasons appends gen_ai.response.finish_reasons, a string array,
+// if the answer gives any.
+func (a *attrs) finishReasons(body []byte) {
+	full := a.max >= 0 && a.n >= a.max
+	mark := len(a.b)
+	a.b = appendFinishReasons(a.b, body, a.value)
+	switch {
+	case len(a.b) == mark:
+	case full:
+		a.b = a.b[:mark]
+		a.dropped++
+	default:
+		a.n++
+	}
+}
+
+// appendFinishReasons appends gen_ai.response.finish_reasons, each cut to
+// limit characters, if the answer gives any.
+func appendFinishReasons(b, body []byte, limit int) []byte {
 	mark := len(b)
 	b, kv := openMsg(b, fSpanAttrs)
 	b = appendStr(b, fKey, "gen_ai.response.finish_reasons")
@@ -204,7 +239,7 @@ func appendFinishReasons(b, body []byte) []byte {
 	eachFinishReason(body, func(reason string) {
 		var it int
 		b, it = openMsg(b, fListItems)
-		b = closeMsg(protowire.AppendString(protowire.AppendTag(b, fString, protowire.BytesType), reason), it)
+		b = closeMsg(protowire.AppendString(protowire.AppendTag(b, fString, protowire.BytesType), truncate(limit, reason)), it)
 	})
 	if len(b) == items {
 		return b[:mark]
@@ -385,15 +420,17 @@ func (r *request) End(e *runner.RequestEnd) {
 	if r.record {
 		r.head.end = time.Now().UnixNano()
 		b, s := openSpan(r.buf[:0], &r.head)
-		b = appendStrAttr(b, fSpanAttrs, "llmrun.custom_id", r.req.ID)
-		b = appendStrAttr(b, fSpanAttrs, "llmrun.outcome", e.Outcome)
-		b = appendIntAttr(b, fSpanAttrs, "llmrun.attempts", int64(e.Attempts))
+		a := t.spanAttrs(b)
+		a.str("llmrun.custom_id", r.req.ID)
+		a.str("llmrun.outcome", e.Outcome)
+		a.int("llmrun.attempts", int64(e.Attempts))
 		if e.Hop > 0 {
-			b = appendBoolAttr(b, fSpanAttrs, "llmrun.fell_back", true)
+			a.bool("llmrun.fell_back", true)
 		}
 		for k, v := range r.req.Tags {
-			b = appendStrAttr(b, fSpanAttrs, t.tagKey(k), v)
+			a.str(t.tagKey(k), v)
 		}
+		b = a.end(fSpanDroppedAttrs)
 		code, msg := codes.Unset, ""
 		if e.Outcome == runner.OutcomeFailed {
 			code, msg = codes.Error, "failed"

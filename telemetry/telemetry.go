@@ -62,6 +62,7 @@ type Options struct {
 // every way out of the run.
 type Telemetry struct {
 	o        Options
+	limits   sdktrace.SpanLimits // the environment's, for every span (limits.go)
 	tp       *sdktrace.TracerProvider
 	mp       *sdkmetric.MeterProvider
 	tracer   trace.Tracer
@@ -149,7 +150,7 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 
 // newTelemetry is a Telemetry with no provider yet.
 func newTelemetry(o Options) *Telemetry {
-	t := &Telemetry{o: o}
+	t := &Telemetry{o: o, limits: spanLimitsFrom(o.Getenv)}
 	t.reqs.New = func() any { return &request{t: t} }
 	return t
 }
@@ -187,7 +188,7 @@ func (t *Telemetry) tracing(client otlptrace.Client, res *resource.Resource) {
 		res = merged
 	}
 	exp := &spanExporter{client: client, t: t}
-	t.tp = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	t.tp = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res), sdktrace.WithRawSpanLimits(t.limits))
 	t.tracer = t.tp.Tracer(scope)
 	exp.queue = newSpanQueue(exp, res, instrumentation.Scope{Name: scope}, queueConfigFrom(t.o.Getenv))
 	t.spans, t.ids = exp.queue, newIDs()
