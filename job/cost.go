@@ -135,7 +135,11 @@ func Estimate(io *IO, o BatchOptions) error {
 			o.RPM, o.ITPM, o.OTPM, o.TPM = orFlag(o.RPM, ep.Limits.RPM), orFlag(o.ITPM, ep.Limits.ITPM), orFlag(o.OTPM, ep.Limits.OTPM), orFlag(o.TPM, ep.Limits.TPM)
 		}
 	}
-	entry, err := registry.Resolve(provider, inputShape(src), io.Getenv)
+	shape, err := inputShape(src, &o)
+	if err != nil {
+		return err
+	}
+	entry, err := registry.Resolve(provider, shape, io.Getenv)
 	if err != nil {
 		return usage(err)
 	}

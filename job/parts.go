@@ -27,7 +27,10 @@ func (b *batch) buildRoutes() (err error) {
 	if b.pools, err = b.o.poolLimits(); err != nil {
 		return err
 	}
-	shape := inputShape(b.src)
+	shape, err := inputShape(b.src, b.o)
+	if err != nil {
+		return err
+	}
 	primary, entry, at, model, err := b.routeTo(b.o.Provider, shape, b.o.BaseURL)
 	if err != nil {
 		return err
@@ -92,16 +95,16 @@ func (b *batch) routeAt(name string, shape providers.Format, at registry.Endpoin
 	return rt, entry, nil
 }
 
-// inputShape reports the wire format of the input's first request line
-// (registry.ShapeOf: Anthropic for {"params":...}, Gemini for
-// {"request":...}, OpenAI otherwise). It reads through the source, which a
-// pipe has been spooled to, so nothing is consumed.
-func inputShape(src *source.Source) providers.Format {
-	line, err := src.FirstLine()
-	if err != nil {
-		line = nil // a line no format claims: the shape every provider takes
+// inputShape is the wire format of the input's first line (source.Shape:
+// Anthropic for {"params":...}, Gemini for {"request":...}, OpenAI
+// otherwise), which picks the provider of a run that names none. With
+// --template the lines are records, not requests, whatever their fields
+// are called (an email's "body"): they render simple lines, OpenAI's.
+func inputShape(src *source.Source, o *BatchOptions) (providers.Format, error) {
+	if o.Source.tmpl != nil {
+		return providers.FormatOpenAI, nil
 	}
-	return registry.ShapeOf(line)
+	return src.Shape()
 }
 
 // newBudget is the in-process budget, or with --redis one shared through

@@ -248,10 +248,14 @@ func (p *Parser) wireBody(line []byte, f *lineFields, req *providers.Request) ([
 		req.Vars = bytes.Clone(line)
 		return body, p.Format, nil
 	}
-	for i, sh := range f.shapes {
-		if v := f.shaped[i]; v.Exists() {
-			return shapeBody(sh, v, f, req)
-		}
+	var held registry.Held
+	for i, v := range f.shaped {
+		held[i] = v.Exists()
+	}
+	if i, err := registry.ShapeIn(held); err != nil {
+		return nil, 0, err
+	} else if i >= 0 {
+		return shapeBody(f.shapes[i], f.shaped[i], f, req)
 	}
 	if f.prompt.Exists() {
 		return nil, 0, nil
@@ -650,20 +654,20 @@ func (s *Source) Close() error {
 	return err
 }
 
-// FirstLine returns a copy of the input's first non-blank line (nil if it
-// has none), for guessing the provider from the input's shape without
-// consuming an input that cannot be read twice.
-func (s *Source) FirstLine() ([]byte, error) {
+// firstLine returns a copy of the input's first non-blank line (nil if it
+// has none) and its 1-based number, without consuming an input that cannot
+// be read twice.
+func (s *Source) firstLine() ([]byte, int, error) {
 	r, err := s.open()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer r.Close()
-	line, _, err := newLineReader(r, s.name(), s.lineBufSize()).next()
+	line, n, err := newLineReader(r, s.name(), s.lineBufSize()).next()
 	if err == io.EOF {
-		return nil, nil
+		return nil, 0, nil
 	}
-	return bytes.Clone(line), err
+	return bytes.Clone(line), n, err
 }
 
 // lineBufSize is the read buffer of a pass over s: 256 KiB, or the file's

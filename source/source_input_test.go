@@ -51,8 +51,8 @@ func TestSourceNonSeekableInputsReadTwice(t *testing.T) {
 			t.Fatalf("check counted %d, run saw %v; want %d and %s", total, ids, n, want)
 		}
 		// A third pass (the offline route's, say) sees the same.
-		if line, err := src.FirstLine(); err != nil || !strings.Contains(string(line), `"r0"`) {
-			t.Errorf("FirstLine = %s, %v", line, err)
+		if line, n, err := src.firstLine(); err != nil || n != 1 || !strings.Contains(string(line), `"r0"`) {
+			t.Errorf("firstLine = %s, %d, %v", line, n, err)
 		}
 		if ents, _ := os.ReadDir(spoolDir); len(ents) != 0 {
 			t.Errorf("spool left a name in %s: %v", spoolDir, ents)

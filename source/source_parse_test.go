@@ -50,6 +50,18 @@ func (p *Parser) parseReference(line []byte, lineNo int) (*providers.Request, er
 	default:
 		return nil, errors.New("custom_id (or key) must be a non-empty string")
 	}
+	if p.Template == nil {
+		// A line holding two shapes' requests is in none.
+		var held [][2]string
+		for _, k := range [][2]string{{"body", "openai"}, {"params", "anthropic"}, {"request", "gemini"}} {
+			if root.Get(k[0]).Exists() {
+				held = append(held, k)
+			}
+		}
+		if len(held) > 1 {
+			return nil, fmt.Errorf("line holds both %s (%s's batch shape) and %s (%s's): a line is one request in one shape; keep the one meant", held[0][0], held[0][1], held[1][0], held[1][1])
+		}
+	}
 	var body []byte
 	var from providers.Format
 	switch {

@@ -62,10 +62,6 @@ type Entry struct {
 	// Headers are the provider's rules for its rate-limit headers (Groq's
 	// requests headers count per day).
 	Headers providers.HeaderRules
-	// Claims reports whether an input line is in this provider's own
-	// batch shape (Anthropic's {"params": …}), which picks the provider
-	// when none is named; nil claims none.
-	Claims func(line []byte) bool
 	// Mock marks an entry served by the built-in mock, started in-process
 	// on a loopback port (Set); MockPath is appended to its address.
 	Mock     bool
@@ -104,9 +100,6 @@ func newAnthropicBatch(cfg providers.Config) providers.BatchClient {
 	return anthropic.NewBatch(cfg)
 }
 
-// anthropicLine reports a line in Anthropic's Message Batches shape.
-func anthropicLine(line []byte) bool { return gjson.GetBytes(line, anthropic.Line.Key).Exists() }
-
 // anthropicAdmission: Anthropic counts generated tokens against OTPM (so
 // reserve the expected output, not max_tokens) and does not count cache
 // reads against ITPM.
@@ -121,9 +114,6 @@ var azureAdmission = providers.Admission{Output: providers.ReserveCap, Charge: p
 
 func newGemini(cfg providers.Config) providers.Provider         { return gemini.New(cfg) }
 func newGeminiBatch(cfg providers.Config) providers.BatchClient { return gemini.NewBatch(cfg) }
-
-// geminiLine reports a line in Gemini's batch shape ({"key", "request"}).
-func geminiLine(line []byte) bool { return gjson.GetBytes(line, gemini.Line.Key).IsObject() }
 
 // geminiAdmission: Gemini meters input tokens (its TPM) and requests, not
 // max output, so a request reserves the output it is expected to produce;
@@ -167,7 +157,7 @@ var table = []Entry{
 	{
 		Name: "anthropic", Format: providers.FormatAnthropic,
 		KeyEnv: []string{"ANTHROPIC_API_KEY"}, BaseURLEnv: "ANTHROPIC_BASE_URL", DefaultBaseURL: "https://api.anthropic.com",
-		KeyOptional: providers.LocalURL, New: newAnthropic, NewBatch: newAnthropicBatch, Admission: anthropicAdmission, Claims: anthropicLine,
+		KeyOptional: providers.LocalURL, New: newAnthropic, NewBatch: newAnthropicBatch, Admission: anthropicAdmission,
 	},
 	{
 		Name: azure.Name, Format: providers.FormatOpenAI,
@@ -178,7 +168,7 @@ var table = []Entry{
 		// GOOGLE_API_KEY wins when both are set, as in Google's SDKs.
 		Name: gemini.Name, Format: providers.FormatGemini,
 		KeyEnv: []string{"GOOGLE_API_KEY", "GEMINI_API_KEY"}, BaseURLEnv: "GOOGLE_GEMINI_BASE_URL", DefaultBaseURL: gemini.DefaultBaseURL,
-		KeyOptional: providers.LocalURL, New: newGemini, NewBatch: newGeminiBatch, Admission: geminiAdmission, Claims: geminiLine,
+		KeyOptional: providers.LocalURL, New: newGemini, NewBatch: newGeminiBatch, Admission: geminiAdmission,
 	},
 	{
 		Name: "groq", Format: providers.FormatOpenAI,
@@ -256,29 +246,61 @@ func Resolve(name string, shape providers.Format, getenv func(string) string) (E
 	return Lookup(name)
 }
 
-// lineShapes are the input-line shapes the wire formats claim, in the
-// order a line is tried: a line with a body is OpenAI's, whatever else it
-// holds. A new format with its own batch file adds its package's Line.
+// lineShapes are the input-line shapes the wire formats claim. A line
+// holding one's request member (its Key) is in that shape and its format;
+// a line holding none is a simple line, which every provider takes; a line
+// holding two is in none (ShapeIn). This list is the one rule: the reader
+// parses a line by it, and ShapeOf, which picks the provider of a run
+// without --provider, reads the first line by it. A new format with its
+// own batch file adds its package's Line.
 var lineShapes = [...]providers.LineShape{openai.Line, anthropic.Line, gemini.Line}
 
 // LineShapes is the list Lines returns: an array, so reading it for every
 // input line allocates nothing.
 type LineShapes = [len(lineShapes)]providers.LineShape
 
-// Lines is the input-line shapes the formats claim, in the order a line
-// is tried (see providers.LineShape).
+// Held says which of Lines' shapes' request members a line holds, in the
+// same order.
+type Held = [len(lineShapes)]bool
+
+// Lines is the input-line shapes the formats claim (see providers.LineShape
+// and ShapeIn).
 func Lines() LineShapes { return lineShapes }
 
-// ShapeOf is the wire format of an input line: that of the provider
-// whose own batch shape it is in, else OpenAI's, which every provider
-// takes (OpenAI batch lines and simple lines).
-func ShapeOf(line []byte) providers.Format {
-	for _, e := range table {
-		if e.Claims != nil && e.Claims(line) {
-			return e.Format
+// ShapeIn is the index in Lines of the shape of a line holding the request
+// members held says, or -1 for a line holding none. A line holding two is
+// an error: no format's batch line has both (OpenAI's is {custom_id,
+// method, url, body}, Anthropic's {custom_id, params}, Gemini's {key,
+// request}), and taking either would send one request the user wrote and
+// silently drop the other, or send it to the provider the other names.
+func ShapeIn(held Held) (int, error) {
+	at := -1
+	for i, h := range held {
+		if !h {
+			continue
 		}
+		if at >= 0 {
+			a, b := lineShapes[at], lineShapes[i]
+			return -1, fmt.Errorf("line holds both %s (%s's batch shape) and %s (%s's): a line is one request in one shape; keep the one meant", a.Key, a.Format, b.Key, b.Format)
+		}
+		at = i
 	}
-	return providers.FormatOpenAI
+	return at, nil
+}
+
+// ShapeOf is the wire format of an input line, by ShapeIn: that of the
+// shape it is in, else OpenAI's, which every provider takes (simple
+// lines); an error for a line in two shapes.
+func ShapeOf(line []byte) (providers.Format, error) {
+	var held Held
+	for i, sh := range lineShapes {
+		held[i] = gjson.GetBytes(line, sh.Key).Exists()
+	}
+	i, err := ShapeIn(held)
+	if i < 0 {
+		return providers.FormatOpenAI, err
+	}
+	return lineShapes[i].Format, nil
 }
 
 // Infer picks the provider for input lines of the given shape: lines in

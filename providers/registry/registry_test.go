@@ -150,16 +150,58 @@ func TestAdmissionRules(t *testing.T) {
 	}
 }
 
+// TestShapeOf: a line's format is that of the one shape whose request
+// member it holds (present, whatever its value: the reader refuses a
+// request that is not an object), and a run without --provider sends
+// it to that format's provider.
 func TestShapeOf(t *testing.T) {
 	for line, want := range map[string]providers.Format{
 		`{"custom_id":"a","params":{"model":"claude-x","max_tokens":5,"messages":[]}}`:                           providers.FormatAnthropic,
 		`{"custom_id":"b","method":"POST","url":"/v1/chat/completions","body":{"model":"gpt-4o","messages":[]}}`: providers.FormatOpenAI,
 		`{"custom_id":"c","prompt":"hi"}`:                                providers.FormatOpenAI,
 		`{"key":"d","request":{"contents":[{"parts":[{"text":"hi"}]}]}}`: providers.FormatGemini,
+		`{"key":"e","request":"hi","prompt":"hi"}`:                       providers.FormatGemini,
+		`{"custom_id":"f","prompt":"hi","system":"s","model":"m"}`:       providers.FormatOpenAI,
 	} {
-		if got := ShapeOf([]byte(line)); got != want {
-			t.Errorf("ShapeOf(%s) = %v, want %v", line, got, want)
+		got, err := ShapeOf([]byte(line))
+		if got != want || err != nil {
+			t.Errorf("ShapeOf(%s) = %v, %v; want %v", line, got, err, want)
 		}
+		if e := Infer(got, env()); want != providers.FormatOpenAI && e.Format != want {
+			t.Errorf("%s: inferred %s, of format %v", line, e.Name, e.Format)
+		}
+	}
+}
+
+// TestLineInTwoShapesIsNone: a line holding the request members of two
+// shapes is in neither, whichever two and in whichever order, for
+// ShapeIn and ShapeOf alike; the error names both members.
+func TestLineInTwoShapesIsNone(t *testing.T) {
+	shapes := Lines()
+	for i := range shapes {
+		var one Held
+		one[i] = true
+		if got, err := ShapeIn(one); got != i || err != nil {
+			t.Errorf("ShapeIn(only %s) = %d, %v; want %d", shapes[i].Key, got, err, i)
+		}
+		for j := range shapes {
+			if j == i {
+				continue
+			}
+			two := one
+			two[j] = true
+			got, err := ShapeIn(two)
+			if err == nil || got != -1 || !strings.Contains(err.Error(), shapes[i].Key) || !strings.Contains(err.Error(), shapes[j].Key) {
+				t.Errorf("ShapeIn(%s and %s) = %d, %v; want an error naming both", shapes[i].Key, shapes[j].Key, got, err)
+			}
+			line := `{"` + shapes[j].Key + `":{},"` + shapes[i].Key + `":{}}`
+			if _, err := ShapeOf([]byte(line)); err == nil || !strings.Contains(err.Error(), "both") {
+				t.Errorf("ShapeOf(%s) = %v; want an error", line, err)
+			}
+		}
+	}
+	if got, err := ShapeIn(Held{}); got != -1 || err != nil {
+		t.Errorf("ShapeIn(none) = %d, %v; want -1", got, err)
 	}
 }
 
