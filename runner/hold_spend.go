@@ -11,10 +11,7 @@ type spendRoomHold struct {
 }
 
 func (s spendRoomHold) acquire(ctx context.Context) (func(attemptOutcome), error) {
-	if s.r.spend == nil {
-		return nil, nil
-	}
-	if !s.r.spendRoom(ctx, s.h) {
+	if s.r.spend != nil && !s.r.spendRoom(ctx, s.h) {
 		return nil, stopPending
 	}
 	return nil, nil
