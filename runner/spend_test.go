@@ -3,8 +3,10 @@ package runner
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -160,8 +162,9 @@ func (p *spendProvider) Send(ctx context.Context, req *providers.Request) (*prov
 // spendRun is a synctest run of n requests under --max-cost cap, with
 // earlier spend spent, eight at a time, output capped at maxTokens; the
 // model's price is $0.15/M in, $0.60/M out, and every prompt estimates
-// (bytes/4) as the 1000 input tokens the provider reports.
-func spendRun(t *testing.T, n int, p *spendProvider, maxTokens int, cap, spent pricing.Cost) (*ending.CostCapError, []string, error) {
+// (bytes/4) as the 1000 input tokens the provider reports. It returns the
+// ids answered and the run's error.
+func spendRun(t *testing.T, n int, p *spendProvider, maxTokens int, cap, spent pricing.Cost, mutate func(*Config)) ([]string, error) {
 	t.Helper()
 	dir := t.TempDir()
 	prices, err := pricing.Snapshot().WithPrices(strings.NewReader(`{"claude-x": {"input_per_mtok": 0.15, "output_per_mtok": 0.6}}`), "p")
@@ -176,6 +179,9 @@ func spendRun(t *testing.T, n int, p *spendProvider, maxTokens int, cap, spent p
 		c.MaxCost, c.Spent = cap, spent
 		c.Concurrency = 8
 		c.Limiter = limiter.AsBudget(limiter.New(limiter.Options{Defaults: limiter.Limits{Concurrency: 8}}))
+		if mutate != nil {
+			mutate(c)
+		}
 	})
 	rewritePrompts(t, cfg.Source, 4000)
 	_, err = Run(context.Background(), cfg)
@@ -184,11 +190,7 @@ func spendRun(t *testing.T, n int, p *spendProvider, maxTokens int, cap, spent p
 	for _, l := range readOut(t, dir) {
 		ids = append(ids, l.Get("custom_id").Str)
 	}
-	var ce *ending.CostCapError
-	if err != nil && !asErr(err, &ce) {
-		t.Fatalf("err = %v, want nil or a CostCapError", err)
-	}
-	return ce, ids, err
+	return ids, err
 }
 
 // The answers settle far below their worst case (100 of 1000 output
@@ -202,7 +204,7 @@ func TestMaxCostWaitsForInFlight(t *testing.T) {
 		per := pricing.FromUSD(0.00021)    // 1000 × 0.15 + 100 × 0.60 per million
 		worst := pricing.FromUSD(0.000780) // (1000 × 1.2 + 1) × 0.15 + 1000 × 0.60 per million, about
 		cap := 40*per + worst + worst/10   // the last request's worst case fits beside the 39 before it
-		_, ids, err := spendRun(t, 40, p, 1000, cap, 0)
+		ids, err := spendRun(t, 40, p, 1000, cap, 0, nil)
 		if err != nil || len(ids) != 40 {
 			t.Fatalf("err %v, %d answers; want all 40 within %v (8 in flight reserve %v)", err, len(ids), cap, 8*worst)
 		}
@@ -223,7 +225,7 @@ func TestMaxCostFailureFreesRoom(t *testing.T) {
 			failFirst: func(id string) bool { return id[len(id)-1]%3 == 0 }}
 		per, worst := pricing.FromUSD(0.00021), pricing.FromUSD(0.000780)
 		cap := 12*per + worst + worst/10 // 12 answers, one worst case at a time at the end
-		_, ids, err := spendRun(t, 12, p, 1000, cap, 0)
+		ids, err := spendRun(t, 12, p, 1000, cap, 0, nil)
 		if err != nil || len(ids) != 12 || p.failed == 0 || p.total != 12+p.failed {
 			t.Fatalf("err %v, %d answers, %d failed of %d sent; want all 12 answered", err, len(ids), p.failed, p.total)
 		}
@@ -240,8 +242,9 @@ func TestMaxCostStopsAtTheCapAfterWaiting(t *testing.T) {
 		p := &spendProvider{cachedProvider: cachedProvider{latency: time.Second, input: 1000, out: 100}}
 		per := pricing.FromUSD(0.00021)
 		cap := 10*per + per/2
-		ce, ids, err := spendRun(t, 40, p, 100, cap, 2*per)
-		if ce == nil {
+		ids, err := spendRun(t, 40, p, 100, cap, 2*per, nil)
+		var ce *ending.CostCapError
+		if !asErr(err, &ce) {
 			t.Fatalf("err %v, want a CostCapError", err)
 		}
 		var ae *ending.AbortError
@@ -254,6 +257,31 @@ func TestMaxCostStopsAtTheCapAfterWaiting(t *testing.T) {
 		}
 		if !strings.Contains(err.Error(), "rerun with a higher --max-cost to continue") {
 			t.Errorf("err %v", err)
+		}
+	})
+}
+
+// An interrupt ends the wait for room: with room for one worst case at a
+// time, the third request waits while the second is in flight; the signal
+// stops it there (never sent, left pending), the second finishes within
+// the grace, and the run ends then.
+func TestMaxCostWaitEndsAtInterrupt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &spendProvider{cachedProvider: cachedProvider{latency: 2 * time.Second, input: 1000, out: 100}}
+		per, worst := pricing.FromUSD(0.00021), pricing.FromUSD(0.000780)
+		sigs := make(chan os.Signal, 1)
+		go func() {
+			time.Sleep(3 * time.Second) // the first answered at 2s, the second in flight until 4s
+			sigs <- syscall.SIGINT
+		}()
+		start := time.Now()
+		ids, err := spendRun(t, 3, p, 1000, 3*per+worst+worst/10, 0, func(c *Config) { c.Interrupts = sigs })
+		var ie *ending.InterruptedError
+		if !errors.As(err, &ie) || len(ids) != 2 || p.total != 2 {
+			t.Fatalf("err %v, %d answers of %d sent; want an interrupt after 2, the third never sent", err, len(ids), p.total)
+		}
+		if took := time.Since(start); took != 4*time.Second {
+			t.Errorf("run took %v, want 4s (the second answer's end)", took)
 		}
 	})
 }
