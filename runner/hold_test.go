@@ -115,7 +115,10 @@ func TestPermitLapsedHoldReadmits(t *testing.T) {
 // its headers, before the slot lets the next attempt in:
 // TestDailyLimitFromHeaders raced on it); the reservation and its slot after
 // the gate and breaker (so the budget hears the outcome before they are
-// given back), and the breaker's lapse is checked before the day's.
+// given back), and the breaker's lapse is checked before the day's; the
+// wait for --max-cost room comes before every hold that holds something
+// (a waiter holds nothing an attempt in flight, or the budget, needs) and
+// before the spend reservation it lets in.
 func TestHoldsOrder(t *testing.T) {
 	hs := (&run{}).holds(&hop{})
 	at := func(match func(hold) bool) int {
@@ -127,6 +130,8 @@ func TestHoldsOrder(t *testing.T) {
 	breaker := at(func(h hold) bool { _, ok := h.(*breakerHold); return ok })
 	day := at(func(h hold) bool { _, ok := h.(*dayHold); return ok })
 	spend := at(func(h hold) bool { _, ok := h.(*spendHold); return ok })
+	room := at(func(h hold) bool { _, ok := h.(*spendRoomHold); return ok })
+	failFast := at(func(h hold) bool { _, ok := h.(*failFastHold); return ok })
 	switch {
 	case hearing != len(hs)-1:
 		t.Errorf("hearing at %d of %d, want last", hearing, len(hs))
@@ -136,5 +141,7 @@ func TestHoldsOrder(t *testing.T) {
 		t.Errorf("breaker %d, gate %d, reservation %d: want that order", breaker, gate, resv)
 	case !(breaker < day):
 		t.Errorf("breaker %d, day %d: want that order", breaker, day)
+	case room < 0 || !(room < failFast && room < breaker && room < gate && room < resv && room < spend):
+		t.Errorf("spend room %d: want it before fail-fast %d, breaker %d, gate %d, reservation %d, spend %d", room, failFast, breaker, gate, resv, spend)
 	}
 }

@@ -80,7 +80,7 @@ var errReadmit = errors.New("admission lapsed: start over")
 // it and releases it in one place (a defer around the send).
 type permit struct {
 	releases []func(attemptOutcome)
-	buf      [8]func(attemptOutcome) // releases' array for up to eight holds
+	buf      [9]func(attemptOutcome) // releases' array for up to nine holds
 }
 
 // acquirePermit acquires holds in order. If one fails, those acquired are
@@ -171,38 +171,41 @@ func (r *run) admit(h *hop) (*permit, outcome, error) {
 }
 
 // holds are what admits one attempt on h, in the order acquired (and
-// released in reverse): the key's day not spent, a fail-fast place, a
-// breaker ticket (holding while the key's breaker is open), the key's
-// first-on-key gate, the budget reservation with its run slot, the
+// released in reverse): the key's day not spent and room in --max-cost
+// beside the attempts in flight (both wait holding nothing), a fail-fast
+// place, a breaker ticket (holding while the key's breaker is open), the
+// key's first-on-key gate, the budget reservation with its run slot, the
 // --max-cost reservation, the day's charge, and the run's hearing of the
 // outcome, released first so what it decides (a stop) binds before any
 // other hold lets the next attempt in. The slot is given back after the
 // spend and the day have read the answer, so the next attempt is admitted
 // against what it taught (a day limit in its headers, its real cost); the
 // spend and day holds never wait, so taking them after the budget's wait
-// charges them only for an attempt about to be sent.
+// charges them only for an attempt about to be sent. When the room the
+// first two saw is gone by then, admission starts over and waits there.
 func (r *run) holds(h *hop) []hold {
 	s := &holdSet{
-		dayOpen: dayOpenHold{r, h}, failFast: failFastHold{r: r}, breaker: breakerHold{r: r, h: h},
+		dayOpen: dayOpenHold{r, h}, spendRoom: spendRoomHold{r, h}, failFast: failFastHold{r: r}, breaker: breakerHold{r: r, h: h},
 		gate: gateHold{r, h.key}, spend: spendHold{r, h}, day: dayHold{r: r, h: h},
 		resv: reservation{r: r, h: h}, hearing: hearingHold{r, h},
 	}
-	s.list = [...]hold{&s.dayOpen, &s.failFast, &s.breaker, &s.gate, &s.resv, &s.spend, &s.day, &s.hearing}
+	s.list = [...]hold{&s.dayOpen, &s.spendRoom, &s.failFast, &s.breaker, &s.gate, &s.resv, &s.spend, &s.day, &s.hearing}
 	return s.list[:]
 }
 
 // holdSet is one admission's holds in one allocation (boxing each into a
-// hold was eight, for every attempt).
+// hold was nine, for every attempt).
 type holdSet struct {
-	dayOpen  dayOpenHold
-	failFast failFastHold
-	breaker  breakerHold
-	gate     gateHold
-	spend    spendHold
-	day      dayHold
-	resv     reservation
-	hearing  hearingHold
-	list     [8]hold
+	dayOpen   dayOpenHold
+	spendRoom spendRoomHold
+	failFast  failFastHold
+	breaker   breakerHold
+	gate      gateHold
+	spend     spendHold
+	day       dayHold
+	resv      reservation
+	hearing   hearingHold
+	list      [9]hold
 }
 
 // refused says what a budget's refusal means for the request: too large
