@@ -137,7 +137,7 @@ func (s *Store) rewrite(path string, needID, removeEmpty bool, keep func(l *scan
 	} else if err := rw.replace(); err != nil {
 		return 0, err
 	}
-	if err := syncDir(rw.dir); err != nil {
+	if err := s.opts.dirSync(rw.dir); err != nil {
 		return 0, err
 	}
 	if dropped != 0 {
@@ -182,7 +182,7 @@ func (s *Store) setDropped(p *droppedPending) error {
 		sc.DroppedPending = p
 	}
 	sc.Updated = s.opts.Now().UTC()
-	if err := sc.write(s.statePath); err != nil {
+	if err := sc.write(s.statePath, s.opts.dirSync); err != nil {
 		return err
 	}
 	s.sc = sc

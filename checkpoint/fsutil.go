@@ -20,10 +20,10 @@ import (
 const filePerm os.FileMode = 0o600
 
 // writeFileAtomic replaces path with data: a temp file in the same directory,
-// fsync, rename over path, fsync of the directory. A crash leaves either the
-// old or the new content, never a mix. The file gets mode perm, or with
-// keepMode the old file's mode if there is one.
-func writeFileAtomic(path string, data []byte, perm os.FileMode, keepMode bool) error {
+// fsync, rename over path, fsync of the directory (by dirSync). A crash
+// leaves either the old or the new content, never a mix. The file gets mode
+// perm, or with keepMode the old file's mode if there is one.
+func writeFileAtomic(path string, data []byte, perm os.FileMode, keepMode bool, dirSync func(dir string) error) error {
 	path = outfile.MustResolve(path) // a symlink keeps pointing at the new content
 	if err := outfile.RequireRegular(path); err != nil {
 		return fmt.Errorf("checkpoint: write %s: %w", path, err)
@@ -62,7 +62,7 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode, keepMode bool) 
 		return fmt.Errorf("checkpoint: rename to %s: %w", path, err)
 	}
 	ok = true
-	return syncDir(dir)
+	return dirSync(dir)
 }
 
 // syncDir makes a rename or creation in dir durable. Windows cannot open or

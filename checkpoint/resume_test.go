@@ -287,7 +287,7 @@ func TestTallyOfDroppedLines(t *testing.T) {
 			t.Fatal(err)
 		}
 		sc.DroppedPending = &droppedPending{File: o.Output, Sum: 1, Size: tc.size}
-		if err := sc.write(o.Output + ".state.json"); err != nil {
+		if err := sc.write(o.Output+".state.json", syncDir); err != nil {
 			t.Fatal(err)
 		}
 		if st, _ := Status(o.Output); st.Dropped != tc.want {

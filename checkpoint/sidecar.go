@@ -93,8 +93,9 @@ func readSidecar(path string) (sc sidecar, found bool, err error) {
 }
 
 // write replaces the state file, owner-only (mode 0600) because the settings
-// and the state describe endpoints, and with URL credentials removed.
-func (sc *sidecar) write(path string) error {
+// and the state describe endpoints, and with URL credentials removed;
+// dirSync fsyncs its directory after the rename.
+func (sc *sidecar) write(path string, dirSync func(dir string) error) error {
 	out := *sc
 	out.Settings = maps.Clone(sc.Settings)
 	for k, v := range out.Settings {
@@ -108,7 +109,7 @@ func (sc *sidecar) write(path string) error {
 	if err != nil {
 		return fmt.Errorf("checkpoint: encode state: %w", err)
 	}
-	return writeFileAtomic(path, append(b, '\n'), filePerm, false)
+	return writeFileAtomic(path, append(b, '\n'), filePerm, false, dirSync)
 }
 
 // compact returns v without insignificant space; v must be valid JSON.

@@ -87,6 +87,9 @@ type Options struct {
 
 	// wrap lets tests put a fault-injecting file under the appenders.
 	wrap func(*os.File) file
+	// dirSync, if set, replaces syncDir for the Store's directory fsyncs
+	// (tests count them).
+	dirSync func(dir string) error
 	// mergeCap, if positive, replaces mergeCap (tests).
 	mergeCap int
 }
@@ -228,6 +231,9 @@ func Open(o Options) (*Store, error) {
 	if o.wrap == nil {
 		o.wrap = func(f *os.File) file { return f }
 	}
+	if o.dirSync == nil {
+		o.dirSync = syncDir
+	}
 	s := &Store{opts: o, given: given, statePath: statePath(o.Output)}
 	s.x.output, s.x.errors = o.Output, o.Errors
 	if err := s.open(); err != nil {
@@ -274,7 +280,8 @@ func (s *Store) open() error {
 		sc.Settings = maps.Clone(o.Settings)
 	}
 
-	if err := s.openOutput(); err != nil {
+	created, err := s.openOutput()
+	if err != nil {
 		return err
 	}
 	if err := s.openErrors(); err != nil {
@@ -289,8 +296,16 @@ func (s *Store) open() error {
 	s.lazy.Store(s.x.deferred > 0)
 
 	sc.Updated = o.Now().UTC()
-	if err := sc.write(s.statePath); err != nil {
+	if err := sc.write(s.statePath, o.dirSync); err != nil {
 		return err
+	}
+	// A new output's name must be durable before anything is appended to
+	// it. The state file's write just fsynced its own directory, which is
+	// the output's unless the state file is a symlink to another.
+	if dir := filepath.Dir(o.Output); created && filepath.Dir(outfile.MustResolve(s.statePath)) != dir {
+		if err := o.dirSync(dir); err != nil {
+			return err
+		}
 	}
 	s.sc = sc
 	if o.Fsync == FsyncBatch {
@@ -301,23 +316,21 @@ func (s *Store) open() error {
 }
 
 // openOutput loads the output, repairs a torn tail and leaves the file open
-// for appending.
-func (s *Store) openOutput() error {
+// for appending. It says whether it created the file (open makes the new
+// name durable).
+func (s *Store) openOutput() (created bool, err error) {
 	path := s.opts.Output
 	_, statErr := os.Stat(path)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, filePerm)
 	if err != nil {
-		return fmt.Errorf("checkpoint: open output: %w", err)
+		return false, fmt.Errorf("checkpoint: open output: %w", err)
 	}
 	s.out = appendFile{f: f, path: path}
 	if s.x.outR, err = openLineReader(path); err != nil {
-		return fmt.Errorf("checkpoint: open output: %w", err)
+		return false, fmt.Errorf("checkpoint: open output: %w", err)
 	}
-	if errors.Is(statErr, os.ErrNotExist) {
-		if err := syncDir(filepath.Dir(path)); err != nil {
-			return err
-		}
-	} else {
+	created = errors.Is(statErr, os.ErrNotExist)
+	if !created {
 		if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
 			s.x.merge = startMerge(s.opts.Expect, cmp.Or(s.opts.mergeCap, mergeCap))
 		}
@@ -330,14 +343,14 @@ func (s *Store) openOutput() error {
 			err = s.x.undefer(s.x.outRes.Good) // the run has lookups to make
 		}
 		if err != nil {
-			return err
+			return false, err
 		}
 		if err := s.appendAfter(&s.out, f, s.x.outRes, "; that request will be redone"); err != nil {
-			return err
+			return false, err
 		}
 	}
 	s.out.f = s.opts.wrap(f)
-	return nil
+	return created, nil
 }
 
 // openErrors loads the errors file, if there is one, repairs a torn tail and
@@ -657,7 +670,7 @@ func (s *Store) createErrorsLocked() error {
 	if err != nil {
 		return &WriteError{Path: s.errs.path, Op: "write", Err: err, RolledBack: true}
 	}
-	if err := syncDir(filepath.Dir(s.errs.path)); err != nil {
+	if err := s.opts.dirSync(filepath.Dir(s.errs.path)); err != nil {
 		f.Close()
 		return &WriteError{Path: s.errs.path, Op: "write", Err: err, RolledBack: true}
 	}
@@ -839,7 +852,7 @@ func (s *Store) SetState(key string, value json.RawMessage) error {
 		sc.State[key] = compact(value)
 	}
 	sc.Updated = s.opts.Now().UTC()
-	if err := sc.write(s.statePath); err != nil {
+	if err := sc.write(s.statePath, s.opts.dirSync); err != nil {
 		return err
 	}
 	s.sc = sc
@@ -905,7 +918,7 @@ func (s *Store) Close() error {
 	s.stMu.Lock()
 	s.stClosed = true
 	s.sc.Updated = s.opts.Now().UTC()
-	errs = append(errs, s.sc.write(s.statePath))
+	errs = append(errs, s.sc.write(s.statePath, s.opts.dirSync))
 	s.stMu.Unlock()
 
 	errs = append(errs, s.unlock())

@@ -28,14 +28,16 @@ func addCacheStoreFlags(f *pflag.FlagSet, o *job.CacheOptions) {
 func newCacheCmd(io *IO) *cobra.Command {
 	o := job.CacheOptions{}
 	c := &cobra.Command{
-		Use:   "cache stats|prune|clear --cache DIR|redis://…",
+		Use:   "cache stats|prune|clear [--cache DIR|redis://…]",
 		Short: "Report, prune or clear the cross-run answer cache",
 		Long: `Cache works on the answer cache that batch --cache fills: stats prints its entries and bytes as
 JSON; prune removes leftovers of interrupted writes and, with --cache-max-size, the least recently
 used answers until the rest fit (a Redis cache expires answers by --cache-ttl instead); clear removes
-every answer.`,
-		Args:      cobra.ExactArgs(1),
-		ValidArgs: []string{"stats", "prune", "clear"},
+every answer. Like batch, it takes the cache, its size bound and TTL from the config file's cache:
+(--config, or ./llmrun.yaml) when the flags do not give them.`,
+		Args:        cobra.ExactArgs(1),
+		ValidArgs:   []string{"stats", "prune", "clear"},
+		Annotations: map[string]string{configurable: configOwnFlags},
 		RunE: func(c *cobra.Command, args []string) error {
 			return job.CacheCommand(c.Context(), io, args[0], o)
 		},

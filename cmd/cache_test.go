@@ -232,3 +232,34 @@ func TestCacheFromConfigFile(t *testing.T) {
 		t.Fatalf("bad cache: in config: exit %d: %s", code, c.stderr.String())
 	}
 }
+
+// TestCacheCommandFromConfigFile: llmrun cache acts on the cache the
+// config's cache: names, with its bound, as batch would (the defaults
+// meant for batch do not stop it); a flag given on the command line wins;
+// with neither, the error names both ways.
+func TestCacheCommandFromConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	fromFile, fromFlag, cfg := filepath.Join(dir, "file-cache"), filepath.Join(dir, "flag-cache"), filepath.Join(dir, "llmrun.yaml")
+	os.WriteFile(cfg, []byte("cache:\n  location: "+fromFile+"\n  mode: read\n  max_size: 2GB\n  skip_sampled: true\n"), 0o644)
+	c := &cli{}
+	if code := c.run(t, "cache", "stats", "--config", cfg); code != 0 {
+		t.Fatalf("cache stats with the config's cache: exit %d: %s", code, c.stderr.String())
+	}
+	if got := jsonAt(c.stdout.String(), "where"); got != fmt.Sprintf("%q", fromFile) {
+		t.Errorf("cache stats acted on %s, want the config's %s", got, fromFile)
+	}
+	if got := jsonAt(c.stdout.String(), "max_bytes"); got != "2147483648" {
+		t.Errorf("cache stats: max_bytes %s, want the config's 2GB (2147483648)", got)
+	}
+	if code := c.run(t, "cache", "stats", "--config", cfg, "--cache", fromFlag, "--cache-max-size", "1MB"); code != 0 {
+		t.Fatalf("cache stats with flags: exit %d: %s", code, c.stderr.String())
+	}
+	if where, max := jsonAt(c.stdout.String(), "where"), jsonAt(c.stdout.String(), "max_bytes"); where != fmt.Sprintf("%q", fromFlag) || max != "1048576" {
+		t.Errorf("flags did not win over the config: where %s, max_bytes %s; want %s, 1048576", where, max, fromFlag)
+	}
+	t.Chdir(t.TempDir()) // no ./llmrun.yaml
+	code := c.run(t, "cache", "stats")
+	if msg := c.stderr.String(); code != ExitUsage || !strings.Contains(msg, "--cache") || !strings.Contains(msg, "cache: in the config file") {
+		t.Errorf("no cache anywhere: exit %d, want 2 and both ways named: %s", code, msg)
+	}
+}

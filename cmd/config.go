@@ -23,9 +23,16 @@ import (
 // exists in the working directory.
 const DefaultConfig = "llmrun.yaml"
 
-// configurable marks the commands the config file applies to (batch,
-// estimate): its defaults name their flags.
+// configurable marks the commands the config file applies to. Batch and
+// estimate take every default, and a default naming none of their flags
+// is an error (a misspelt flag must not be silently ignored); a command
+// marked configOwnFlags (cache) takes the defaults naming its flags and
+// leaves the rest to the commands that have them.
 const configurable = "llmrun/config"
+
+// configOwnFlags is configurable's value for a command that takes only
+// the defaults naming its own flags.
+const configOwnFlags = "own flags"
 
 // configFile is the config file as written. Unknown fields are errors
 // (a misspelt "rmp" must not be silently ignored).
@@ -271,10 +278,14 @@ func mappingLines(root *yaml.Node, section string) map[string]int {
 }
 
 // apply gives each flag of fs named in the defaults its value, unless
-// the command line set it: flags override the file.
-func (cfg *loadedConfig) apply(fs *pflag.FlagSet) error {
+// the command line set it: flags override the file. A default naming no
+// flag of fs is an error, unless ownOnly (it is meant for another command).
+func (cfg *loadedConfig) apply(fs *pflag.FlagSet, ownOnly bool) error {
 	for _, d := range cfg.defaults {
 		f := fs.Lookup(d.flag)
+		if f == nil && ownOnly {
+			continue
+		}
 		if f == nil {
 			msg := fmt.Sprintf("%s:%d: defaults: unknown flag %q", cfg.path, d.line, d.flag)
 			if near := nearestFlag(fs, d.flag); near != "" {
@@ -310,7 +321,7 @@ func useConfig(c *cobra.Command, path string) error {
 	if err != nil || cfg == nil {
 		return err
 	}
-	if err := cfg.apply(c.Flags()); err != nil {
+	if err := cfg.apply(c.Flags(), c.Annotations[configurable] == configOwnFlags); err != nil {
 		return err
 	}
 	ctx := c.Context()

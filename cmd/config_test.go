@@ -216,7 +216,7 @@ func TestExampleConfig(t *testing.T) {
 	}
 	c := newBatchCmd(&IO{}, nil)
 	c.Flags().AddFlagSet(NewRoot(&IO{}).PersistentFlags())
-	if err := cfg.apply(c.Flags()); err != nil {
+	if err := cfg.apply(c.Flags(), false); err != nil {
 		t.Error(err)
 	}
 }

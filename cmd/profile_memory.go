@@ -52,7 +52,9 @@ func (m *memoryClasses) sample() {
 	}
 }
 
-// write writes the peak's classes to path, one "name MiB" a line.
+// write writes the peak's classes to path, one "name MiB" a line. Unlike
+// the run's files (owner-only: they carry request data) it is 0644, as the
+// pprof files beside it are: memory figures only, a debugging aid to hand on.
 func (m *memoryClasses) write(path string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "held from the OS at its peak (total - heap/released): %.1f MiB\n", float64(m.held)/(1<<20))

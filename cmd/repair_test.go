@@ -79,17 +79,18 @@ func TestCorruptStateFileExits2(t *testing.T) {
 func itoa(n int) string { return strconv.Itoa(n) }
 
 // TestNoCredentialsOnDisk: a --base-url with a user and password reaches no
-// file of the checkpoint, and those files are owner-only.
+// file of the checkpoint, and those files and the --summary are owner-only.
 func TestNoCredentialsOnDisk(t *testing.T) {
 	_, url := mockServer(t, mock.Config{})
 	in, _ := promptFile(t, 3)
 	out := strings.TrimSuffix(in, ".jsonl") + ".out.jsonl"
 	withCreds := strings.Replace(url, "http://", "http://alice:hunter2@", 1) + "/v1"
 	c := &cli{env: mockEnv(url)}
-	if code := c.run(t, "batch", in, "--provider", "openai", "--model", "m", "--quiet", "--base-url", withCreds); code != 0 {
+	sum := strings.TrimSuffix(in, ".jsonl") + ".summary.json"
+	if code := c.run(t, "batch", in, "--provider", "openai", "--model", "m", "--quiet", "--base-url", withCreds, "--summary", sum); code != 0 {
 		t.Fatalf("exit %d: %s", code, c.stderr.String())
 	}
-	for _, p := range []string{out, out + ".state.json"} {
+	for _, p := range []string{out, out + ".state.json", sum} {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)

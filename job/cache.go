@@ -49,7 +49,7 @@ func openCache(o *CacheOptions) (*cache.Use, error) {
 // openCacheStore opens the store --cache names.
 func openCacheStore(o *CacheOptions) (cache.Cache, error) {
 	if o.Where == "" {
-		return nil, usagef("no cache given: --cache DIR|redis://…")
+		return nil, usagef("no cache given: pass --cache DIR|redis://…, or set cache: in the config file (--config, or ./llmrun.yaml)")
 	}
 	maxBytes, err := parseSize(o.MaxSize)
 	if err != nil {

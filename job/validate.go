@@ -182,14 +182,16 @@ func checkHop(hop string) error {
 // written: its directory exists and takes new files, and the file, if it
 // exists, is not read-only. A summary that cannot be written would
 // otherwise be found out after every request has been paid for.
-// flagPaths alternate a flag's name and its path.
+// flagPaths alternate a flag's name and its path. A directory several of
+// them share is probed once.
 func checkWritable(flagPaths ...string) error {
+	c := outfile.NewChecker()
 	for i := 0; i+1 < len(flagPaths); i += 2 {
 		flag, path := flagPaths[i], flagPaths[i+1]
 		if path == "" {
 			continue
 		}
-		if err := outfile.CheckWritable(path); err != nil {
+		if err := c.Check(path); err != nil {
 			return usagef("%s %s: %v", flag, path, err)
 		}
 	}

@@ -240,13 +240,15 @@ func (s *Summary) costString() string {
 
 // WriteFile writes the summary as indented JSON, atomically where the path
 // is a regular file (outfile: a symlink's target replaced, a FIFO or device
-// written in place).
+// written in place). A new file is owner-only, as the output, errors and
+// state files beside it are (it names models, tags and error causes); one
+// that exists keeps its mode, so a chmod stands.
 func (s *Summary) WriteFile(path string) error {
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err
 	}
-	return outfile.WriteFile(path, append(b, '\n'), 0o644)
+	return outfile.WriteFile(path, append(b, '\n'), 0o600)
 }
 
 func learnedString(k KeyLimits) string {

@@ -116,7 +116,26 @@ func WriteFile(path string, data []byte, perm fs.FileMode) error {
 // CheckWritable says, before anything is sent, whether path can be written
 // as Create would: a regular file that is not read-only, a stream that opens
 // for writing, or a new file in an existing directory that takes new files.
-func CheckWritable(path string) error {
+func CheckWritable(path string) error { return NewChecker().Check(path) }
+
+// Checker is CheckWritable for the several files of one run: a directory
+// is probed (a file created in it and removed) once, however many of the
+// run's new files go there (the output, its errors file and the summary
+// usually share one).
+type Checker struct {
+	probed map[string]error // by absolute directory
+	// probe tries creating a file in dir; a test counts its calls.
+	probe func(dir string) error
+}
+
+// NewChecker returns a Checker that has probed no directory yet.
+func NewChecker() *Checker {
+	return &Checker{probed: map[string]error{}, probe: probeDir}
+}
+
+// Check is CheckWritable(path), probing path's directory only if no
+// earlier Check of c did.
+func (c *Checker) Check(path string) error {
 	target, err := Resolve(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("directory %s does not exist", filepath.Dir(path))
@@ -145,6 +164,21 @@ func CheckWritable(path string) error {
 	} else if !di.IsDir() {
 		return fmt.Errorf("%s is not a directory", dir)
 	}
+	key, err := filepath.Abs(dir)
+	if err != nil {
+		key = dir
+	}
+	err, done := c.probed[key]
+	if !done {
+		err = c.probe(dir)
+		c.probed[key] = err
+	}
+	return err
+}
+
+// probeDir creates a file in dir and removes it: whether dir takes new
+// files (permissions, a read-only mount, a full inode table).
+func probeDir(dir string) error {
 	f, err := os.CreateTemp(dir, ".llmrun-probe-*")
 	if err != nil {
 		return fmt.Errorf("cannot create files in %s: %v", dir, plain(err))
