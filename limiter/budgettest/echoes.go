@@ -41,3 +41,32 @@ func refusedEchoes() Scenario {
 		{3 * sec, Stats(), "inflight=0 waiting=0 reservations=8 429=8 overloaded=0 clamped=0 paused=4s learned=false limits=109.72499999999998/0/0/0"}, // 0.7 × 156.75, in floats
 	}}
 }
+
+// The same with limits given (10 requests/s): a 429 is a calibration, no
+// rate is learned, and one without a hint pauses the key for the backoff,
+// 250ms doubling per 429 without a success between. Its echoes (b, c, d:
+// admitted before the backoff they echo) double nothing; counted, they
+// made the pause 250ms, 500ms, 1s, 2s.
+func refusedEchoesDescribed() Scenario {
+	bare := limiter.Refusal{}
+	return Scenario{Name: "429 echoes, limits given", Config: Config{Limits: limiter.Limits{RPM: 600}}, Steps: []Step{
+		{0, Reserve("a", req()), "admitted"},
+		{0, Reserve("b", req()), "admitted"},
+		{0, Reserve("c", req()), "admitted"},
+		{0, Reserve("d", req()), "admitted"},
+		{sec, Refused("a", bare), "ok"},
+		{sec, Refused("b", bare), "ok"},
+		{sec, Refused("c", bare), "ok"},
+		{sec, Stats(), "inflight=1 waiting=0 reservations=4 429=3 overloaded=0 clamped=0 paused=1.25s learned=false limits=600/0/0/0"},
+		{sec, Reserve("e", req()), "wait 250ms"},
+		{1250 * ms, Reserve("e", req()), "admitted"},
+		{1250 * ms, Refused("e", bare), "ok"}, // admitted after a's backoff: doubled
+		{1250 * ms, Refused("d", bare), "ok"}, // an echo of a's
+		{1250 * ms, Stats(), "inflight=0 waiting=0 reservations=5 429=5 overloaded=0 clamped=0 paused=1.75s learned=false limits=600/0/0/0"},
+		{1750 * ms, Reserve("f", req()), "admitted"},
+		{1750 * ms, Settle("f", req()), "ok"}, // a success undoes one doubling
+		{1750 * ms, Reserve("g", req()), "admitted"},
+		{1750 * ms, Refused("g", bare), "ok"}, // and g's 429 redoes it: 500ms
+		{1750 * ms, Stats(), "inflight=0 waiting=0 reservations=7 429=6 overloaded=0 clamped=0 paused=2.25s learned=false limits=600/0/0/0"},
+	}}
+}

@@ -20,7 +20,8 @@ import (
 // shared AIMD's Lua, in a state of its own (no keys): ARGV is events of six
 // fields (kind, time µs, then four numbers); it returns, after each, the
 // rates, whether a 429 was an echo, the pause it called for and whether the
-// request rate is a guess.
+// request rate is a guess. A 'backoff' is Backoff's 429: an echo when it
+// calls for no pause.
 func aimdDriver(c limiter.AIMDConfig) *redis.Script {
 	return redis.NewScript(aimdPrelude(c) + aimdDriverLua)
 }
@@ -44,6 +45,9 @@ for i = 1, #ARGV, 6 do
     aimd_failed(a, marks[x1][2], x2)
   elseif kind == 'refused' then
     echo, pause = aimd_refused(a, t, marks[x1][1], marks[x1][2], x2, x3, x4 % 2 == 1, math.floor(x4 / 2))
+  elseif kind == 'backoff' then
+    pause = aimd_backoff(a, marks[x1][1])
+    echo = pause == 0
   elseif kind == 'ramp' then
     aimd_ramp(a, t, x1)
   end
@@ -63,8 +67,8 @@ type aimdEvent struct {
 }
 
 // aimdEvents draws a plausible life of a key: admissions, answers,
-// failures, cancels and 429s (with and without a hint) of admitted
-// attempts, the ramp from the first answer (every answer's latency feeds
+// failures, cancels and 429s (with and without a hint; now and then one
+// that only backs off, as under limits given) of admitted attempts, the ramp from the first answer (every answer's latency feeds
 // its round trip), and time passing. The server answers fast, mostly
 // within a latency scale drawn for the life (under the 100ms Step, with a
 // slow answer now and then), and the first 429 comes only after a quiet
@@ -134,6 +138,12 @@ func aimdEvents(rng *rand.Rand, n int) []aimdEvent {
 		case r < 74:
 			if m, ok := end(); ok {
 				evs = append(evs, aimdEvent{"unsent", t, m, 1, cost[m], 0})
+			}
+		case r < 88 && rng.IntN(8) == 0:
+			if m, ok := end(); ok {
+				// A hint-less 429 under limits given or described: the
+				// backoff alone (it shares the epoch its echoes are told by).
+				evs = append(evs, aimdEvent{"backoff", t, m, 0, 0, 0})
 			}
 		case r < 90:
 			if m, ok := end(); ok {
@@ -223,6 +233,9 @@ func playAIMD(conf limiter.AIMDConfig, base time.Time, evs []aimdEvent) ([]aimdO
 			if !re.Echo {
 				cuts++
 			}
+		case "backoff":
+			re.Pause = a.Backoff(marks[e.x1-1])
+			re.Echo = re.Pause == 0
 		case "ramp":
 			a.Ramp(now, time.Duration(e.x1)*time.Microsecond)
 		}
