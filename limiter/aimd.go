@@ -486,7 +486,7 @@ func (a *AIMD) cutDims(named Dimension) (cut [aimdDims]bool) {
 // not retry at full speed. As there, a 429 of an attempt sent before the
 // last backoff or cut is an echo of the same congestion: it returns 0 and
 // doubles nothing; counted, a burst of n in-flight 429s paused the key
-// for 250ms × 2^(n-1) (a minute for ten).
+// for 250ms × 2^(n-1) (two minutes for ten).
 func (a *AIMD) Backoff(m AIMDMark) time.Duration {
 	if m.epoch != a.epoch {
 		return 0
