@@ -156,7 +156,7 @@ type AIMD struct {
 	peak    [aimdDims]float64 // the last measurement; 0 = none
 	inc     [aimdDims]float64 // additive increase per Step
 	acc     [aimdDims]float64 // accepted in this measurement (tokens reconciled)
-	epoch   uint64            // cuts so far: attempts sent since carry it
+	epoch   uint64            // cuts and backoffs so far: attempts sent since carry it
 	meas    uint64            // measurements so far
 	since   time.Time         // start of this measurement (the last measured 429)
 	hold    time.Time         // no growth before this instant
@@ -255,7 +255,7 @@ func (a *AIMD) Cuts() int64 { return a.cuts }
 // AIMDMark is what an AIMD remembers of one attempt: pass the mark Sent
 // returned back with the attempt's outcome.
 type AIMDMark struct {
-	epoch uint64 // cuts before it was sent: a 429 of an older epoch is an echo
+	epoch uint64 // cuts and backoffs before it was sent: a 429 of an older epoch is an echo
 	meas  uint64 // the measurement it counts in
 }
 
@@ -480,10 +480,18 @@ func (a *AIMD) cutDims(named Dimension) (cut [aimdDims]bool) {
 }
 
 // Backoff is the pause a 429 without a hint calls for on a key whose
-// limits are described (no rate is learned from it, see Refusal): the
-// same backoff as RateLimited's, doubling per such 429 without a success
-// between, so a storm of hint-less 429s does not retry at full speed.
-func (a *AIMD) Backoff() time.Duration {
+// limits are described (no rate is learned from it, see Refusal), for the
+// attempt with mark m: the same backoff as RateLimited's, doubling per
+// such 429 without a success between, so a storm of hint-less 429s does
+// not retry at full speed. As there, a 429 of an attempt sent before the
+// last backoff or cut is an echo of the same congestion: it returns 0 and
+// doubles nothing; counted, a burst of n in-flight 429s paused the key
+// for 250ms × 2^(n-1) (two minutes for ten).
+func (a *AIMD) Backoff(m AIMDMark) time.Duration {
+	if m.epoch != a.epoch {
+		return 0
+	}
+	a.epoch++
 	a.streak++
 	return min(a.cfg.BackoffBase<<min(a.streak-1, 30), a.cfg.BackoffMax)
 }

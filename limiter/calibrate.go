@@ -33,8 +33,9 @@ func (k *keyState) bare(r Refusal) bool {
 // retry's backoff are enough.
 // With a retry-after the pause does that already. Without one, a key
 // that headers never described is paused for the AIMD's backoff (no rate
-// is cut): it returns the pause, 0 for none.
-func (k *keyState) calibrate(r Refusal) time.Duration {
+// is cut), unless the attempt (its AIMD mark) was admitted before the last
+// backoff: it returns the pause, 0 for none.
+func (k *keyState) calibrate(r Refusal, mark AIMDMark) time.Duration {
 	if r.Described || r.HasRetryAfter {
 		return 0
 	}
@@ -44,7 +45,7 @@ func (k *keyState) calibrate(r Refusal) time.Duration {
 	if k.learnedAny {
 		return 0
 	}
-	return k.rc.Backoff()
+	return k.rc.Backoff(mark)
 }
 
 // bucketOf is the key's bucket a refusal's dimension names, -1 for none:

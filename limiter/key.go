@@ -556,7 +556,7 @@ func (k *keyState) refusedAt(now time.Time, mask uint8, seq uint64, mark AIMDMar
 					until = now.Add(re.Pause)
 				}
 			}
-		} else if pause := k.calibrate(r); pause > 0 {
+		} else if pause := k.calibrate(r, mark); pause > 0 {
 			until = now.Add(pause)
 		}
 	}

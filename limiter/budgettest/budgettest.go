@@ -89,19 +89,22 @@ func Run(t *testing.T, f Factory) {
 // against a.
 func Compare(t *testing.T, a, b Factory) {
 	for _, sc := range Scenarios() {
-		t.Run(sc.Name, func(t *testing.T) {
-			ga := Play(t, a, sc)
-			gb := Play(t, b, sc)
-			for i, st := range sc.Steps {
-				if ga[i] != gb[i] {
-					t.Errorf("step %d (%v at %v): first %q, second %q\n%s", i, st.Op, st.At, ga[i], gb[i], transcript(sc, ga, gb))
-					return
-				}
-				if st.Want != "" && ga[i] != st.Want {
-					t.Errorf("step %d (%v at %v): got %q, want %q", i, st.Op, st.At, ga[i], st.Want)
-				}
-			}
-		})
+		t.Run(sc.Name, func(t *testing.T) { CompareScenario(t, a, b, sc) })
+	}
+}
+
+// CompareScenario is Compare for the one scenario sc.
+func CompareScenario(t *testing.T, a, b Factory, sc Scenario) {
+	ga := Play(t, a, sc)
+	gb := Play(t, b, sc)
+	for i, st := range sc.Steps {
+		if ga[i] != gb[i] {
+			t.Errorf("step %d (%v at %v): first %q, second %q\n%s", i, st.Op, st.At, ga[i], gb[i], transcript(sc, ga, gb))
+			return
+		}
+		if st.Want != "" && ga[i] != st.Want {
+			t.Errorf("step %d (%v at %v): got %q, want %q", i, st.Op, st.At, ga[i], st.Want)
+		}
 	}
 }
 

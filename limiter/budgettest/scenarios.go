@@ -27,7 +27,7 @@ func Scenarios() []Scenario {
 		learnedLimits(), pauses(), priorityAging(), priorityStrict(), refusedUnheaded(),
 		slotQueue(), learnedBucket(), laterPauseKept(), burstAboveMinute(), requestHeaders(),
 		tiesInArrival(), keyHeadersLearn(), autoRamp(), hintlessRetryAfter(),
-		tooLargeWhileQueued(), pauseAndBucket(),
+		tooLargeWhileQueued(), pauseAndBucket(), refusedEchoes(), refusedEchoesDescribed(),
 	}
 }
 

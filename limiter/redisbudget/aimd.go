@@ -211,8 +211,12 @@ local function aimd_unsent(a, ms, req, tok)
   if ms == a.ms then a.c1, a.c2 = a.c1 - req, a.c2 - tok end
 end
 
--- aimd_backoff is Backoff: the pause of a hint-less 429 on a described key.
-local function aimd_backoff(a)
+-- aimd_backoff is Backoff: the pause of a hint-less 429 on a described
+-- key, of a ticket admitted in epoch ep; 0 for an echo (admitted before the
+-- last backoff or cut).
+local function aimd_backoff(a, ep)
+  if ep ~= a.ep then return 0 end
+  a.ep = a.ep + 1
   a.stk = a.stk + 1
   return math.min(AIMD.bbase * 2 ^ math.min(a.stk - 1, 30), AIMD.bmax)
 end

@@ -538,8 +538,8 @@ func TestSkewKeepsAMargin(t *testing.T) {
 // TestRefusedPausesEveryProcess: a 429 without retry-after pauses the key
 // in every process for the backoff, doubling with each further one in a
 // row; overloads are counted and pause only for a hint. With limits given
-// the AIMD is off, so a 429 of a ticket admitted before the last one (an
-// echo) doubles too, as in limiter (the echo rule is the AIMD's).
+// no rate is learned, but a 429 of a ticket admitted before the last
+// backoff (an echo) doubles nothing, as in limiter.
 func TestRefusedPausesEveryProcess(t *testing.T) {
 	lim := limiter.Limits{RPM: 60000}
 	clk := newTestClock(t)
@@ -575,12 +575,12 @@ func TestRefusedPausesEveryProcess(t *testing.T) {
 	clk.advance(time.Millisecond) // their answers come a little later
 	t1.Refused(limiter.Refusal{})
 	t2.Refused(limiter.Refusal{}) // admitted before the first refusal: an echo
-	waitOut(b, 2*base, "another process during a's pause").Refused(limiter.Refusal{Overloaded: true})
+	waitOut(b, base, "another process during a's pause").Refused(limiter.Refusal{Overloaded: true})
 	t3 := reserve(a)
 	clk.idle(t, "a's Reserve after the first pause")
 	clk.advance(time.Millisecond)
 	t3.Refused(limiter.Refusal{}) // no success since: doubled
-	waitOut(b, 4*base, "after a third 429 in a row").Cancel()
+	waitOut(b, 2*base, "after a second 429 in a row").Cancel()
 	if s := a.Stats()[0]; s.RateLimited != 3 {
 		t.Errorf("429s = %d, want 3", s.RateLimited)
 	}

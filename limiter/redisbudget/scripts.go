@@ -355,8 +355,10 @@ return 1
 // headers describe the key (a cut, unless it is an echo of the last one,
 // empties the buckets the learned rates govern: the server's is empty),
 // and pauses every process for the server's hint or, without one, for
-// the AIMD's backoff; an overload pauses only for a hint. Pauses are cut
-// to the maximum and never shorten a later one.
+// the AIMD's backoff (as with limits given; an echo, a ticket of an epoch
+// before the last cut or backoff, backs off no further); an overload
+// pauses only for a hint. Pauses are cut to the maximum and never shorten
+// a later one.
 //
 // KEYS: state, in-flight set, room, learned, pause. ARGV: ticket id, state
 // TTL (ms), the key's channel, headroom, burst (s), 1 for an overload, the
@@ -405,7 +407,7 @@ elseif not overloaded and ARGV[31] ~= '-1' and hint < 0 then
   local x = b[tonumber(ARGV[31])]
   if x and x.rate > 0 then x.level = math.min(x.level, 0) end
   if on then
-    pause = aimd_backoff(ai)
+    pause = aimd_backoff(ai, ep)
     aimd_save(KEYS[4], ai, ttl)
   end
 end

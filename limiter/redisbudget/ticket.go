@@ -129,10 +129,11 @@ func (t *ticket) finish(kind byte, actual limiter.Cost) {
 // Refused ends an attempt the server turned away for load, as Fail does,
 // and tells the key, in every process: a 429 pauses it for the server's
 // hint (at most MaxPause) and, where no headers describe the key, feeds
-// the shared AIMD, which cuts the rates it learned from 429s (a 429 of a
-// ticket admitted before the last cut is an echo: it changes nothing) and,
-// without a hint, pauses the key for its backoff; an overload (503/529)
-// pauses it only for a hint.
+// the shared AIMD, which cuts the rates it learned from 429s and, without
+// a hint, pauses the key for its backoff (with limits given, the backoff
+// alone); a 429 of a ticket admitted before the last cut or backoff, in
+// any process, is an echo: it cuts nothing and backs off no further. An
+// overload (503/529) pauses it only for a hint.
 func (t *ticket) Refused(r limiter.Refusal) {
 	count := &t.k.rateLimited
 	if r.Overloaded {
