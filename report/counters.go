@@ -27,6 +27,9 @@ type Counters struct {
 	// line, over the requests finished in this run.
 	RequestNanos atomic.Int64
 	Holding      atomic.Int64 // workers held by an open breaker
+	// SpendWaiting are the requests waiting now for room in --max-cost
+	// (answers in flight to settle); SpendWaitNanos sums their waits.
+	SpendWaiting, SpendWaitNanos atomic.Int64
 	// CacheHits are requests answered from the cross-run cache (also
 	// counted in Succeeded); CacheMisses were looked up and not found;
 	// CachePuts are answers this run stored.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/providers"
@@ -100,7 +101,8 @@ func (s *spendCap) room(c pricing.Cost) (fits bool, wake <-chan struct{}) {
 // It reserves nothing: the caller reserves once its other holds are
 // taken, and waits again if the room was taken meanwhile. errCostCap when
 // it does not fit with nothing in flight; ctx's cause when ctx ends.
-func (s *spendCap) await(ctx context.Context, worst func() pricing.Cost) error {
+// waiting, if set, is called once, when it first waits.
+func (s *spendCap) await(ctx context.Context, worst func() pricing.Cost, waiting func()) error {
 	for {
 		fits, wake := s.room(worst())
 		if fits {
@@ -108,6 +110,10 @@ func (s *spendCap) await(ctx context.Context, worst func() pricing.Cost) error {
 		}
 		if wake == nil {
 			return errCostCap
+		}
+		if waiting != nil {
+			waiting()
+			waiting = nil
 		}
 		select {
 		case <-wake:
@@ -161,17 +167,29 @@ func (r *run) worstCase(h *hop) (worst pricing.Cost, ok bool) {
 }
 
 // spendRoom holds h's attempt until its worst case fits beside the
-// attempts in flight (see spendCap.await). When it cannot fit with
-// nothing in flight, admissions stop and the run ends with a
-// CostCapError. It reports whether the attempt may go on.
+// attempts in flight (see spendCap.await). The wait is the run's own, not
+// the request's: like a breaker's hold, it moves the request's deadline
+// on, and progress and the summary count it (SpendWaiting, SpendWaitNanos).
+// When it cannot fit with nothing in flight, admissions stop and the run
+// ends with a CostCapError. It reports whether the attempt may go on.
 func (r *run) spendRoom(ctx context.Context, h *hop) bool {
 	if _, ok := r.worstCase(h); !ok {
 		return false
 	}
+	var began time.Time
 	err := r.spend.await(ctx, func() pricing.Cost {
 		w, _ := r.worstCase(h) // priced: looked up above
 		return w
+	}, func() {
+		began = time.Now()
+		r.c.SpendWaiting.Add(1)
 	})
+	if !began.IsZero() {
+		held := time.Since(began)
+		r.c.SpendWaiting.Add(-1)
+		r.c.SpendWaitNanos.Add(int64(held))
+		h.start = h.start.Add(held)
+	}
 	if errors.Is(err, errCostCap) {
 		r.abortRun(errCostCap)
 	}

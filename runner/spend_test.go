@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -15,13 +16,19 @@ import (
 	"github.com/llmrun/llmrun/limiter"
 	"github.com/llmrun/llmrun/pricing"
 	"github.com/llmrun/llmrun/providers"
+	"github.com/llmrun/llmrun/report"
 )
 
-// awaitIn runs s.await(ctx, worst) on its own goroutine and returns what
-// it returned, or false while it is still waiting once the bubble is idle.
-func awaitIn(ctx context.Context, s *spendCap, worst func() pricing.Cost) func() (error, bool) {
+// awaitIn runs s.await(ctx, worst, waiting) on its own goroutine and
+// returns what it returned, or false while it is still waiting once the
+// bubble is idle.
+func awaitIn(ctx context.Context, s *spendCap, worst func() pricing.Cost, waiting ...func()) func() (error, bool) {
 	done := make(chan error, 1)
-	go func() { done <- s.await(ctx, worst) }()
+	var w func()
+	if len(waiting) > 0 {
+		w = waiting[0]
+	}
+	go func() { done <- s.await(ctx, worst, w) }()
 	return func() (error, bool) {
 		synctest.Wait()
 		select {
@@ -37,20 +44,22 @@ func awaitIn(ctx context.Context, s *spendCap, worst func() pricing.Cost) func()
 // in flight waits for them to settle (each settle re-checks it, with the
 // worst case asked anew); it fits once they settle below their worst, or
 // is refused once nothing is in flight and it still does not fit; it
-// reserves nothing itself, and ends with its context.
+// reserves nothing itself, and ends with its context. It says it waits
+// once, and only when it does (progress counts the requests waiting).
 func TestSpendCapAwait(t *testing.T) {
 	const worst = pricing.Cost(50)
 	fixed := func() pricing.Cost { return worst }
 	ctx := context.Background()
+	never := func() { t.Error("said it waited, and did not") }
 	t.Run("fits at once", func(t *testing.T) {
 		s := &spendCap{cap: 100, spent: 50}
-		if err := s.await(ctx, fixed); err != nil || s.reserved != 0 {
+		if err := s.await(ctx, fixed, never); err != nil || s.reserved != 0 {
 			t.Fatalf("err %v, reserved %v; want nil and nothing reserved", err, s.reserved)
 		}
 	})
 	t.Run("nothing in flight", func(t *testing.T) {
 		s := &spendCap{cap: 100, spent: 51}
-		if err := s.await(ctx, fixed); !errors.Is(err, errCostCap) {
+		if err := s.await(ctx, fixed, never); !errors.Is(err, errCostCap) {
 			t.Fatalf("err %v, want errCostCap", err)
 		}
 	})
@@ -59,9 +68,10 @@ func TestSpendCapAwait(t *testing.T) {
 			s := &spendCap{cap: 100}
 			s.reserve(40)
 			s.reserve(40)
-			res := awaitIn(ctx, s, fixed)
-			if err, done := res(); done {
-				t.Fatalf("returned %v with 80 of 100 reserved", err)
+			var said atomic.Int64
+			res := awaitIn(ctx, s, fixed, func() { said.Add(1) })
+			if err, done := res(); done || said.Load() != 1 {
+				t.Fatalf("returned %v (done %v, said it waited %d times) with 80 of 100 reserved", err, done, said.Load())
 			}
 			s.settle(40, 15) // 15 spent + 40 reserved + 50 > 100: still waits
 			if err, done := res(); done {
@@ -70,6 +80,9 @@ func TestSpendCapAwait(t *testing.T) {
 			s.settle(40, 15) // 30 spent, nothing in flight: fits
 			if err, done := res(); !done || err != nil {
 				t.Fatalf("after the last settle: done %v, err %v; want nil", done, err)
+			}
+			if n := said.Load(); n != 1 {
+				t.Errorf("said it waited %d times over two settles; want once", n)
 			}
 		})
 	})
@@ -166,6 +179,13 @@ func (p *spendProvider) Send(ctx context.Context, req *providers.Request) (*prov
 // ids answered and the run's error.
 func spendRun(t *testing.T, n int, p *spendProvider, maxTokens int, cap, spent pricing.Cost, mutate func(*Config)) ([]string, error) {
 	t.Helper()
+	ids, _, err := spendRunSum(t, n, p, maxTokens, cap, spent, mutate)
+	return ids, err
+}
+
+// spendRunSum is spendRun with the run's summary.
+func spendRunSum(t *testing.T, n int, p *spendProvider, maxTokens int, cap, spent pricing.Cost, mutate func(*Config)) ([]string, *report.Summary, error) {
+	t.Helper()
 	dir := t.TempDir()
 	prices, err := pricing.Snapshot().WithPrices(strings.NewReader(`{"claude-x": {"input_per_mtok": 0.15, "output_per_mtok": 0.6}}`), "p")
 	if err != nil {
@@ -184,13 +204,13 @@ func spendRun(t *testing.T, n int, p *spendProvider, maxTokens int, cap, spent p
 		}
 	})
 	rewritePrompts(t, cfg.Source, 4000)
-	_, err = Run(context.Background(), cfg)
+	sum, err := Run(context.Background(), cfg)
 	store.Close()
 	var ids []string
 	for _, l := range readOut(t, dir) {
 		ids = append(ids, l.Get("custom_id").Str)
 	}
-	return ids, err
+	return ids, sum, err
 }
 
 // The answers settle far below their worst case (100 of 1000 output
@@ -282,6 +302,23 @@ func TestMaxCostWaitEndsAtInterrupt(t *testing.T) {
 		}
 		if took := time.Since(start); took != 4*time.Second {
 			t.Errorf("run took %v, want 4s (the second answer's end)", took)
+		}
+	})
+}
+
+// Waiting for --max-cost room is llmrun's own doing, not the request's:
+// like a breaker's hold or a day's wait it does not count against the
+// request's deadline. With room for one worst case at a time and answers
+// taking 50s under a 1m deadline, the third request waits 100s for room,
+// then is sent and answered. Before, it was sent past its deadline and
+// failed at once as timed out.
+func TestMaxCostWaitIsNotTheRequestsDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &spendProvider{cachedProvider: cachedProvider{latency: 50 * time.Second, input: 1000, out: 100}}
+		per, worst := pricing.FromUSD(0.00021), pricing.FromUSD(0.000780)
+		ids, sum, err := spendRunSum(t, 3, p, 1000, 3*per+worst+worst/10, 0, func(c *Config) { c.Policy.Deadline = time.Minute })
+		if err != nil || len(ids) != 3 || p.total != 3 || sum.Failed != 0 {
+			t.Fatalf("err %v, %d answers of %d sent, failed %v; want all 3 answered, each sent once", err, len(ids), p.total, sum.FailuresByCause)
 		}
 	})
 }
