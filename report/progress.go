@@ -123,7 +123,7 @@ func (p *Progress) width() int {
 // snapshot is what one progress report shows.
 type snapshot struct {
 	total, done, succeeded, failed, skipped, pending int64
-	inFlight, rateLimited                            int64
+	inFlight, rateLimited, spendWaiting              int64 // spendWaiting: for --max-cost room
 	cacheHits                                        int64
 	cacheSaved                                       float64
 	tokensIn, tokensOut                              int64
@@ -139,7 +139,7 @@ type snapshot struct {
 func (p *Progress) snapshot(c *Counters, elapsed time.Duration) snapshot {
 	s := snapshot{
 		total: c.Total.Load(), succeeded: c.Succeeded.Load(), failed: c.Failed.Load(), skipped: c.Skipped.Load(),
-		inFlight: c.InFlight.Load(), rateLimited: c.RateLimited.Load(),
+		inFlight: c.InFlight.Load(), rateLimited: c.RateLimited.Load(), spendWaiting: c.SpendWaiting.Load(),
 		tokensIn: c.InputTokens.Load(), tokensOut: c.OutputTokens.Load(), spent: c.Spent(), elapsed: elapsed,
 		cacheHits: c.CacheHits.Load(), cacheSaved: c.SavedUSD(),
 	}
@@ -185,6 +185,9 @@ func (s snapshot) line() string {
 	if s.cacheHits > 0 {
 		parts = append(parts, fmt.Sprintf("%d from cache ($%.4f saved)", s.cacheHits, s.cacheSaved))
 	}
+	if s.spendWaiting > 0 {
+		parts = append(parts, s.spendWaitingWords())
+	}
 	if s.status != "" {
 		parts = append(parts, s.status)
 	}
@@ -197,10 +200,18 @@ func (s snapshot) attrs() []any {
 		slog.Int64("total", s.total), slog.Int64("done", s.done), slog.Int64("succeeded", s.succeeded),
 		slog.Int64("failed", s.failed), slog.Int64("skipped", s.skipped), slog.Int64("pending", s.pending),
 		slog.Int64("in_flight", s.inFlight), slog.Int64("rate_limited", s.rateLimited),
+		slog.Int64("waiting_for_max_cost", s.spendWaiting),
 		slog.Int64("input_tokens", s.tokensIn), slog.Int64("output_tokens", s.tokensOut),
 		slog.Float64("cost_usd", s.spent.USD()), slog.Float64("rate_per_second", s.rate),
 		slog.Float64("eta_seconds", s.eta.Seconds()), slog.Float64("elapsed_seconds", s.elapsed.Seconds()),
 	}
+}
+
+// spendWaitingWords says how many requests wait for --max-cost room: a
+// run whose every worker waits for answers in flight to settle would
+// otherwise look hung.
+func (s snapshot) spendWaitingWords() string {
+	return fmt.Sprintf("%d waiting for %s", s.spendWaiting, Words(MaxCostWait))
 }
 
 // partSep separates the parts of the progress line.

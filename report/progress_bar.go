@@ -176,6 +176,9 @@ func (s snapshot) segments() []segment {
 	if s.status != "" {
 		add(8, s.status, cut(s.status, 24))
 	}
+	if s.spendWaiting > 0 {
+		add(8, s.spendWaitingWords(), fmt.Sprintf("%d wait --max-cost", s.spendWaiting))
+	}
 	if s.spent > 0 {
 		add(7, s.spent.String()+" spent", s.spent.String())
 	}

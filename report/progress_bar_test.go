@@ -22,6 +22,9 @@ func randomSnapshot(rng *rand.Rand) snapshot {
 	s.succeeded = s.done - s.failed - s.skipped
 	s.pending = s.total - s.done
 	if rng.IntN(2) == 0 {
+		s.spendWaiting = rng.Int64N(1 << 20)
+	}
+	if rng.IntN(2) == 0 {
 		s.status = strings.Repeat("provider down (no such host api.example.invalid), holding, ", 1+rng.IntN(3))
 	}
 	return s

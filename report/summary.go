@@ -70,6 +70,10 @@ type Summary struct {
 	// --max-cost).
 	RecordedCostUSD *float64 `json:"recorded_cost_usd,omitempty"`
 	MaxCostUSD      float64  `json:"max_cost_usd,omitempty"`
+	// MaxCostWaitSeconds is the time requests waited for room in
+	// --max-cost (answers in flight to settle), summed over requests as
+	// RequestSeconds is.
+	MaxCostWaitSeconds float64 `json:"max_cost_wait_seconds,omitempty"`
 	// CacheHits are the succeeded requests answered from the cross-run
 	// cache (--cache), sent to no provider; CacheSavedUSD is what they
 	// cost when they were paid for. CacheMisses were looked up and sent;
@@ -106,6 +110,8 @@ func (c *Counters) Summary(wall time.Duration) *Summary {
 		CacheMisses:     c.CacheMisses.Load(),
 		CachePuts:       c.CachePuts.Load(),
 		CacheSavedUSD:   c.SavedUSD(),
+
+		MaxCostWaitSeconds: time.Duration(c.SpendWaitNanos.Load()).Seconds(),
 	}
 	s.Pending = max(s.Requests-s.Skipped-s.Succeeded-s.Failed, 0)
 	var total pricing.Cost

@@ -17,7 +17,12 @@ var dimensionWords = map[string]string{
 	limiter.DimTokens.String():      "TPM",
 	limiter.DimConcurrency.String(): "a concurrency slot",
 	limiter.DimPause.String():       "a 429 pause",
+	MaxCostWait:                     "--max-cost room",
 }
+
+// MaxCostWait names, beside the budget's dimensions, the wait for room in
+// --max-cost (answers in flight to settle).
+const MaxCostWait = "max_cost"
 
 // minWaitWorthSaying is the summed wait, in seconds, below which the
 // summary says nothing of waiting.
@@ -47,10 +52,15 @@ func (s *Summary) waitString() string {
 	return line
 }
 
-// waitsByLimit sums the requests' waits by limit, most first, with their
-// total; dims is nil when the waits are not worth saying.
+// waitsByLimit sums the requests' waits by limit (and for --max-cost
+// room), most first, with their total; dims is nil when the waits are not
+// worth saying.
 func (s *Summary) waitsByLimit() (by map[string]float64, dims []string, total float64) {
 	by = map[string]float64{}
+	if s.MaxCostWaitSeconds > 0 {
+		by[MaxCostWait] = s.MaxCostWaitSeconds
+		total = s.MaxCostWaitSeconds
+	}
 	for _, k := range s.Limits {
 		for d, w := range k.WaitBySeconds {
 			by[d] += w

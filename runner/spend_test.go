@@ -1,8 +1,10 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -311,14 +313,28 @@ func TestMaxCostWaitEndsAtInterrupt(t *testing.T) {
 // request's deadline. With room for one worst case at a time and answers
 // taking 50s under a 1m deadline, the third request waits 100s for room,
 // then is sent and answered. Before, it was sent past its deadline and
-// failed at once as timed out.
+// failed at once as timed out. Progress shows who waits (two at 10s, one
+// at 60s, none at 110s) and the summary the 150s waited in all.
 func TestMaxCostWaitIsNotTheRequestsDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &spendProvider{cachedProvider: cachedProvider{latency: 50 * time.Second, input: 1000, out: 100}}
 		per, worst := pricing.FromUSD(0.00021), pricing.FromUSD(0.000780)
-		ids, sum, err := spendRunSum(t, 3, p, 1000, 3*per+worst+worst/10, 0, func(c *Config) { c.Policy.Deadline = time.Minute })
+		var logged bytes.Buffer
+		ids, sum, err := spendRunSum(t, 3, p, 1000, 3*per+worst+worst/10, 0, func(c *Config) {
+			c.Policy.Deadline = time.Minute
+			c.Progress = &report.Progress{Mode: report.ProgressLog, Log: slog.New(slog.NewTextHandler(&logged, nil)), Interval: 10 * time.Second}
+		})
 		if err != nil || len(ids) != 3 || p.total != 3 || sum.Failed != 0 {
 			t.Fatalf("err %v, %d answers of %d sent, failed %v; want all 3 answered, each sent once", err, len(ids), p.total, sum.FailuresByCause)
+		}
+		if sum.MaxCostWaitSeconds != 150 {
+			t.Errorf("summary: %vs waited for room; want 150 (50 + 100)", sum.MaxCostWaitSeconds)
+		}
+		lines := strings.Split(strings.TrimSpace(logged.String()), "\n")
+		for i, want := range map[int]string{0: "2 waiting for --max-cost room", 5: "1 waiting for --max-cost room", 10: "progress.waiting_for_max_cost=0"} {
+			if i >= len(lines) || !strings.Contains(lines[i], want) {
+				t.Errorf("progress record %d lacks %q:\n%s", i, want, logged.String())
+			}
 		}
 	})
 }
