@@ -173,6 +173,7 @@ func (s *Store) copyKept(in io.Reader, path string, needID bool, w *bufio.Writer
 // setDropped records a compaction under way (p), or settles the one
 // recorded (nil), in the state file.
 func (s *Store) setDropped(p *droppedPending) error {
+	lines := s.appended()
 	s.stMu.Lock()
 	defer s.stMu.Unlock()
 	sc := s.sc
@@ -181,12 +182,7 @@ func (s *Store) setDropped(p *droppedPending) error {
 	} else {
 		sc.DroppedPending = p
 	}
-	sc.Updated = s.opts.Now().UTC()
-	if err := sc.write(s.statePath, s.opts.dirSync); err != nil {
-		return err
-	}
-	s.sc = sc
-	return nil
+	return s.writeStateLocked(sc, lines)
 }
 
 // removeTemps removes the temp files a rewrite of path leaves when it is

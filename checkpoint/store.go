@@ -190,6 +190,9 @@ type Store struct {
 	stMu     sync.Mutex
 	sc       sidecar
 	stClosed bool
+	// stLines is appended() when the state file was last written: Close
+	// rewrites it (for Updated) only if lines came since.
+	stLines uint64
 }
 
 // Open locks, scans and repairs the checkpoint at o.Output and its errors
@@ -307,7 +310,7 @@ func (s *Store) open() error {
 			return err
 		}
 	}
-	s.sc = sc
+	s.sc, s.stLines = sc, s.appended()
 	if o.Fsync == FsyncBatch {
 		s.timer = time.AfterFunc(time.Hour, s.tick)
 		s.timer.Stop()
@@ -831,15 +834,24 @@ func (s *Store) Flush() error {
 // SetState records value under key in the sidecar state file and writes it
 // durably (temp file, fsync, rename, directory fsync) before returning. A nil
 // value deletes the key. Use it for what a rerun must know, such as the ids
-// of open provider batches, recorded before polling them.
+// of open provider batches, recorded before polling them. A value the file
+// holds already (the key absent, for nil) is durable as it is: nothing is
+// written, so a rerun that changes nothing costs no state write.
 func (s *Store) SetState(key string, value json.RawMessage) error {
 	if value != nil && !json.Valid(value) {
 		return fmt.Errorf("checkpoint: SetState(%q): value is not valid JSON", key)
 	}
+	if value != nil {
+		value = compact(value)
+	}
+	lines := s.appended() // before stMu: lock order (a line after it only makes Close write)
 	s.stMu.Lock()
 	defer s.stMu.Unlock()
 	if s.stClosed {
 		return ErrClosed
+	}
+	if old, ok := s.sc.State[key]; ok == (value != nil) && bytes.Equal(old, value) {
+		return nil // every state change is written before it is recorded
 	}
 	sc := s.sc
 	sc.State = maps.Clone(s.sc.State)
@@ -849,15 +861,31 @@ func (s *Store) SetState(key string, value json.RawMessage) error {
 		if sc.State == nil {
 			sc.State = map[string]json.RawMessage{}
 		}
-		sc.State[key] = compact(value)
+		sc.State[key] = value
 	}
+	return s.writeStateLocked(sc, lines)
+}
+
+// writeStateLocked writes sc, stamped now, as the state file and records
+// it as written with lines appended (see stLines). Requires s.stMu.
+func (s *Store) writeStateLocked(sc sidecar, lines uint64) error {
 	sc.Updated = s.opts.Now().UTC()
 	if err := sc.write(s.statePath, s.opts.dirSync); err != nil {
 		return err
 	}
-	s.sc = sc
+	s.sc, s.stLines = sc, lines
 	return nil
 }
+
+// appended counts the lines appended to the output and the errors file
+// (with those they held at Open): it grows with every append.
+func (s *Store) appended() uint64 {
+	s.ioMu.Lock()
+	defer s.ioMu.Unlock()
+	return s.appendedLocked()
+}
+
+func (s *Store) appendedLocked() uint64 { return uint64(s.out.lines) + uint64(s.errs.lines) }
 
 // Output returns the output file's path as given to Open.
 func (s *Store) Output() string { return s.given }
@@ -879,9 +907,11 @@ func (s *Store) StateKeys() []string {
 }
 
 // Close fsyncs what waits (unless FsyncNever), closes the files, rewrites
-// each that holds superseded lines (see Store), writes the state file and
-// releases the locks. It returns the first sticky write error too, if there
-// was one; then nothing is rewritten. Calling it again returns nil.
+// each that holds superseded lines (see Store), writes the state file if
+// lines were appended since it was last written (its every change is
+// written when made: this write only moves Updated on) and releases the
+// locks. It returns the first sticky write error too, if there was one;
+// then nothing is rewritten. Calling it again returns nil.
 func (s *Store) Close() error {
 	s.ioMu.Lock()
 	if s.closed {
@@ -902,7 +932,7 @@ func (s *Store) Close() error {
 	if s.errs.f != nil {
 		errs = append(errs, s.errs.f.Close())
 	}
-	broken := s.broken != nil
+	broken, lines := s.broken != nil, s.appendedLocked()
 	s.ioMu.Unlock()
 
 	if err := errors.Join(errs...); err == nil && !broken {
@@ -917,8 +947,9 @@ func (s *Store) Close() error {
 
 	s.stMu.Lock()
 	s.stClosed = true
-	s.sc.Updated = s.opts.Now().UTC()
-	errs = append(errs, s.sc.write(s.statePath, s.opts.dirSync))
+	if lines != s.stLines {
+		errs = append(errs, s.writeStateLocked(s.sc, lines))
+	}
 	s.stMu.Unlock()
 
 	errs = append(errs, s.unlock())

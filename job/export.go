@@ -78,7 +78,9 @@ func Export(io *IO, o ExportOptions) error {
 		}
 		return err
 	}
-	w, err := outfile.Create(to, 0o644)
+	// Owner-only, as the output it is made from (answers, prompts, error
+	// messages); a file that exists keeps its mode, so a chmod stands.
+	w, err := outfile.Create(to, 0o600)
 	if err != nil {
 		return usagef("export: %v", err)
 	}

@@ -248,11 +248,13 @@ func (r *run) execute(ctx context.Context) (*report.Summary, error) {
 		r.abortRun(err)
 	}
 	prodErr := r.produce()
+	close(r.results)
+	werr := <-sinkErr
+	// After the sink's last line: the state write that saves the counts
+	// is then the checkpoint's last, and Close need not write it again.
 	if err := r.saveDays(); err != nil && prodErr == nil {
 		prodErr = err
 	}
-	close(r.results)
-	werr := <-sinkErr
 	r.cfg.Progress.Stop()
 	if ferr := r.cfg.Store.Flush(); werr == nil {
 		werr = ferr
