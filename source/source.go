@@ -255,6 +255,9 @@ func (p *Parser) wireBody(line []byte, f *lineFields, req *providers.Request) ([
 	if i, err := registry.ShapeIn(held); err != nil {
 		return nil, 0, err
 	} else if i >= 0 {
+		if err := f.simpleBeside(f.shapes[i]); err != nil {
+			return nil, 0, err
+		}
 		return shapeBody(f.shapes[i], f.shaped[i], f, req)
 	}
 	if f.prompt.Exists() {

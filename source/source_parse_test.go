@@ -61,6 +61,20 @@ func (p *Parser) parseReference(line []byte, lineNo int) (*providers.Request, er
 		if len(held) > 1 {
 			return nil, fmt.Errorf("line holds both %s (%s's batch shape) and %s (%s's): a line is one request in one shape; keep the one meant", held[0][0], held[0][1], held[1][0], held[1][1])
 		}
+		// A batch line's request is its member: a simple line's field
+		// with a value beside it is refused, not ignored.
+		if len(held) == 1 {
+			var simple []string
+			for _, k := range []string{"prompt", "system", "model", "max_tokens"} {
+				if v := root.Get(k); v.Exists() && v.Type != gjson.Null {
+					simple = append(simple, k)
+				}
+			}
+			if len(simple) > 0 {
+				k := held[0][0]
+				return nil, fmt.Errorf("line holds %s (%s's batch shape) and %s (simple-line fields), which would not be sent: a batch line's request is all in its %s; write them there, or drop %s to make a simple line", k, held[0][1], strings.Join(simple, ", "), k, k)
+			}
+		}
 	}
 	var body []byte
 	var from providers.Format
@@ -213,6 +227,7 @@ var simpleMembers = []string{
 	`"request":{"contents":[{"role":"user","parts":[{"text":"x"}]}]}`, `"extra":[1,{"prompt":"nested"}]`,
 	`"request":{"content":{"parts":[{"text":"x"}]}}`, `"request":{"requests":[{"content":{"parts":[{"text":"y"}]}}]}`, `"url":"/v1/responses"`,
 	`"custom\u005fid":"esc"`, `"prompt":"second"`, `"priority":3`, `"priority":"high"`, `"priority":"urgent"`, `"priority":1.5`, `"priority":null`,
+	`"model":null`, `"prompt":null`, `"max_tokens":null`, `"tags":{"t":"v"}`,
 }
 
 // TestParseMatchesReference compares the parser with the reference over a
@@ -240,6 +255,7 @@ func FuzzParseMatchesReference(f *testing.F) {
 	f.Add([]byte(`{"custom_id":"a","prompt":"hi","system":"s","model":"x","max_tokens":3}`))
 	f.Add([]byte(`{"custom_id":"a","body":{"model":"m","messages":[{"role":"user","content":"x"}]}}`))
 	f.Add([]byte(`{"key":"g","request":{"contents":[{"role":"user","parts":[{"text":"x"}]}]}}`))
+	f.Add([]byte(`{"custom_id":"a","model":"gpt-4o","body":{"model":"m","messages":[{"role":"user","content":"x"}]},"prompt":null}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		checkSameParse(t, line)
 	})

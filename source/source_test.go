@@ -122,11 +122,16 @@ func TestParseRejects(t *testing.T) {
 		`{"params":{"model":"m","max_tokens":5}}`,
 		`{"params":{"model":"m","max_tokens":5,"messages":[]}}`,
 		`{"body":{"model":"m","messages":[]}}`,
-		`{"body":{"model":"m","messages":[]}, "system":"s"}`,
+		`{"body":{"model":"m","messages":[{"role":"system","content":"s"}]}}`,
 	} {
 		if _, err := anth.Parse([]byte(line), 1); err == nil || !strings.Contains(err.Error(), "messages") {
 			t.Errorf("anthropic provider, %s: err = %v", line, err)
 		}
+	}
+	// A top-level system beside a body is not the body's: the line is
+	// refused for it before the body is read.
+	if _, err := anth.Parse([]byte(`{"body":{"model":"m","messages":[]}, "system":"s"}`), 1); err == nil || !strings.Contains(err.Error(), "system (simple-line fields)") {
+		t.Errorf("anthropic provider, a system beside the body: err = %v", err)
 	}
 	noModel := Parser{Format: providers.FormatOpenAI}
 	if _, err := noModel.Parse([]byte(`{"prompt":"p"}`), 1); err == nil || !strings.Contains(err.Error(), "--model") {
