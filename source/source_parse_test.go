@@ -54,7 +54,7 @@ func (p *Parser) parseReference(line []byte, lineNo int) (*providers.Request, er
 		// A line holding two shapes' requests is in none.
 		var held [][2]string
 		for _, k := range [][2]string{{"body", "openai"}, {"params", "anthropic"}, {"request", "gemini"}} {
-			if root.Get(k[0]).Exists() {
+			if present(root.Get(k[0])) {
 				held = append(held, k)
 			}
 		}
@@ -89,7 +89,7 @@ func (p *Parser) parseReference(line []byte, lineNo int) (*providers.Request, er
 			return nil, err
 		}
 		from, req.Vars = p.Format, bytes.Clone(line)
-	case root.Get("body").Exists():
+	case present(root.Get("body")):
 		b := root.Get("body")
 		if !b.IsObject() {
 			return nil, errors.New("body must be a JSON object")
@@ -105,13 +105,13 @@ func (p *Parser) parseReference(line []byte, lineNo int) (*providers.Request, er
 			req.Endpoint = ep
 		}
 		body, from = []byte(b.Raw), providers.FormatOpenAI
-	case root.Get("params").Exists():
+	case present(root.Get("params")):
 		b := root.Get("params")
 		if !b.IsObject() {
 			return nil, errors.New("params must be a JSON object")
 		}
 		body, from = []byte(b.Raw), providers.FormatAnthropic
-	case root.Get("request").Exists():
+	case present(root.Get("request")):
 		b := root.Get("request")
 		if !b.IsObject() {
 			return nil, errors.New("request must be a JSON object")
@@ -260,3 +260,7 @@ func FuzzParseMatchesReference(f *testing.F) {
 		checkSameParse(t, line)
 	})
 }
+
+// present is a member with a value: a null one is read as absent, for a
+// request member as for a simple line's field beside one.
+func present(v gjson.Result) bool { return v.Exists() && v.Type != gjson.Null }

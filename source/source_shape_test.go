@@ -25,12 +25,17 @@ var twoShapeLines = map[string]string{
 // TestShapeOfIsHowTheLineIsRead: the format registry.ShapeOf gives a line
 // (which picks the provider of a run without --provider) is the format
 // the reader reads the line in, and a line ShapeOf refuses the reader
-// refuses too, with the same reason.
+// refuses too, with the same reason; a null member is no member for both.
 func TestShapeOfIsHowTheLineIsRead(t *testing.T) {
 	lines := map[string]string{
 		"openai":    `{"custom_id":"o","method":"POST","url":"/v1/chat/completions","body":{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}}`,
 		"anthropic": `{"custom_id":"a","params":{"model":"claude-x","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}}`,
 		"gemini":    `{"key":"g","request":{"contents":[{"parts":[{"text":"hi"}]}]}}`,
+		// A null member asks for nothing (a table exported with columns
+		// for every shape writes them): the line is in the other shape.
+		"openai, params null":              `{"custom_id":"o2","body":{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]},"params":null}`,
+		"anthropic, body and request null": `{"custom_id":"a2","params":{"model":"claude-x","max_tokens":5,"messages":[{"role":"user","content":"hi"}]},"body":null,"request":null}`,
+		"simple, body null":                `{"custom_id":"s","prompt":"hi","model":"m","body":null}`,
 	}
 	for name, line := range twoShapeLines {
 		lines[name] = line
@@ -44,6 +49,12 @@ func TestShapeOfIsHowTheLineIsRead(t *testing.T) {
 		switch _, two := twoShapeLines[name]; {
 		case two && (serr == nil || err == nil || serr.Error() != err.Error() || !strings.Contains(err.Error(), "both")):
 			t.Errorf("%s: ShapeOf says %v, %v; the reader %v, %v; want both to refuse it", name, shape, serr, from, err)
+		case strings.HasPrefix(name, "simple"):
+			// A simple line: wireBody leaves it to the simple fields
+			// (format 0), which every provider takes (ShapeOf: OpenAI's).
+			if serr != nil || err != nil || shape != providers.FormatOpenAI || from != 0 {
+				t.Errorf("%s: ShapeOf %v, %v; the reader %v, %v; want a simple line", name, shape, serr, from, err)
+			}
 		case !two && (serr != nil || err != nil || from != shape):
 			t.Errorf("%s: the provider is picked for %v (%v), the line is read as %v (%v)", name, shape, serr, from, err)
 		}

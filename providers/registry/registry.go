@@ -294,7 +294,8 @@ func ShapeIn(held Held) (int, error) {
 func ShapeOf(line []byte) (providers.Format, error) {
 	var held Held
 	for i, sh := range lineShapes {
-		held[i] = gjson.GetBytes(line, sh.Key).Exists()
+		v := gjson.GetBytes(line, sh.Key)
+		held[i] = v.Exists() && v.Type != gjson.Null // as the reader: a null member is none
 	}
 	i, err := ShapeIn(held)
 	if i < 0 {
