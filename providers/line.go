@@ -1,6 +1,10 @@
 package providers
 
-import "github.com/tidwall/gjson"
+import (
+	"fmt"
+
+	"github.com/tidwall/gjson"
+)
 
 // LineShape is an input-line shape a wire format claims: a line of that
 // format's own batch file (OpenAI's {custom_id, method, url, body},
@@ -24,4 +28,31 @@ type LineMembers struct {
 	Method, URL gjson.Result
 	// Request is the member the shape's Key names, a JSON object.
 	Request gjson.Result
+}
+
+// Post refuses a method other than POST, the only one a batch line's
+// request is sent with: a GET the line asks for would otherwise be sent
+// as a POST. A null method asks for nothing, as a null member does.
+func (l LineMembers) Post() error {
+	m := l.Method
+	if !m.Exists() || m.Type == gjson.Null || m.Type == gjson.String && m.Str == "POST" {
+		return nil
+	}
+	if m.Type == gjson.String {
+		return fmt.Errorf("method %q is not supported (only POST)", m.Str)
+	}
+	return fmt.Errorf("method %s is not supported (only POST)", m.Raw)
+}
+
+// URLPath is the line's url, and whether it names one: a null url names
+// none, as a null member does; one that is not a string is an error.
+func (l LineMembers) URLPath() (string, bool, error) {
+	u := l.URL
+	switch {
+	case !u.Exists() || u.Type == gjson.Null:
+		return "", false, nil
+	case u.Type != gjson.String:
+		return "", false, fmt.Errorf("url must be a string, not %s", u.Raw)
+	}
+	return u.Str, true, nil
 }

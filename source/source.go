@@ -261,7 +261,7 @@ func (p *Parser) wireBody(line []byte, f *lineFields, req *providers.Request) ([
 		return shapeBody(f.shapes[i], f.shaped[i], f, req)
 	}
 	if f.prompt.Exists() {
-		return nil, 0, nil
+		return nil, 0, f.simpleEndpoint()
 	}
 	return nil, 0, errors.New(f.noBody())
 }

@@ -94,13 +94,14 @@ func (p *Parser) parseReference(line []byte, lineNo int) (*providers.Request, er
 		if !b.IsObject() {
 			return nil, errors.New("body must be a JSON object")
 		}
-		if m := root.Get("method"); m.Exists() && m.Str != "POST" {
-			return nil, fmt.Errorf("method %q is not supported (only POST)", m.Str)
+		u, err := refMethodURL(root)
+		if err != nil {
+			return nil, err
 		}
-		if u := root.Get("url"); u.Exists() {
-			ep, ok := providers.EndpointOf(u.Str)
+		if u != nil {
+			ep, ok := providers.EndpointOf(*u)
 			if !ok {
-				return nil, fmt.Errorf("url %q is not supported (want /v1/chat/completions, /v1/responses or /v1/embeddings)", u.Str)
+				return nil, fmt.Errorf("url %q is not supported (want /v1/chat/completions, /v1/responses or /v1/embeddings)", *u)
 			}
 			req.Endpoint = ep
 		}
@@ -110,16 +111,34 @@ func (p *Parser) parseReference(line []byte, lineNo int) (*providers.Request, er
 		if !b.IsObject() {
 			return nil, errors.New("params must be a JSON object")
 		}
+		u, err := refMethodURL(root)
+		if err != nil {
+			return nil, err
+		}
+		if u != nil && *u != "/v1/messages" && *u != "/messages" {
+			msg := fmt.Sprintf("url %q does not fit a request in Anthropic's shape: params is a Messages request (want /v1/messages, or no url)", *u)
+			switch strings.TrimPrefix(*u, "/v1") {
+			case "/embeddings":
+				msg += `; for embeddings, write an OpenAI batch line: {"url":"/v1/embeddings","body":{"model":…,"input":…}}`
+			case "/responses":
+				msg += `; for responses, write an OpenAI batch line: {"url":"/v1/responses","body":{"model":…,"input":…}}`
+			}
+			return nil, errors.New(msg)
+		}
 		body, from = []byte(b.Raw), providers.FormatAnthropic
 	case present(root.Get("request")):
 		b := root.Get("request")
 		if !b.IsObject() {
 			return nil, errors.New("request must be a JSON object")
 		}
-		if u := root.Get("url"); u.Exists() {
-			ep, ok := providers.EndpointOf(u.Str)
+		u, err := refMethodURL(root)
+		if err != nil {
+			return nil, err
+		}
+		if u != nil {
+			ep, ok := providers.EndpointOf(*u)
 			if !ok || ep == providers.EndpointResponses {
-				return nil, fmt.Errorf("url %q does not fit a request in Gemini's shape (want /v1/chat/completions or /v1/embeddings)", u.Str)
+				return nil, fmt.Errorf("url %q does not fit a request in Gemini's shape (want /v1/chat/completions or /v1/embeddings)", *u)
 			}
 			req.Endpoint = ep
 		} else if !b.Get("contents").Exists() && (b.Get("content").Exists() || b.Get("requests").Exists()) {
@@ -127,6 +146,21 @@ func (p *Parser) parseReference(line []byte, lineNo int) (*providers.Request, er
 		}
 		body, from = []byte(b.Raw), providers.FormatGemini
 	case root.Get("prompt").Exists():
+		// A simple line is a chat request: a url asking for another
+		// endpoint is refused, not run as chat.
+		u, err := refMethodURL(root)
+		if err != nil {
+			return nil, err
+		}
+		if u != nil && strings.TrimPrefix(*u, "/v1") != "/chat/completions" {
+			const simple = "on a simple line: a simple line (prompt, system, model, max_tokens) is a chat request"
+			switch strings.TrimPrefix(*u, "/v1") {
+			case "/embeddings", "/responses":
+				path := "/v1" + strings.TrimPrefix(*u, "/v1")
+				return nil, fmt.Errorf(`url %q %s; for %s, write an OpenAI batch line: {"url":"%s","body":{"model":…,"input":…}}`, *u, simple, path[4:], path)
+			}
+			return nil, fmt.Errorf("url %q %s (url /v1/chat/completions, or none)", *u, simple)
+		}
 		pr := root.Get("prompt")
 		if pr.Type != gjson.String || pr.Str == "" {
 			return nil, errors.New("prompt must be a non-empty string")
@@ -144,7 +178,6 @@ func (p *Parser) parseReference(line []byte, lineNo int) (*providers.Request, er
 			}
 			sp.MaxTokens = int(v.Int())
 		}
-		var err error
 		if body, err = p.buildSimple(&sp); err != nil {
 			return nil, err
 		}
@@ -228,6 +261,8 @@ var simpleMembers = []string{
 	`"request":{"content":{"parts":[{"text":"x"}]}}`, `"request":{"requests":[{"content":{"parts":[{"text":"y"}]}}]}`, `"url":"/v1/responses"`,
 	`"custom\u005fid":"esc"`, `"prompt":"second"`, `"priority":3`, `"priority":"high"`, `"priority":"urgent"`, `"priority":1.5`, `"priority":null`,
 	`"model":null`, `"prompt":null`, `"max_tokens":null`, `"tags":{"t":"v"}`,
+	`"method":"POST"`, `"method":null`, `"method":5`, `"url":null`, `"url":7`, `"url":"/v1/messages"`, `"url":"/messages"`,
+	`"url":"/embeddings"`, `"url":"/v1/images/generations"`, `"url":"/chat/completions"`,
 }
 
 // TestParseMatchesReference compares the parser with the reference over a
@@ -256,6 +291,8 @@ func FuzzParseMatchesReference(f *testing.F) {
 	f.Add([]byte(`{"custom_id":"a","body":{"model":"m","messages":[{"role":"user","content":"x"}]}}`))
 	f.Add([]byte(`{"key":"g","request":{"contents":[{"role":"user","parts":[{"text":"x"}]}]}}`))
 	f.Add([]byte(`{"custom_id":"a","model":"gpt-4o","body":{"model":"m","messages":[{"role":"user","content":"x"}]},"prompt":null}`))
+	f.Add([]byte(`{"custom_id":"a","url":"/v1/embeddings","prompt":"x"}`))
+	f.Add([]byte(`{"custom_id":"a","method":"GET","url":"/v1/messages","params":{"model":"c","max_tokens":5,"messages":[{"role":"user","content":"x"}]}}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		checkSameParse(t, line)
 	})
@@ -264,3 +301,23 @@ func FuzzParseMatchesReference(f *testing.F) {
 // present is a member with a value: a null one is read as absent, for a
 // request member as for a simple line's field beside one.
 func present(v gjson.Result) bool { return v.Exists() && v.Type != gjson.Null }
+
+// refMethodURL refuses a method other than POST (null is none) and gives
+// the line's url, nil when it has none (or a null one).
+func refMethodURL(root gjson.Result) (*string, error) {
+	switch m := root.Get("method"); {
+	case !m.Exists() || m.Type == gjson.Null || m.Type == gjson.String && m.Str == "POST":
+	case m.Type == gjson.String:
+		return nil, fmt.Errorf("method %q is not supported (only POST)", m.Str)
+	default:
+		return nil, fmt.Errorf("method %s is not supported (only POST)", m.Raw)
+	}
+	u := root.Get("url")
+	if !u.Exists() || u.Type == gjson.Null {
+		return nil, nil
+	}
+	if u.Type != gjson.String {
+		return nil, fmt.Errorf("url must be a string, not %s", u.Raw)
+	}
+	return &u.Str, nil
+}

@@ -13,16 +13,16 @@ var Line = providers.LineShape{Format: providers.FormatOpenAI, Key: "body", Endp
 // lineEndpoint refuses a method other than POST and reads the endpoint
 // from the url (chat when it names none).
 func lineEndpoint(l providers.LineMembers) (providers.Endpoint, error) {
-	if m := l.Method; m.Exists() && m.Str != "POST" {
-		return 0, fmt.Errorf("method %q is not supported (only POST)", m.Str)
+	if err := l.Post(); err != nil {
+		return 0, err
 	}
-	u := l.URL
-	if !u.Exists() {
-		return providers.EndpointChat, nil
+	u, ok, err := l.URLPath()
+	if err != nil || !ok {
+		return providers.EndpointChat, err
 	}
-	ep, ok := providers.EndpointOf(u.Str)
+	ep, ok := providers.EndpointOf(u)
 	if !ok {
-		return 0, fmt.Errorf("url %q is not supported (want /v1/chat/completions, /v1/responses or /v1/embeddings)", u.Str)
+		return 0, fmt.Errorf("url %q is not supported (want /v1/chat/completions, /v1/responses or /v1/embeddings)", u)
 	}
 	return ep, nil
 }
