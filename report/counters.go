@@ -30,6 +30,12 @@ type Counters struct {
 	// SpendWaiting are the requests waiting now for room in --max-cost
 	// (answers in flight to settle); SpendWaitNanos sums their waits.
 	SpendWaiting, SpendWaitNanos atomic.Int64
+	// DayWaiting are the requests waiting now for a key's daily limit
+	// (with --wait-daily for its reset, else for the attempts in flight
+	// holding the day's last units to settle); DayWaitNanos sums their
+	// waits. DayReset is the soonest reset waited for, in Unix
+	// nanoseconds (0: none). Holding is an open breaker's, not these.
+	DayWaiting, DayWaitNanos, DayReset atomic.Int64
 	// CacheHits are requests answered from the cross-run cache (also
 	// counted in Succeeded); CacheMisses were looked up and not found;
 	// CachePuts are answers this run stored.

@@ -134,6 +134,11 @@ type snapshot struct {
 	rate   float64
 	eta    time.Duration
 	status string
+	// dayWaiting wait for a daily limit; dayReset is the soonest reset
+	// they wait for (zero: none), dayResetIn the time until it.
+	dayWaiting int64
+	dayReset   time.Time
+	dayResetIn time.Duration
 }
 
 func (p *Progress) snapshot(c *Counters, elapsed time.Duration) snapshot {
@@ -148,6 +153,12 @@ func (p *Progress) snapshot(c *Counters, elapsed time.Duration) snapshot {
 	if answered := s.succeeded + s.failed; answered > 0 && elapsed > 0 {
 		s.rate = float64(answered) / elapsed.Seconds()
 		s.eta = time.Duration(float64(s.pending) / s.rate * float64(time.Second))
+	}
+	if s.dayWaiting = c.DayWaiting.Load(); s.dayWaiting > 0 {
+		if at := c.DayReset.Load(); at != 0 {
+			s.dayReset = time.Unix(0, at)
+			s.dayResetIn = max(time.Until(s.dayReset), 0)
+		}
 	}
 	if p.Status != nil {
 		s.status = p.Status()
@@ -188,6 +199,9 @@ func (s snapshot) line() string {
 	if s.spendWaiting > 0 {
 		parts = append(parts, s.spendWaitingWords())
 	}
+	if s.dayWaiting > 0 {
+		parts = append(parts, s.dayWaitingWords())
+	}
 	if s.status != "" {
 		parts = append(parts, s.status)
 	}
@@ -200,7 +214,7 @@ func (s snapshot) attrs() []any {
 		slog.Int64("total", s.total), slog.Int64("done", s.done), slog.Int64("succeeded", s.succeeded),
 		slog.Int64("failed", s.failed), slog.Int64("skipped", s.skipped), slog.Int64("pending", s.pending),
 		slog.Int64("in_flight", s.inFlight), slog.Int64("rate_limited", s.rateLimited),
-		slog.Int64("waiting_for_max_cost", s.spendWaiting),
+		slog.Int64("waiting_for_max_cost", s.spendWaiting), slog.Int64("waiting_for_daily_limit", s.dayWaiting),
 		slog.Int64("input_tokens", s.tokensIn), slog.Int64("output_tokens", s.tokensOut),
 		slog.Float64("cost_usd", s.spent.USD()), slog.Float64("rate_per_second", s.rate),
 		slog.Float64("eta_seconds", s.eta.Seconds()), slog.Float64("elapsed_seconds", s.elapsed.Seconds()),
@@ -212,6 +226,27 @@ func (s snapshot) attrs() []any {
 // otherwise look hung.
 func (s snapshot) spendWaitingWords() string {
 	return fmt.Sprintf("%d waiting for %s", s.spendWaiting, Words(MaxCostWait))
+}
+
+// dayWaitingWords says how many requests wait for a daily limit, and
+// for when: "3 waiting for the daily limit to reset (at 00:00 UTC, in
+// 3h12m)" with --wait-daily, else for the attempts in flight that hold
+// the day's last units. It is not an outage: the breaker's "provider
+// down, holding" would have the user look for a fault that is not there.
+func (s snapshot) dayWaitingWords() string {
+	w := fmt.Sprintf("%d waiting for %s", s.dayWaiting, Words(DailyWait))
+	if s.dayReset.IsZero() {
+		return w + " (attempts in flight hold its last units)"
+	}
+	return fmt.Sprintf("%s to reset (at %s, in %s)", w, s.dayReset.UTC().Format("15:04 MST"), durString(s.dayResetIn))
+}
+
+// dayWaitingShort is dayWaitingWords for a narrow terminal.
+func (s snapshot) dayWaitingShort() string {
+	if s.dayReset.IsZero() {
+		return fmt.Sprintf("%d wait daily limit", s.dayWaiting)
+	}
+	return fmt.Sprintf("%d wait day reset %s", s.dayWaiting, durString(s.dayResetIn))
 }
 
 // partSep separates the parts of the progress line.

@@ -179,6 +179,9 @@ func (s snapshot) segments() []segment {
 	if s.spendWaiting > 0 {
 		add(8, s.spendWaitingWords(), fmt.Sprintf("%d wait --max-cost", s.spendWaiting))
 	}
+	if s.dayWaiting > 0 {
+		add(8, s.dayWaitingWords(), s.dayWaitingShort())
+	}
 	if s.spent > 0 {
 		add(7, s.spent.String()+" spent", s.spent.String())
 	}

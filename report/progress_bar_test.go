@@ -25,6 +25,12 @@ func randomSnapshot(rng *rand.Rand) snapshot {
 		s.spendWaiting = rng.Int64N(1 << 20)
 	}
 	if rng.IntN(2) == 0 {
+		s.dayWaiting = rng.Int64N(1 << 20)
+		if rng.IntN(2) == 0 {
+			s.dayReset, s.dayResetIn = time.Unix(rng.Int64N(1<<40), 0), time.Duration(rng.Int64N(int64(30*time.Hour)))
+		}
+	}
+	if rng.IntN(2) == 0 {
 		s.status = strings.Repeat("provider down (no such host api.example.invalid), holding, ", 1+rng.IntN(3))
 	}
 	return s

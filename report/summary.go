@@ -74,6 +74,9 @@ type Summary struct {
 	// --max-cost (answers in flight to settle), summed over requests as
 	// RequestSeconds is.
 	MaxCostWaitSeconds float64 `json:"max_cost_wait_seconds,omitempty"`
+	// DailyWaitSeconds is the time requests waited for a key's daily
+	// limit (its reset with --wait-daily), summed as RequestSeconds is.
+	DailyWaitSeconds float64 `json:"daily_wait_seconds,omitempty"`
 	// CacheHits are the succeeded requests answered from the cross-run
 	// cache (--cache), sent to no provider; CacheSavedUSD is what they
 	// cost when they were paid for. CacheMisses were looked up and sent;
@@ -112,6 +115,7 @@ func (c *Counters) Summary(wall time.Duration) *Summary {
 		CacheSavedUSD:   c.SavedUSD(),
 
 		MaxCostWaitSeconds: time.Duration(c.SpendWaitNanos.Load()).Seconds(),
+		DailyWaitSeconds:   time.Duration(c.DayWaitNanos.Load()).Seconds(),
 	}
 	s.Pending = max(s.Requests-s.Skipped-s.Succeeded-s.Failed, 0)
 	var total pricing.Cost

@@ -18,11 +18,16 @@ var dimensionWords = map[string]string{
 	limiter.DimConcurrency.String(): "a concurrency slot",
 	limiter.DimPause.String():       "a 429 pause",
 	MaxCostWait:                     "--max-cost room",
+	DailyWait:                       "the daily limit",
 }
 
 // MaxCostWait names, beside the budget's dimensions, the wait for room in
 // --max-cost (answers in flight to settle).
 const MaxCostWait = "max_cost"
+
+// DailyWait names, beside the budget's dimensions, the wait for a key's
+// daily limit (its reset with --wait-daily).
+const DailyWait = "daily"
 
 // minWaitWorthSaying is the summed wait, in seconds, below which the
 // summary says nothing of waiting.
@@ -53,13 +58,15 @@ func (s *Summary) waitString() string {
 }
 
 // waitsByLimit sums the requests' waits by limit (and for --max-cost
-// room), most first, with their total; dims is nil when the waits are not
-// worth saying.
+// room and the daily limit), most first, with their total; dims is nil
+// when the waits are not worth saying.
 func (s *Summary) waitsByLimit() (by map[string]float64, dims []string, total float64) {
 	by = map[string]float64{}
-	if s.MaxCostWaitSeconds > 0 {
-		by[MaxCostWait] = s.MaxCostWaitSeconds
-		total = s.MaxCostWaitSeconds
+	for d, w := range map[string]float64{MaxCostWait: s.MaxCostWaitSeconds, DailyWait: s.DailyWaitSeconds} {
+		if w > 0 {
+			by[d] = w
+			total += w
+		}
 	}
 	for _, k := range s.Limits {
 		for d, w := range k.WaitBySeconds {

@@ -53,9 +53,10 @@ func dayZone(route Route) *time.Location {
 }
 
 // dayOpen holds h's attempt while its key's day is spent: with WaitDaily
-// it sleeps until the reset (time held is not the request's: its deadline
-// moves on); otherwise it stops the run. It reports whether the attempt
-// may go on.
+// it sleeps until the reset; otherwise it waits for the attempts holding
+// the day's last units, then stops the run. Time held is not the
+// request's: its deadline moves on (dayWait). It reports whether the
+// attempt may go on.
 func (r *run) dayOpen(ctx context.Context, h *hop) bool {
 	if r.cfg.Days == nil {
 		return true
@@ -70,23 +71,16 @@ func (r *run) dayOpen(ctx context.Context, h *hop) bool {
 			// Attempts that took the day's last units go first: one that
 			// is never sent gives its units back.
 			if wake, held := r.dayHeld(); held {
-				select {
-				case <-wake:
-					continue
-				case <-ctx.Done():
+				if !r.dayWait(h, time.Time{}, func() bool { return waitOn(ctx, wake) }) {
 					return false
 				}
+				continue
 			}
 			r.abortRun(&ending.DailyLimitError{Limit: de})
 			return false
 		}
 		r.noteDayWait(de)
-		r.c.Holding.Add(1)
-		start := time.Now()
-		ok := sleep(ctx, time.Until(de.Reset))
-		h.start = h.start.Add(time.Since(start))
-		r.c.Holding.Add(-1)
-		if !ok {
+		if !r.dayWait(h, de.Reset, func() bool { return sleep(ctx, time.Until(de.Reset)) }) {
 			return false
 		}
 	}

@@ -138,6 +138,7 @@ type run struct {
 	dayNoted   map[string]time.Time
 	dayTickets int
 	dayWake    chan struct{}
+	dayResets  map[int64]int // requests waiting, by the day reset they wait for (day_wait.go)
 	gates      map[string]*keyGate
 	conns      map[string]*connectWatch
 	setups     sync.Map // key → *setupWatch
