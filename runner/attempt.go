@@ -72,8 +72,9 @@ type hop struct {
 	// when something reads it (rawExact), else a placeholder (input.go).
 	raw      int64
 	rawExact bool
-	// start is when the deadline counts from; time held by an open
-	// breaker moves it on.
+	// start is when the deadline counts from; llmrun's own waits move it
+	// on: an open breaker's hold, a wait for --max-cost room, a wait for
+	// the day's limit (the budget's wait for the provider's rates counts).
 	start time.Time
 	// canFallBack lets an open breaker send the request onwards instead
 	// of holding it.
