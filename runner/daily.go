@@ -123,6 +123,7 @@ func (r *run) takeDay(h *hop) (limiter.DayTicket, error) {
 		r.mu.Lock()
 		r.dayTickets++
 		r.mu.Unlock()
+		r.daySave.changed()
 	}
 	return t, err
 }
@@ -158,6 +159,7 @@ func (r *run) endDay(h *hop, t limiter.DayTicket, o attemptOutcome) {
 		return
 	}
 	defer r.dayReleased()
+	defer r.daySave.changed()
 	if o.sent.IsZero() {
 		days.Cancel(t)
 		return

@@ -146,6 +146,9 @@ type run struct {
 	rngMu      sync.Mutex
 	cacheWarn  sync.Once
 
+	// daySave saves the daily counts while they change (daysave.go).
+	daySave *daySaver
+
 	// charges is each key's reservation rule and its learner (charge.go).
 	charges map[string]*chargeState
 
@@ -248,11 +251,13 @@ func (r *run) execute(ctx context.Context) (*report.Summary, error) {
 	if err := r.restoreDays(); err != nil {
 		r.abortRun(err)
 	}
+	r.daySave = r.startDaySaver()
 	prodErr := r.produce()
 	close(r.results)
 	werr := <-sinkErr
 	// After the sink's last line: the state write that saves the counts
 	// is then the checkpoint's last, and Close need not write it again.
+	r.daySave.stop()
 	if err := r.saveDays(); err != nil && prodErr == nil {
 		prodErr = err
 	}
