@@ -210,24 +210,29 @@ func runHeaderless(t testing.TB, s strictScenario, keepRetryAfter bool) (time.Du
 // TestHeaderlessServerLearnsFrom429s (issue 16, scaled down): against a
 // strict server that sends no rate-limit headers, with and without
 // retry-after, and no limits given, nothing fails and few attempts draw a
-// 429: the key learns the rate the server sustains.
+// 429: the key learns the rate the server sustains. Learning costs 429s
+// of its own (the slow start's last step overshoots, each probe of the
+// AIMD's sawtooth draws one): 1–12 of 120 requests at this scenario's
+// 20 a second under -race on a quiet 2-core machine (1–10 of 60, which
+// failed a 10% bound 1 run in 8). A learner that learned nothing would
+// draw most of the first 64 requests' 429s; the bound is 15%.
 func TestHeaderlessServerLearnsFrom429s(t *testing.T) {
-	s := strictScenario{requests: 60, rpm: 1200, itpm: 120000, promptBytes: 520, serverConcurrency: 8, clientConcurrency: 64}
+	s := strictScenario{requests: 120, rpm: 1200, itpm: 120000, promptBytes: 520, serverConcurrency: 8, clientConcurrency: 64}
 	for _, keep := range []bool{false, true} {
 		t.Run(fmt.Sprintf("retry-after=%v", keep), func(t *testing.T) {
 			meter := startStallMeter()
 			wall, sum, st := runHeaderless(t, s, keep)
 			stall, worst := meter.end()
-			// 10% of the requests, plus what this process's stalls (0 on
+			// 15% of the requests, plus what this process's stalls (0 on
 			// an idle machine) let arrive bunched (see stallMeter).
-			allowed := int64(s.requests)/10 + stallExcess(s.perSecond(), stall)
+			allowed := int64(s.requests)*15/100 + stallExcess(s.perSecond(), stall)
 			t.Logf("%v (bound %v), %d 429s (allowed %d: stalled %v, worst %v), summary limits %+v", wall.Round(time.Millisecond),
 				s.lowerBound().Round(time.Millisecond), st.RateLimited, allowed, stall, worst, sum.Limits)
 			if sum.Failed != 0 || sum.Succeeded != int64(s.requests) {
 				t.Fatalf("%d succeeded, %d failed; want all %d", sum.Succeeded, sum.Failed, s.requests)
 			}
 			if st.RateLimited > allowed {
-				t.Errorf("%d 429s for %d requests, want at most 10%% and %d for %v of stalls", st.RateLimited, s.requests, allowed-int64(s.requests)/10, stall)
+				t.Errorf("%d 429s for %d requests, want at most 15%% and %d for %v of stalls", st.RateLimited, s.requests, allowed-int64(s.requests)*15/100, stall)
 			}
 			if len(sum.Limits) != 1 || sum.Limits[0].RPMFrom429s <= 0 {
 				t.Errorf("summary limits %+v: want the rate learned from 429s", sum.Limits)
