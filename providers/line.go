@@ -22,6 +22,11 @@ type LineShape struct {
 	Endpoint func(l LineMembers) (Endpoint, error)
 }
 
+// Present reports an input line's member with a value: a null member
+// (a table exported with a column for every shape writes them) asks for
+// nothing and is read as absent, for the line's shape as for its fields.
+func Present(v gjson.Result) bool { return v.Exists() && v.Type != gjson.Null }
+
 // LineMembers are the members of an input line a LineShape's Endpoint
 // reads.
 type LineMembers struct {
@@ -35,7 +40,7 @@ type LineMembers struct {
 // as a POST. A null method asks for nothing, as a null member does.
 func (l LineMembers) Post() error {
 	m := l.Method
-	if !m.Exists() || m.Type == gjson.Null || m.Type == gjson.String && m.Str == "POST" {
+	if !Present(m) || m.Type == gjson.String && m.Str == "POST" {
 		return nil
 	}
 	if m.Type == gjson.String {
@@ -49,7 +54,7 @@ func (l LineMembers) Post() error {
 func (l LineMembers) URLPath() (string, bool, error) {
 	u := l.URL
 	switch {
-	case !u.Exists() || u.Type == gjson.Null:
+	case !Present(u):
 		return "", false, nil
 	case u.Type != gjson.String:
 		return "", false, fmt.Errorf("url must be a string, not %s", u.Raw)

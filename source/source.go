@@ -250,7 +250,7 @@ func (p *Parser) wireBody(line []byte, f *lineFields, req *providers.Request) ([
 	}
 	var held registry.Held
 	for i, v := range f.shaped {
-		held[i] = v.Exists() && v.Type != gjson.Null // a null member asks for nothing
+		held[i] = providers.Present(v)
 	}
 	if i, err := registry.ShapeIn(held); err != nil {
 		return nil, 0, err

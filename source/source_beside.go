@@ -25,7 +25,7 @@ func (f *lineFields) simpleBeside(sh providers.LineShape) error {
 	}{{"prompt", f.prompt}, {"system", f.system}, {"model", f.model}, {"max_tokens", f.maxTokens}}
 	var names []string
 	for _, fl := range fields {
-		if fl.v.Exists() && fl.v.Type != gjson.Null {
+		if providers.Present(fl.v) {
 			names = append(names, fl.name)
 		}
 	}

@@ -294,8 +294,7 @@ func ShapeIn(held Held) (int, error) {
 func ShapeOf(line []byte) (providers.Format, error) {
 	var held Held
 	for i, sh := range lineShapes {
-		v := gjson.GetBytes(line, sh.Key)
-		held[i] = v.Exists() && v.Type != gjson.Null // as the reader: a null member is none
+		held[i] = providers.Present(gjson.GetBytes(line, sh.Key))
 	}
 	i, err := ShapeIn(held)
 	if i < 0 {
