@@ -327,8 +327,12 @@ func TestMaxCostWaitIsNotTheRequestsDeadline(t *testing.T) {
 		if err != nil || len(ids) != 3 || p.total != 3 || sum.Failed != 0 {
 			t.Fatalf("err %v, %d answers of %d sent, failed %v; want all 3 answered, each sent once", err, len(ids), p.total, sum.FailuresByCause)
 		}
-		if sum.MaxCostWaitSeconds != 150 {
-			t.Errorf("summary: %vs waited for room; want 150 (50 + 100)", sum.MaxCostWaitSeconds)
+		// 50 + 100 s, less the first-on-key gate's wait (calibrationWait)
+		// of a request that saw room before the first reserved it: it then
+		// waits at the gate, not for room, and for room only after. Which
+		// request gets there first is the scheduler's: 140, 145 or 150.
+		if w := sum.MaxCostWaitSeconds; w > 150 || w < 150-2*calibrationWait.Seconds() {
+			t.Errorf("summary: %vs waited for room; want 150 (50 + 100), less up to %v at the gate for each of the two", w, calibrationWait)
 		}
 		lines := strings.Split(strings.TrimSpace(logged.String()), "\n")
 		for i, want := range map[int]string{0: "2 waiting for --max-cost room", 5: "1 waiting for --max-cost room", 10: "progress.waiting_for_max_cost=0"} {
